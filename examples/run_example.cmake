@@ -1,0 +1,12 @@
+# Runs one example; fails on a non-zero exit or, when EXPECTED exists, on any difference.
+execute_process(COMMAND ${EXE} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${EXE} exited with ${rc}\n${out}\n${err}")
+endif()
+if(EXISTS ${EXPECTED})
+  file(READ ${EXPECTED} want)
+  if(NOT out STREQUAL want)
+    file(WRITE ${EXE}.actual.out "${out}")
+    message(FATAL_ERROR "output differs from ${EXPECTED}; got (also in ${EXE}.actual.out):\n${out}")
+  endif()
+endif()

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// Array shapes: a list of dimension sizes, row-major. Shared by both tiers; printed the way
+// jaxprs print them (`f32[8,3]`) and the way NumPy's errors print them (`(8, 3)`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "xpr/core/error.hpp"
+
+namespace xpr::core {
+
+/// The sizes of an array's dimensions, outermost first.
+class Shape {
+ public:
+  using value_type = std::int64_t;
+
+  Shape() = default;
+  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) { check(); }
+  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) { check(); }
+  explicit Shape(std::span<const std::int64_t> dims) : dims_(dims.begin(), dims.end()) { check(); }
+
+  std::size_t rank() const noexcept { return dims_.size(); }
+  std::int64_t operator[](std::size_t i) const noexcept { return dims_[i]; }
+  std::int64_t& operator[](std::size_t i) noexcept { return dims_[i]; }
+  /// Product of the dimensions (1 for rank 0).
+  std::int64_t size() const noexcept {
+    std::int64_t n = 1;
+    for (auto d : dims_) n *= d;
+    return n;
+  }
+  auto begin() const noexcept { return dims_.begin(); }
+  auto end() const noexcept { return dims_.end(); }
+  const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  std::span<const std::int64_t> span() const noexcept { return dims_; }
+  void push_back(std::int64_t d) {
+    if (d < 0) throw value_error("shape: expected non-negative dimension sizes, found " +
+                                 std::to_string(d));
+    dims_.push_back(d);
+  }
+
+  friend bool operator==(const Shape&, const Shape&) = default;
+
+  /// `(8, 3)`, `(4,)`, `()`: NumPy's spelling, used in error messages.
+  std::string str() const {
+    std::ostringstream os;
+    os << '(';
+    for (std::size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
+    if (dims_.size() == 1) os << ',';
+    os << ')';
+    return os.str();
+  }
+
+ private:
+  void check() const {
+    for (auto d : dims_)
+      if (d < 0)
+        throw value_error("shape: expected non-negative dimension sizes, found " +
+                          std::to_string(d));
+  }
+  std::vector<std::int64_t> dims_;
+};
+
+/// `[8,3]`: the jaxpr spelling (after the dtype).
+inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << '[';
+  for (std::size_t i = 0; i < s.rank(); ++i) os << (i ? "," : "") << s[i];
+  return os << ']';
+}
+
+/// Row-major strides, in elements.
+inline std::vector<std::int64_t> strides_of(const Shape& s) {
+  std::vector<std::int64_t> st(s.rank(), 1);
+  for (std::size_t i = s.rank(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+/// Normalizes a possibly negative axis against `rank`, as NumPy does; throws `index_error`.
+inline std::size_t canonicalize_axis(std::int64_t axis, std::size_t rank) {
+  auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r)
+    throw index_error("axis " + std::to_string(axis) + " is out of bounds for array of rank " +
+                      std::to_string(rank) + " (expected -" + std::to_string(r) +
+                      " <= axis < " + std::to_string(r) + ")");
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+/// NumPy broadcasting of two shapes; throws `shape_error` naming both.
+inline Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  std::size_t r = a.rank() > b.rank() ? a.rank() : b.rank();
+  std::vector<std::int64_t> out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    std::int64_t da = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
+    std::int64_t db = i < r - b.rank() ? 1 : b[i - (r - b.rank())];
+    if (da != db && da != 1 && db != 1)
+      throw shape_error("operands could not be broadcast together: expected equal sizes or 1 in "
+                        "each dimension, found shapes " +
+                        a.str() + " and " + b.str());
+    out[i] = da == 1 ? db : da;
+  }
+  return Shape(std::move(out));
+}
+
+}  // namespace xpr::core
+
+template <>
+struct std::hash<xpr::core::Shape> {
+  std::size_t operator()(const xpr::core::Shape& s) const noexcept {
+    std::size_t h = s.rank();
+    for (auto d : s) h = h * 1000003u ^ std::hash<std::int64_t>{}(d);
+    return h;
+  }
+};
+
+namespace xpr {
+using core::Shape;
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+// xpr::Array: the runtime tier's value. An immutable handle to either concrete data (a shared,
+// row-major buffer) or a tracer owned by a transformation; user code sees one type in every mode,
+// the way JAX code sees jax.Array both eagerly and under tracing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/aval.hpp"
+
+namespace xpr::rt {
+
+class Array;
+
+namespace detail {
+
+/// What an Array handle points to: concrete data or a tracer. Immutable once built.
+class ArrayImpl {
+ public:
+  explicit ArrayImpl(ShapedArray aval) : aval_(std::move(aval)) {}
+  ArrayImpl(const ArrayImpl&) = delete;
+  ArrayImpl& operator=(const ArrayImpl&) = delete;
+  virtual ~ArrayImpl() = default;
+
+  const ShapedArray& aval() const noexcept { return aval_; }
+  /// The concrete value behind this one, if it is known (a JVP tracer's primal, say), else null.
+  virtual const class ConcreteArray* concrete() const noexcept = 0;
+  /// Tracers say which transformation they belong to; concrete data says nothing.
+  virtual bool is_tracer() const noexcept { return false; }
+
+ private:
+  ShapedArray aval_;
+};
+
+/// Aligned, shared, never-written-after-construction element storage.
+struct AlignedDelete {
+  void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
+};
+
+inline std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
+  auto* p = static_cast<std::byte*>(::operator new[](bytes ? bytes : 1, std::align_val_t{64}));
+  return std::shared_ptr<std::byte>(p, AlignedDelete{});
+}
+
+/// Concrete data. Small values (up to 16 bytes) live inline, so a rank-0 result costs one
+/// allocation; larger ones share a 64-byte-aligned buffer (views such as `a[i]` share it too).
+class ConcreteArray final : public ArrayImpl {
+ public:
+  static constexpr std::size_t inline_bytes = 16;
+
+  /// Uninitialized storage for `aval`; the creator fills it through `mutable_data` before the
+  /// array is shared.
+  explicit ConcreteArray(ShapedArray aval) : ArrayImpl(std::move(aval)) {
+    std::size_t bytes = nbytes();
+    if (bytes <= inline_bytes) {
+      data_ = small_;
+    } else {
+      owner_ = allocate_buffer(bytes);
+      data_ = owner_.get();
+    }
+  }
+  /// A view into a shared buffer.
+  ConcreteArray(ShapedArray aval, std::shared_ptr<std::byte> owner, const std::byte* data)
+      : ArrayImpl(std::move(aval)), owner_(std::move(owner)), data_(const_cast<std::byte*>(data)) {}
+
+  const ConcreteArray* concrete() const noexcept override { return this; }
+  std::size_t nbytes() const noexcept {
+    return static_cast<std::size_t>(aval().size()) * core::itemsize(aval().dtype);
+  }
+  const std::byte* bytes() const noexcept { return data_; }
+  std::byte* mutable_bytes() noexcept { return data_; }
+  /// The buffer's owner, for views; null when the data is inline.
+  const std::shared_ptr<std::byte>& owner() const noexcept { return owner_; }
+
+ private:
+  std::shared_ptr<std::byte> owner_;
+  std::byte* data_ = nullptr;
+  alignas(16) std::byte small_[inline_bytes];
+};
+
+template <class T>
+constexpr bool is_element_type_v =
+    std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace detail
+
+/// An n-dimensional array: immutable, row-major, any rank, buffers shared between copies.
+///
+/// Concrete arrays hold data; inside a transformation an Array may hold a tracer instead, and the
+/// same user code runs on both. Element access on a tracer whose value is not known throws
+/// `concretization_error`.
+class Array {
+ public:
+  using xpr_traced = void;  // takes Array out of the plain-number family of core/ops.hpp
+
+  /// A rank-0 f64 zero (so that `Array` is regular; `xpr::zeros` states intent better).
+  Array() : Array(0.0) {}
+  /// A C++ number becomes a weakly typed rank-0 array, as a Python scalar does in JAX.
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Array(T value) {  // NOLINT(google-explicit-constructor): numbers mix with arrays freely
+    using E = core::element_t<core::dtype_v<T>>;
+    auto impl = std::make_shared<detail::ConcreteArray>(
+        ShapedArray{Shape{}, core::dtype_v<T>, !std::is_same_v<T, bool>});
+    E e = static_cast<E>(value);
+    std::memcpy(impl->mutable_bytes(), &e, sizeof(E));
+    impl_ = std::move(impl);
+  }
+  explicit Array(std::shared_ptr<const detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- what it is ---------------------------------------------------------------------------
+  const ShapedArray& aval() const noexcept { return impl_->aval(); }
+  const Shape& shape() const noexcept { return aval().shape; }
+  std::size_t ndim() const noexcept { return aval().shape.rank(); }
+  std::int64_t size() const noexcept { return aval().shape.size(); }
+  DType dtype() const noexcept { return aval().dtype; }
+  bool weak_type() const noexcept { return aval().weak_type; }
+  const std::shared_ptr<const detail::ArrayImpl>& impl() const noexcept { return impl_; }
+  bool is_tracer() const noexcept { return impl_->is_tracer(); }
+  /// The concrete data, or null if this is a tracer whose value is not known.
+  const detail::ConcreteArray* concrete() const noexcept { return impl_->concrete(); }
+  bool is_concrete() const noexcept { return concrete() != nullptr; }
+
+  // ---- elements ------------------------------------------------------------------------------
+  /// The elements, row-major. `T` must be the array's element type.
+  template <class T>
+  const T* data() const {
+    static_assert(detail::is_element_type_v<T>,
+                  "Array::data<T>: T must be bool, std::int32_t, std::int64_t, float or double");
+    check_dtype<T>("data");
+    return reinterpret_cast<const T*>(concrete_or_throw("data")->bytes());
+  }
+  /// The only element of a size-1 array, converted to `T`.
+  template <class T>
+  T item() const {
+    if (size() != 1)
+      throw type_error("item(): expected an array of size 1, found shape " + shape().str() +
+                       " (size " + std::to_string(size()) + ")");
+    return element_as<T>(0, "item");
+  }
+  /// A copy of the elements, converted to `T`.
+  template <class T>
+  std::vector<T> to_vector() const {
+    std::vector<T> out(static_cast<std::size_t>(size()));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = element_as<T>(i, "to_vector");
+    return out;
+  }
+  /// A const Eigen view of the elements: rows = the first dimension, columns = the product of the
+  /// others (a rank-1 array is a column, a rank-0 array is 1x1).
+  template <class T>
+  Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> eigen() const {
+    Eigen::Index rows = ndim() == 0 ? 1 : static_cast<Eigen::Index>(shape()[0]);
+    Eigen::Index cols = rows == 0 ? 0 : static_cast<Eigen::Index>(size()) / rows;
+    return {data<T>(), rows, cols};
+  }
+  /// Element `i` along the first axis: an array of rank `ndim() - 1` sharing this buffer.
+  Array operator[](std::int64_t i) const;
+
+  /// `if (x > 0.0)`: the truth of a size-1 array. Throws `type_error` for larger arrays and
+  /// `concretization_error` for tracers whose value is not known.
+  explicit operator bool() const {
+    if (size() != 1)
+      throw type_error("the truth value of an array with more than one element is ambiguous: "
+                       "expected an array of size 1, found shape " +
+                       shape().str() + "; use xpr::any or xpr::all");
+    return element_as<bool>(0, "bool");
+  }
+
+ private:
+  template <class T>
+  void check_dtype(const char* what) const {
+    if (core::dtype_v<T> != dtype())
+      throw dtype_error(std::string(what) + "<T>: expected T to match the array's dtype " +
+                        std::string(core::name(dtype())) + ", found T of dtype " +
+                        std::string(core::name(core::dtype_v<T>)));
+  }
+  const detail::ConcreteArray* concrete_or_throw(const char* what) const;
+  template <class T>
+  T element_as(std::size_t i, const char* what) const {
+    const std::byte* p = concrete_or_throw(what)->bytes();
+    switch (dtype()) {
+      case DType::bool_: return static_cast<T>(reinterpret_cast<const bool*>(p)[i]);
+      case DType::int32: return static_cast<T>(reinterpret_cast<const std::int32_t*>(p)[i]);
+      case DType::int64: return static_cast<T>(reinterpret_cast<const std::int64_t*>(p)[i]);
+      case DType::float32: return static_cast<T>(reinterpret_cast<const float*>(p)[i]);
+      case DType::float64: return static_cast<T>(reinterpret_cast<const double*>(p)[i]);
+    }
+    return T{};
+  }
+
+  std::shared_ptr<const detail::ArrayImpl> impl_;
+};
+
+/// Builds a concrete array of the given type by filling its buffer once; used by every kernel.
+class ArrayBuilder {
+ public:
+  explicit ArrayBuilder(ShapedArray aval)
+      : impl_(std::make_shared<detail::ConcreteArray>(std::move(aval))) {}
+  template <class T>
+  T* data() noexcept {
+    return reinterpret_cast<T*>(impl_->mutable_bytes());
+  }
+  std::byte* bytes() noexcept { return impl_->mutable_bytes(); }
+  const ShapedArray& aval() const noexcept { return impl_->aval(); }
+  Array finish() && { return Array(std::shared_ptr<const detail::ArrayImpl>(std::move(impl_))); }
+
+ private:
+  std::shared_ptr<detail::ConcreteArray> impl_;
+};
+
+// Calls `f(T{})` with `T` the element type of `dtype`; kernels dispatch on dtype this way.
+template <class F>
+decltype(auto) dispatch_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::bool_: return f(bool{});
+    case DType::int32: return f(std::int32_t{});
+    case DType::int64: return f(std::int64_t{});
+    case DType::float32: return f(float{});
+    case DType::float64: break;
+  }
+  return f(double{});
+}
+
+inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) const {
+  const detail::ConcreteArray* c = concrete();
+  if (!c)
+    throw core::concretization_error(
+        std::string("Abstract tracer value encountered where a concrete value is expected: ") +
+        what + "() needs the elements of a traced array " + aval().str() +
+        ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
+        "or jit; use xpr::where for elementwise choices or xpr::cond / xpr::while_loop for "
+        "control flow");
+  return c;
+}
+
+inline Array Array::operator[](std::int64_t i) const {
+  if (ndim() == 0)
+    throw index_error("operator[]: expected an array of rank >= 1, found a rank-0 array");
+  std::int64_t n = shape()[0];
+  if (i < -n || i >= n)
+    throw index_error("index " + std::to_string(i) + " is out of bounds for axis 0 with size " +
+                      std::to_string(n));
+  if (i < 0) i += n;
+  const detail::ConcreteArray* c = concrete_or_throw("operator[]");
+  Shape rest(std::vector<std::int64_t>(shape().begin() + 1, shape().end()));
+  ShapedArray aval{rest, dtype(), false};
+  std::size_t stride = static_cast<std::size_t>(rest.size()) * core::itemsize(dtype());
+  const std::byte* p = c->bytes() + static_cast<std::size_t>(i) * stride;
+  if (c->owner() && stride > detail::ConcreteArray::inline_bytes)
+    return Array(std::make_shared<detail::ConcreteArray>(std::move(aval), c->owner(), p));
+  ArrayBuilder b(std::move(aval));  // small results are copied into inline storage
+  std::memcpy(b.bytes(), p, stride);
+  return std::move(b).finish();
+}
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::Array;
+using rt::ShapedArray;
+}  // namespace xpr

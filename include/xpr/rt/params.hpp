@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Equation parameters (`axes=(0,)`, `new_dtype=f32`, ...): a typed variant per value, an ordered
+// name -> value list per primitive application. Comparable and hashable, because jaxprs are
+// compared and hashed structurally (the jit cache keys on them).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
+
+namespace xpr::rt {
+
+class ClosedJaxpr;  // defined with the jaxpr IR; parameters of higher-order primitives hold one
+
+/// A tuple of axis numbers (`axes=(0, 1)`), also used for permutations and index tuples.
+using Axes = std::vector<std::int64_t>;
+
+/// `pad`'s per-dimension (low, high, interior) padding; low and high may be negative.
+struct PaddingConfig {
+  std::vector<std::array<std::int64_t, 3>> dims;
+  friend bool operator==(const PaddingConfig&, const PaddingConfig&) = default;
+};
+
+/// `dot_general`'s ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)).
+struct DotDimensionNumbers {
+  Axes lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+  friend bool operator==(const DotDimensionNumbers&, const DotDimensionNumbers&) = default;
+};
+
+/// Sub-jaxprs are shared, immutable and compared by structure.
+using JaxprParam = std::shared_ptr<const ClosedJaxpr>;
+
+/// One parameter value.
+using ParamValue = std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes,
+                                PaddingConfig, DotDimensionNumbers, JaxprParam>;
+
+/// The parameters of one primitive application, in the order the primitive declares them.
+class Params {
+ public:
+  using value_type = std::pair<std::string, ParamValue>;
+
+  Params() = default;
+  Params(std::initializer_list<value_type> items) : items_(items) {}
+
+  /// The value of `name` as a `T`; throws `type_error` if it is missing or of another type.
+  template <class T>
+  const T& get(std::string_view name) const {
+    const ParamValue* v = find(name);
+    if (!v) throw core::type_error("missing parameter '" + std::string(name) + "'");
+    const T* t = std::get_if<T>(v);
+    if (!t)
+      throw core::type_error("parameter '" + std::string(name) +
+                             "' has another type than the primitive expects");
+    return *t;
+  }
+  const ParamValue* find(std::string_view name) const noexcept {
+    for (const auto& [k, v] : items_)
+      if (k == name) return &v;
+    return nullptr;
+  }
+  bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
+  void set(std::string name, ParamValue value) {
+    for (auto& [k, v] : items_)
+      if (k == name) {
+        v = std::move(value);
+        return;
+      }
+    items_.emplace_back(std::move(name), std::move(value));
+  }
+
+  auto begin() const noexcept { return items_.begin(); }
+  auto end() const noexcept { return items_.end(); }
+  std::size_t size() const noexcept { return items_.size(); }
+  bool empty() const noexcept { return items_.empty(); }
+
+ private:
+  std::vector<value_type> items_;
+};
+
+}  // namespace xpr::rt

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// convert_element_type: change an array's dtype (and weak-type flag). jax.numpy's dtype
+// promotion inserts it; `astype` is its user-facing name.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// convert_element_type[new_dtype, weak_type](x): elementwise C++ conversion (float to int
+/// truncates toward zero, nonzero to bool is true).
+class ConvertElementType final : public Primitive {
+ public:
+  ConvertElementType() : Primitive("convert_element_type") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    ShapedArray out = abstract_eval_one(args[0].aval(), params);
+    const Array& x = args[0];
+    ArrayBuilder b(out);
+    auto n = static_cast<std::size_t>(x.size());
+    dispatch_dtype(x.dtype(), [&](auto in_tag) {
+      using I = decltype(in_tag);
+      const I* in = x.data<I>();
+      dispatch_dtype(out.dtype, [&](auto out_tag) {
+        using O = decltype(out_tag);
+        O* o = b.data<O>();
+        for (std::size_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same_v<O, bool>)
+            o[i] = in[i] != I(0);
+          else
+            o[i] = static_cast<O>(in[i]);
+        }
+      });
+    });
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    if (args.size() != 1)
+      throw core::type_error("convert_element_type expected 1 operand, found " +
+                             std::to_string(args.size()));
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  static ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) {
+    return {x.shape, params.get<core::DType>("new_dtype"), params.get<bool>("weak_type")};
+  }
+};
+
+inline const ConvertElementType convert_element_type_p{};
+
+/// `x` converted to `dtype` (strongly typed unless `weak_type`); no equation when nothing changes.
+inline Array convert_element_type(const Array& x, DType dtype, bool weak_type = false) {
+  if (x.dtype() == dtype && x.weak_type() == weak_type) return x;
+  return bind1(convert_element_type_p, {x}, {{"new_dtype", dtype}, {"weak_type", weak_type}});
+}
+
+/// `x.astype(dtype)` of NumPy.
+inline Array astype(const Array& x, DType dtype) { return convert_element_type(x, dtype); }
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::astype;
+using rt::convert_element_type;
+}  // namespace xpr

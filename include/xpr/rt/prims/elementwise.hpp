@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// What elementwise primitives share: abstract evaluation (JAX's `defvectorized` and
+// `defbroadcasting`) and the vectorized eager kernels (xsimd batches with a padded tail, so every
+// element goes through the same instruction sequence).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/aval.hpp"
+#include "xpr/rt/primitive.hpp"
+
+namespace xpr::rt::detail {
+
+template <class T>
+constexpr bool simd_element_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// Which dtypes an elementwise primitive accepts.
+enum class Accepts { floating, numeric, any };
+
+inline void check_accepts(const std::string& prim, DType t, Accepts accepts) {
+  bool ok = accepts == Accepts::any || (accepts == Accepts::numeric && !core::is_bool(t)) ||
+            (accepts == Accepts::floating && core::is_floating(t));
+  if (!ok)
+    throw core::dtype_error(
+        prim + " does not accept dtype " + std::string(core::name(t)) + ": expected " +
+        (accepts == Accepts::floating ? "a floating dtype (float32 or float64)"
+                                      : "a numeric dtype (int32, int64, float32 or float64)"));
+}
+
+/// abstract_eval of a unary elementwise primitive: the output has the operand's shape and dtype.
+inline ShapedArray unary_aval(const std::string& prim, std::span<const ShapedArray> args,
+                              Accepts accepts) {
+  if (args.size() != 1)
+    throw core::type_error(prim + " expected 1 operand, found " + std::to_string(args.size()));
+  check_accepts(prim, args[0].dtype, accepts);
+  return args[0];
+}
+
+/// abstract_eval of an n-ary elementwise primitive: equal dtypes, and equal shapes except that a
+/// rank-0 operand stands for any shape (how a scalar literal meets an array, `mul c 3.0:f64[]`).
+inline ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArray> args,
+                             Accepts accepts, std::size_t first_same_dtype = 0) {
+  const ShapedArray* big = nullptr;
+  bool weak = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const ShapedArray& a = args[i];
+    if (i >= first_same_dtype) {
+      check_accepts(prim, a.dtype, accepts);
+      if (a.dtype != args[first_same_dtype].dtype)
+        throw core::dtype_error(prim + " requires arguments to have the same dtype, found " +
+                                std::string(core::name(args[first_same_dtype].dtype)) + " and " +
+                                std::string(core::name(a.dtype)));
+      weak = weak && a.weak_type;
+    }
+    if (a.ndim() == 0) continue;
+    if (big && big->shape != a.shape)
+      throw core::shape_error(prim + " requires arguments to have the same shape (or rank 0), "
+                              "found shapes " + big->shape.str() + " and " + a.shape.str());
+    big = &a;
+  }
+  ShapedArray out = big ? *big : args[first_same_dtype];
+  out.dtype = args[first_same_dtype].dtype;
+  out.weak_type = weak;
+  return out;
+}
+
+// ---- kernels ----------------------------------------------------------------------------------
+
+/// out[i] = f(in[i]). `f` takes xsimd batches for float and double, plain values otherwise.
+template <class T, class R = T, class F>
+void map_unary(const T* in, R* out, std::size_t n, F f) {
+  if constexpr (simd_element_v<T> && std::is_same_v<T, R>) {
+    using B = xsimd::batch<T>;
+    std::size_t i = 0;
+    for (; i + B::size <= n; i += B::size) f(B::load_unaligned(in + i)).store_unaligned(out + i);
+    if (i < n) {  // padded tail: same code path as the body
+      alignas(64) T buf[B::size] = {};
+      std::copy(in + i, in + n, buf);
+      f(B::load_aligned(buf)).store_aligned(buf);
+      std::copy(buf, buf + (n - i), out + i);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<R>(f(in[i]));
+  }
+}
+
+/// out[i] = f(a[i or 0], b[i or 0]): a rank-0 operand is broadcast.
+template <class T, class R = T, class F>
+void map_binary(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, std::size_t n,
+                F f) {
+  if constexpr (simd_element_v<T> && std::is_same_v<T, R>) {
+    using B = xsimd::batch<T>;
+    const B as = B(a[0]), bs = B(b[0]);
+    auto load = [](const T* p, bool scalar, const B& s, std::size_t i) {
+      return scalar ? s : B::load_unaligned(p + i);
+    };
+    std::size_t i = 0;
+    if (!a_scalar && !b_scalar) {
+      for (; i + B::size <= n; i += B::size)
+        f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
+    } else {
+      for (; i + B::size <= n; i += B::size)
+        f(load(a, a_scalar, as, i), load(b, b_scalar, bs, i)).store_unaligned(out + i);
+    }
+    if (i < n) {
+      alignas(64) T ba[B::size] = {}, bb[B::size] = {};
+      for (std::size_t j = i; j < n; ++j) {
+        ba[j - i] = a[a_scalar ? 0 : j];
+        bb[j - i] = b[b_scalar ? 0 : j];
+      }
+      f(B::load_aligned(ba), B::load_aligned(bb)).store_aligned(ba);
+      std::copy(ba, ba + (n - i), out + i);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = static_cast<R>(f(a[a_scalar ? 0 : i], b[b_scalar ? 0 : i]));
+  }
+}
+
+}  // namespace xpr::rt::detail

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1 sqrt rsqrt abs sign
+// logistic. They differ only in the function applied (the `xpr::op` tag's meaning on numbers) and
+// the dtypes they accept, so they are one table; each row binds an `xpr::op` tag to a primitive.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "xpr/core/ops.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// A unary elementwise primitive computing `Op::number` on every element.
+template <class Op>
+class UnaryElementwise final : public Primitive {
+ public:
+  explicit UnaryElementwise(detail::Accepts accepts)
+      : Primitive(std::string(Op::name)), accepts_(accepts) {}
+
+  detail::Accepts accepts() const noexcept { return accepts_; }
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    ArrayBuilder b(detail::unary_aval(name(), std::span(&args[0].aval(), 1), accepts_));
+    (void)params;
+    const Array& x = args[0];
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>) {
+        detail::map_unary(x.data<T>(), b.data<T>(), static_cast<std::size_t>(x.size()),
+                          [](const auto& v) { return Op::number(v); });
+      }
+    });
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
+    return {detail::unary_aval(name(), args, accepts_)};
+  }
+
+ private:
+  detail::Accepts accepts_;
+};
+
+//                                      op tag                 accepted dtypes
+inline const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
+inline const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::cos> cos_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::tan> tan_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::tanh> tanh_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::exp> exp_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::log> log_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::log1p> log1p_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::expm1> expm1_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::sqrt> sqrt_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::rsqrt> rsqrt_p{detail::Accepts::floating};
+inline const UnaryElementwise<op::abs> abs_p{detail::Accepts::numeric};
+inline const UnaryElementwise<op::sign> sign_p{detail::Accepts::numeric};
+inline const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating};
+
+namespace detail {
+// The primitive behind each unary `xpr::op` tag.
+template <class Op>
+inline constexpr const UnaryElementwise<Op>* unary_primitive = nullptr;
+template <> inline constexpr const UnaryElementwise<op::neg>* unary_primitive<op::neg> = &neg_p;
+template <> inline constexpr const UnaryElementwise<op::sin>* unary_primitive<op::sin> = &sin_p;
+template <> inline constexpr const UnaryElementwise<op::cos>* unary_primitive<op::cos> = &cos_p;
+template <> inline constexpr const UnaryElementwise<op::tan>* unary_primitive<op::tan> = &tan_p;
+template <> inline constexpr const UnaryElementwise<op::tanh>* unary_primitive<op::tanh> = &tanh_p;
+template <> inline constexpr const UnaryElementwise<op::exp>* unary_primitive<op::exp> = &exp_p;
+template <> inline constexpr const UnaryElementwise<op::log>* unary_primitive<op::log> = &log_p;
+template <> inline constexpr const UnaryElementwise<op::log1p>* unary_primitive<op::log1p> = &log1p_p;
+template <> inline constexpr const UnaryElementwise<op::expm1>* unary_primitive<op::expm1> = &expm1_p;
+template <> inline constexpr const UnaryElementwise<op::sqrt>* unary_primitive<op::sqrt> = &sqrt_p;
+template <> inline constexpr const UnaryElementwise<op::rsqrt>* unary_primitive<op::rsqrt> = &rsqrt_p;
+template <> inline constexpr const UnaryElementwise<op::abs>* unary_primitive<op::abs> = &abs_p;
+template <> inline constexpr const UnaryElementwise<op::sign>* unary_primitive<op::sign> = &sign_p;
+template <> inline constexpr const UnaryElementwise<op::logistic>* unary_primitive<op::logistic> = &logistic_p;
+}  // namespace detail
+
+/// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
+/// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array).
+template <class Op>
+  requires(detail::unary_primitive<Op> != nullptr)
+Array xpr_apply(Op, const Array& x) {
+  const auto& prim = *detail::unary_primitive<Op>;
+  Array in = x;
+  if (prim.accepts() == detail::Accepts::floating && !core::is_floating(x.dtype()))
+    in = convert_element_type(x, DType::float64, x.weak_type());
+  else if (prim.accepts() == detail::Accepts::numeric && core::is_bool(x.dtype()))
+    in = convert_element_type(x, DType::int32, x.weak_type());
+  return bind1(prim, {in});
+}
+
+/// `-x`.
+inline Array operator-(const Array& x) { return xpr_apply(op::neg{}, x); }
+
+}  // namespace xpr::rt

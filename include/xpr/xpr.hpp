@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+// The umbrella header: everything xpr offers.
+#pragma once
+
+#include "xpr/version.hpp"
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/api.hpp"

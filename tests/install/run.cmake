@@ -1,0 +1,26 @@
+# Drives one consumer build. find_package: configure xpr alone, install it to a prefix, then build
+# the consumer against the prefix. add_subdirectory: the consumer adds xpr's source tree.
+file(REMOVE_RECURSE ${WORK})
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}")
+  endif()
+endfunction()
+set(consumer ${SOURCE}/tests/install/consumer)
+if(MODE STREQUAL "find_package")
+  run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/xpr -G ${GENERATOR} -DXPR_BUILD_TESTS=OFF
+      -DXPR_BUILD_EXAMPLES=OFF -DXPR_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+  run(${CMAKE_COMMAND} --install ${WORK}/xpr)
+  run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK}/consumer -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${WORK}/prefix -DXPR_CONSUMER_MODE=find_package)
+else()
+  run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK}/consumer -G ${GENERATOR}
+      -DXPR_SOURCE_DIR=${SOURCE} -DXPR_CONSUMER_MODE=add_subdirectory)
+endif()
+run(${CMAKE_COMMAND} --build ${WORK}/consumer)
+execute_process(COMMAND ${WORK}/consumer/consumer OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "consumer ok")
+  message(FATAL_ERROR "consumer failed (${rc}): ${out}")
+endif()
+message(STATUS "${MODE}: ${out}")
