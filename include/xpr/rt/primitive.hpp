@@ -4,6 +4,8 @@
 // primitives never names one. See docs/primitives.md for how to add one.
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,13 +24,37 @@ using Avals = std::vector<ShapedArray>;
 /// A primitive operation with its rules. Each rule slot is a virtual function; a slot a primitive
 /// does not fill throws JAX's message ("Differentiation rule for 'foo' not implemented"), so a
 /// user-defined primitive needs only the rules the transformations it meets use.
+class Primitive;
+
+namespace detail {
+/// Every live primitive by name, for the jaxpr parser. Built lazily (a function-local static), so
+/// the order in which translation units initialize their `inline` primitive objects never matters.
+struct PrimitiveRegistry {
+  std::mutex mutex;
+  std::map<std::string, const Primitive*, std::less<>> by_name;
+};
+inline PrimitiveRegistry& primitive_registry() {
+  static PrimitiveRegistry registry;
+  return registry;
+}
+}  // namespace detail
+
 class Primitive {
  public:
   explicit Primitive(std::string name, bool multiple_results = false)
-      : name_(std::move(name)), multiple_results_(multiple_results) {}
+      : name_(std::move(name)), multiple_results_(multiple_results) {
+    auto& r = detail::primitive_registry();
+    std::lock_guard lock(r.mutex);
+    r.by_name[name_] = this;  // a user primitive of the same name shadows, like a later def
+  }
   Primitive(const Primitive&) = delete;
   Primitive& operator=(const Primitive&) = delete;
-  virtual ~Primitive() = default;
+  virtual ~Primitive() {
+    auto& r = detail::primitive_registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.by_name.find(name_);
+    if (it != r.by_name.end() && it->second == this) r.by_name.erase(it);
+  }
 
   const std::string& name() const noexcept { return name_; }
   bool multiple_results() const noexcept { return multiple_results_; }
@@ -54,5 +80,13 @@ class Primitive {
   std::string name_;
   bool multiple_results_;
 };
+
+/// The primitive named `name` (as jaxprs print it), or null if there is none.
+inline const Primitive* find_primitive(std::string_view name) {
+  auto& r = detail::primitive_registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.by_name.find(name);
+  return it == r.by_name.end() ? nullptr : it->second;
+}
 
 }  // namespace xpr::rt
