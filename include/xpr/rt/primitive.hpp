@@ -4,8 +4,11 @@
 // primitives never names one. See docs/primitives.md for how to add one.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +23,10 @@ namespace xpr::rt {
 
 using Arrays = std::vector<Array>;
 using Avals = std::vector<ShapedArray>;
+
+/// Where a batched value's batch axis is; empty for a value that is not batched (`not_mapped`).
+using BatchDim = std::optional<std::int64_t>;
+using BatchDims = std::vector<BatchDim>;
 
 /// A primitive operation with its rules. Each rule slot is a virtual function; a slot a primitive
 /// does not fill throws JAX's message ("Differentiation rule for 'foo' not implemented"), so a
@@ -69,6 +76,21 @@ class Primitive {
   virtual Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const {
     (void)args, (void)params;
     throw not_implemented("Abstract evaluation rule");
+  }
+  /// jvp: (primals, tangents) -> (primal outputs, tangent outputs), written with xpr's functions
+  /// so that it binds primitives at the levels below the JVP interpreter.
+  virtual std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                        std::span<const Array> tangents,
+                                        const Params& params) const {
+    (void)primals, (void)tangents, (void)params;
+    throw not_implemented("Differentiation rule");
+  }
+  /// batch: (values, their batch dims, the batch size) -> (outputs, their batch dims).
+  virtual std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                             std::span<const BatchDim> dims,
+                                             std::int64_t axis_size, const Params& params) const {
+    (void)args, (void)dims, (void)axis_size, (void)params;
+    throw not_implemented("Batching rule");
   }
 
  protected:

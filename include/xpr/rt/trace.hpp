@@ -1,20 +1,223 @@
 // SPDX-License-Identifier: MIT
-// `bind`: apply a primitive to arguments. Eagerly (no transformation active) this runs the
-// primitive's impl rule; the interpreter stack of the transformations hooks in here.
+// The interpreter stack, as in Autodidax: main traces with levels, the Trace and Tracer bases,
+// `bind`, `find_top_trace`, `full_raise`, `full_lower`. The eager interpreter is the base of the
+// stack (level 0). This file names no primitive: it calls rules through `Primitive`'s slots only
+// via the interpreters, which own their rule.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 
 namespace xpr::rt {
 
+class Trace;
+namespace detail {
+struct TraceState;
+}
+
+/// One active transformation: its level on the stack and its interpreter. It outlives its scope
+/// while tracers refer to it, so a tracer that escapes finds `alive() == false` instead of freed
+/// memory (and raises `escaped_tracer_error`).
+class MainTrace {
+ public:
+  MainTrace(int level, std::string name) : level_(level), name_(std::move(name)) {}
+  MainTrace(const MainTrace&) = delete;
+  MainTrace& operator=(const MainTrace&) = delete;
+
+  int level() const noexcept { return level_; }
+  /// The transformation's name ("jvp", "vmap", "make_jaxpr"), for error messages.
+  const std::string& name() const noexcept { return name_; }
+  bool alive() const noexcept { return alive_; }
+  Trace& trace() const noexcept { return *trace_; }
+
+ private:
+  friend class MainScope;
+  friend struct detail::TraceState;
+  int level_;
+  std::string name_;
+  bool alive_ = true;
+  std::unique_ptr<Trace> trace_;
+};
+
+/// An interpreter: how primitives are processed at one level of the stack.
+class Trace {
+ public:
+  explicit Trace(MainTrace& main) : main_(&main) {}
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  virtual ~Trace() = default;
+
+  MainTrace& main() const noexcept { return *main_; }
+  /// A value from outside every transformation (concrete data) as a tracer of this trace.
+  virtual Array pure(const Array& value) = 0;
+  /// A tracer of a lower level as a tracer of this trace.
+  virtual Array lift(const Array& tracer) = 0;
+  /// Applies `prim` to tracers of this trace.
+  virtual Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                   const Params& params) = 0;
+
+ private:
+  MainTrace* main_;  // the main owns its trace
+};
+
+/// A value under transformation. Holds its main (shared ownership, no cycle: mains and traces
+/// never hold tracers).
+class Tracer : public detail::ArrayImpl {
+ public:
+  Tracer(std::shared_ptr<MainTrace> main, ShapedArray aval)
+      : detail::ArrayImpl(std::move(aval)), main_(std::move(main)) {}
+  bool is_tracer() const noexcept override { return true; }
+  const detail::ConcreteArray* concrete() const noexcept override { return nullptr; }
+  const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
+  /// The simplest value equal to this one (`self` is the Array holding this tracer).
+  virtual Array full_lower(const Array& self) const { return self; }
+
+ private:
+  std::shared_ptr<MainTrace> main_;
+};
+
+/// The eager interpreter at the bottom of the stack: primitives run their impl rule.
+class EvalTrace final : public Trace {
+ public:
+  using Trace::Trace;
+  Array pure(const Array& value) override { return value; }
+  Array lift(const Array& value) override { return value; }
+  Arrays process_primitive(const Primitive& prim, std::span<const Array> args,
+                           const Params& params) override {
+    return prim.impl(args, params);
+  }
+};
+
+namespace detail {
+
+/// The per-thread interpreter stack and the dynamic main (omnistaging: the trace that every
+/// primitive application is staged into, even those that touch no tracer).
+struct TraceState {
+  std::vector<std::shared_ptr<MainTrace>> stack;
+  std::shared_ptr<MainTrace> dynamic;
+  TraceState() {
+    auto base = std::make_shared<MainTrace>(0, "eval");
+    set_trace(*base, std::make_unique<EvalTrace>(*base));
+    stack.push_back(base);
+    dynamic = base;
+  }
+  static void set_trace(MainTrace& main, std::unique_ptr<Trace> trace);
+};
+
+inline TraceState& trace_state() {
+  thread_local TraceState state;
+  return state;
+}
+
+inline const Tracer& as_tracer(const Array& x) { return static_cast<const Tracer&>(*x.impl()); }
+
+[[noreturn]] inline void throw_escaped(const MainTrace& main, const ShapedArray& aval) {
+  throw core::escaped_tracer_error(
+      "Encountered an unexpected tracer: a value of type " + aval.str() + " created by " +
+      main.name() + " was used after that transformation ended (it was stored in a closure or "
+      "a global and outlived its trace); expected a concrete array or a tracer of an active "
+      "transformation. Return the value from the transformed function instead");
+}
+
+}  // namespace detail
+
+/// Pushes a new main trace with interpreter `TraceT` for the lifetime of the scope; pops it and
+/// marks it dead on exit, also when an exception crosses it.
+class MainScope {
+ public:
+  template <class TraceT, class... Args>
+  MainScope(std::in_place_type_t<TraceT>, std::string name, Args&&... args) {
+    auto& st = detail::trace_state();
+    main_ = std::make_shared<MainTrace>(static_cast<int>(st.stack.size()), std::move(name));
+    main_->trace_ = std::make_unique<TraceT>(*main_, std::forward<Args>(args)...);
+    st.stack.push_back(main_);
+  }
+  MainScope(const MainScope&) = delete;
+  MainScope& operator=(const MainScope&) = delete;
+  ~MainScope() {
+    auto& st = detail::trace_state();
+    main_->alive_ = false;
+    if (!st.stack.empty() && st.stack.back() == main_) st.stack.pop_back();
+  }
+  const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
+  template <class TraceT>
+  TraceT& trace() const noexcept {
+    return static_cast<TraceT&>(main_->trace());
+  }
+
+ private:
+  std::shared_ptr<MainTrace> main_;
+};
+
+inline void detail::TraceState::set_trace(MainTrace& main, std::unique_ptr<Trace> trace) {
+  main.trace_ = std::move(trace);
+}
+
+/// Makes `main` the dynamic trace for the scope (JAX's `new_dynamic`), restoring the old one.
+class DynamicScope {
+ public:
+  explicit DynamicScope(std::shared_ptr<MainTrace> main)
+      : previous_(std::exchange(detail::trace_state().dynamic, std::move(main))) {}
+  DynamicScope(const DynamicScope&) = delete;
+  DynamicScope& operator=(const DynamicScope&) = delete;
+  ~DynamicScope() { detail::trace_state().dynamic = std::move(previous_); }
+
+ private:
+  std::shared_ptr<MainTrace> previous_;
+};
+
+/// The main trace with the highest level among the arguments' tracers and the dynamic trace.
+inline MainTrace& find_top_trace(std::span<const Array> args) {
+  MainTrace* top = detail::trace_state().dynamic.get();
+  for (const Array& a : args) {
+    if (!a.is_tracer()) continue;
+    MainTrace& m = *detail::as_tracer(a).main();
+    if (!m.alive()) detail::throw_escaped(m, a.aval());
+    if (m.level() > top->level()) top = &m;
+  }
+  return *top;
+}
+
+/// `value` as a tracer of `trace`: pure for data, lift for lower-level tracers.
+inline Array full_raise(Trace& trace, const Array& value) {
+  if (!value.is_tracer()) return trace.pure(value);
+  const MainTrace& m = *detail::as_tracer(value).main();
+  if (!m.alive()) detail::throw_escaped(m, value.aval());
+  if (&m == &trace.main()) return value;
+  if (m.level() < trace.main().level()) return trace.lift(value);
+  // A live tracer above the current trace, or a sibling at the same level: it escaped from a
+  // transformation that is still running (stored away and used in another one).
+  detail::throw_escaped(m, value.aval());
+}
+
+/// The simplest representation of `value` (a batch tracer that is not mapped lowers to its value).
+inline Array full_lower(const Array& value) {
+  if (!value.is_tracer()) return value;
+  return detail::as_tracer(value).full_lower(value);
+}
+
 /// Applies `prim` to `args` under the current interpreter and returns its outputs.
 inline Arrays bind(const Primitive& prim, std::span<const Array> args, const Params& params = {}) {
-  return prim.impl(args, params);
+  MainTrace& top = find_top_trace(args);
+  if (top.level() == 0) return prim.impl(args, params);  // eager: no tracer, nothing staged
+  Trace& trace = top.trace();
+  Arrays raised;
+  raised.reserve(args.size());
+  for (const Array& a : args) raised.push_back(full_raise(trace, a));
+  Arrays outs = trace.process_primitive(prim, raised, params);
+  for (Array& o : outs) o = full_lower(o);
+  return outs;
 }
 
 /// `bind` for single-result primitives.
