@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+// The jaxpr IR of the runtime tier: variables, literals, equations, jaxprs and closed jaxprs, as
+// Autodidax Part 2 defines them, with structural equality and hashing (alpha-equivalence), which
+// the jit cache keys on. Printing, parsing and evaluation live in jaxpr_{print,parse,eval}.hpp.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/aval.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+
+namespace xpr::rt {
+
+// ---------------------------------------------------------------------------------------------
+// Var
+// ---------------------------------------------------------------------------------------------
+
+/// A jaxpr variable: an abstract value with an identity. Copies of a `Var` are the same variable
+/// (they share one node), so `==` and `std::hash<Var>` are by identity; names (`a`, `b`, ...) are
+/// given only when a jaxpr is printed, as JAX does.
+class Var {
+ public:
+  /// A fresh variable of type `aval`.
+  explicit Var(ShapedArray aval) : node_(std::make_shared<const Node>(Node{std::move(aval)})) {}
+
+  const ShapedArray& aval() const noexcept { return node_->aval; }
+  /// The identity of the variable (stable while any copy lives).
+  const void* id() const noexcept { return node_.get(); }
+
+  friend bool operator==(const Var& a, const Var& b) noexcept { return a.node_ == b.node_; }
+
+ private:
+  struct Node {
+    ShapedArray aval;
+  };
+  std::shared_ptr<const Node> node_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Literal, Atom
+// ---------------------------------------------------------------------------------------------
+
+/// A constant known when the jaxpr is built, written inline (`3.0:f64[]`). Literals are concrete
+/// and of rank 0; larger constants become constvars of a ClosedJaxpr.
+struct Literal {
+  Array value;
+  const ShapedArray& aval() const noexcept { return value.aval(); }
+};
+
+/// An equation input or a jaxpr output: a variable or a literal.
+using Atom = std::variant<Var, Literal>;
+
+/// The abstract value of an atom.
+inline const ShapedArray& aval_of(const Atom& a) noexcept {
+  return std::visit([](const auto& x) -> const ShapedArray& { return x.aval(); }, a);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Eqn, Jaxpr, ClosedJaxpr
+// ---------------------------------------------------------------------------------------------
+
+/// One equation `outputs = primitive[params] inputs`.
+struct Eqn {
+  const Primitive* primitive = nullptr;
+  std::vector<Atom> inputs;
+  Params params;
+  std::vector<Var> outputs;
+};
+
+/// A jaxpr: `{ lambda constvars ; invars . let eqns in outvars }`. Every variable is defined once:
+/// as a constvar, an invar, or an equation output, before it is used.
+struct Jaxpr {
+  std::vector<Var> constvars;
+  std::vector<Var> invars;
+  std::vector<Eqn> eqns;
+  std::vector<Atom> outvars;
+
+  /// The abstract values of the inputs and outputs (the jaxpr's type).
+  Avals in_avals() const {
+    Avals out;
+    out.reserve(invars.size());
+    for (const Var& v : invars) out.push_back(v.aval());
+    return out;
+  }
+  Avals out_avals() const {
+    Avals out;
+    out.reserve(outvars.size());
+    for (const Atom& a : outvars) out.push_back(aval_of(a));
+    return out;
+  }
+};
+
+/// A jaxpr with the values of its constvars (`consts[i]` is the value of `jaxpr.constvars[i]`).
+/// Declared with `class` to match the forward declaration in params.hpp; the members are public,
+/// so it is an aggregate: `ClosedJaxpr{jaxpr, consts}`.
+class ClosedJaxpr {
+ public:
+  Jaxpr jaxpr;
+  std::vector<Array> consts;
+
+  Avals in_avals() const { return jaxpr.in_avals(); }
+  Avals out_avals() const { return jaxpr.out_avals(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Structural equality and hashing
+// ---------------------------------------------------------------------------------------------
+// Two jaxprs are equal when they are alpha-equivalent: the same equations in the same order, with
+// variables compared by the position at which they are defined (constvars, then invars, then
+// equation outputs) rather than by identity. Literals compare by dtype, weak flag, shape and value
+// bits; primitives by identity; parameters by value, sub-jaxprs structurally; the consts of a
+// ClosedJaxpr by shape, dtype and contents. Floating-point values (in literals, consts and params)
+// compare by their bits, so `nan == nan` and `0.0 != -0.0`: a cache key must be reflexive and
+// must not merge values that print and compute differently.
+
+inline bool operator==(const Jaxpr& a, const Jaxpr& b);
+inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
+inline std::size_t hash_value(const Jaxpr& j);
+inline std::size_t hash_value(const ClosedJaxpr& j);
+
+namespace detail {
+
+inline std::size_t hash_combine(std::size_t seed, std::size_t v) noexcept {
+  return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+}
+
+/// The bytes of a concrete array, or null for a tracer.
+inline std::string_view array_bytes(const Array& a) noexcept {
+  const ConcreteArray* c = a.concrete();
+  if (!c) return {};
+  return {reinterpret_cast<const char*>(c->bytes()), c->nbytes()};
+}
+
+/// Concrete arrays by aval and bits; tracers (which a finished jaxpr should not hold) by identity.
+inline bool same_array(const Array& a, const Array& b) {
+  if (!(a.aval() == b.aval())) return false;
+  if (!a.is_concrete() || !b.is_concrete()) return a.impl() == b.impl();
+  return array_bytes(a) == array_bytes(b);
+}
+
+inline std::size_t hash_array(const Array& a) {
+  std::size_t h = std::hash<ShapedArray>{}(a.aval());
+  if (!a.is_concrete()) return hash_combine(h, std::hash<const void*>{}(a.impl().get()));
+  return hash_combine(h, std::hash<std::string_view>{}(array_bytes(a)));
+}
+
+inline bool same_param(const ParamValue& a, const ParamValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, double>) {
+          return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y);
+        } else if constexpr (std::is_same_v<T, JaxprParam>) {
+          if (x == y) return true;
+          if (!x || !y) return false;
+          return *x == *y;
+        } else {
+          return x == y;
+        }
+      },
+      a);
+}
+
+inline std::size_t hash_axes(std::size_t h, const Axes& axes) {
+  h = hash_combine(h, axes.size());
+  for (std::int64_t d : axes) h = hash_combine(h, std::hash<std::int64_t>{}(d));
+  return h;
+}
+
+inline std::size_t hash_param(const ParamValue& v) {
+  std::size_t h = v.index();
+  return std::visit(
+      [&](const auto& x) -> std::size_t {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::int64_t>) {
+          return hash_combine(h, std::hash<std::int64_t>{}(static_cast<std::int64_t>(x)));
+        } else if constexpr (std::is_same_v<T, double>) {
+          return hash_combine(h, std::hash<std::uint64_t>{}(std::bit_cast<std::uint64_t>(x)));
+        } else if constexpr (std::is_same_v<T, core::DType>) {
+          return hash_combine(h, static_cast<std::size_t>(x));
+        } else if constexpr (std::is_same_v<T, core::Shape>) {
+          return hash_combine(h, std::hash<core::Shape>{}(x));
+        } else if constexpr (std::is_same_v<T, Axes>) {
+          return hash_axes(h, x);
+        } else if constexpr (std::is_same_v<T, PaddingConfig>) {
+          h = hash_combine(h, x.dims.size());
+          for (const auto& d : x.dims)
+            for (std::int64_t e : d) h = hash_combine(h, std::hash<std::int64_t>{}(e));
+          return h;
+        } else if constexpr (std::is_same_v<T, DotDimensionNumbers>) {
+          h = hash_axes(h, x.lhs_contracting);
+          h = hash_axes(h, x.rhs_contracting);
+          h = hash_axes(h, x.lhs_batch);
+          return hash_axes(h, x.rhs_batch);
+        } else if constexpr (std::is_same_v<T, JaxprParam>) {
+          return hash_combine(h, x ? hash_value(*x) : 0);
+        } else {
+          static_assert(sizeof(T) == 0, "hash_param: a ParamValue alternative has no hash");
+          return h;
+        }
+      },
+      v);
+}
+
+/// Parameters are equal when they have the same names, in the same order, with equal values.
+inline bool same_params(const Params& a, const Params& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !same_param(ia->second, ib->second)) return false;
+  return true;
+}
+
+inline std::size_t hash_params(const Params& p) {
+  std::size_t h = p.size();
+  for (const auto& [k, v] : p) {
+    h = hash_combine(h, std::hash<std::string_view>{}(k));
+    h = hash_combine(h, hash_param(v));
+  }
+  return h;
+}
+
+/// Numbers variables by their position of definition, for alpha-equivalence.
+class VarNumbering {
+ public:
+  /// Defines `v`; returns false if it was already defined (a malformed jaxpr).
+  bool define(const Var& v) { return index_.emplace(v.id(), index_.size()).second; }
+  /// The position of `v`, or -1 if it is not defined (a free variable).
+  std::int64_t operator[](const Var& v) const {
+    auto it = index_.find(v.id());
+    return it == index_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+
+ private:
+  std::unordered_map<const void*, std::size_t> index_;
+};
+
+inline bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b,
+                      const VarNumbering& nb) {
+  if (a.index() != b.index()) return false;
+  if (const Var* va = std::get_if<Var>(&a)) {
+    const Var& vb = std::get<Var>(b);
+    std::int64_t ia = na[*va], ib = nb[vb];
+    if (ia < 0 || ib < 0) return *va == vb && va->aval() == vb.aval();  // free: by identity
+    return ia == ib;
+  }
+  return same_array(std::get<Literal>(a).value, std::get<Literal>(b).value);
+}
+
+inline std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n) {
+  if (const Var* v = std::get_if<Var>(&a)) {
+    std::int64_t i = n[*v];
+    return hash_combine(hash_combine(h, 1), i < 0 ? std::hash<const void*>{}(v->id())
+                                                  : static_cast<std::size_t>(i));
+  }
+  return hash_combine(hash_combine(h, 2), hash_array(std::get<Literal>(a).value));
+}
+
+inline bool define_same(const std::vector<Var>& a, VarNumbering& na, const std::vector<Var>& b,
+                        VarNumbering& nb) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i].aval() == b[i].aval())) return false;
+    na.define(a[i]);
+    nb.define(b[i]);
+  }
+  return true;
+}
+
+inline std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarNumbering& n) {
+  h = hash_combine(h, vs.size());
+  for (const Var& v : vs) {
+    n.define(v);
+    h = hash_combine(h, std::hash<ShapedArray>{}(v.aval()));
+  }
+  return h;
+}
+
+}  // namespace detail
+
+inline bool operator==(const Jaxpr& a, const Jaxpr& b) {
+  if (a.eqns.size() != b.eqns.size() || a.outvars.size() != b.outvars.size()) return false;
+  detail::VarNumbering na, nb;
+  if (!detail::define_same(a.constvars, na, b.constvars, nb)) return false;
+  if (!detail::define_same(a.invars, na, b.invars, nb)) return false;
+  for (std::size_t e = 0; e < a.eqns.size(); ++e) {
+    const Eqn& x = a.eqns[e];
+    const Eqn& y = b.eqns[e];
+    if (x.primitive != y.primitive || x.inputs.size() != y.inputs.size()) return false;
+    for (std::size_t i = 0; i < x.inputs.size(); ++i)
+      if (!detail::same_atom(x.inputs[i], na, y.inputs[i], nb)) return false;
+    if (!detail::same_params(x.params, y.params)) return false;
+    if (!detail::define_same(x.outputs, na, y.outputs, nb)) return false;
+  }
+  for (std::size_t i = 0; i < a.outvars.size(); ++i)
+    if (!detail::same_atom(a.outvars[i], na, b.outvars[i], nb)) return false;
+  return true;
+}
+
+inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b) {
+  if (a.consts.size() != b.consts.size()) return false;
+  for (std::size_t i = 0; i < a.consts.size(); ++i)
+    if (!detail::same_array(a.consts[i], b.consts[i])) return false;
+  return a.jaxpr == b.jaxpr;
+}
+
+/// A hash consistent with `==`: alpha-equivalent jaxprs hash alike.
+inline std::size_t hash_value(const Jaxpr& j) {
+  detail::VarNumbering n;
+  std::size_t h = detail::define_hash(0, j.constvars, n);
+  h = detail::define_hash(h, j.invars, n);
+  h = detail::hash_combine(h, j.eqns.size());
+  for (const Eqn& e : j.eqns) {
+    h = detail::hash_combine(h, std::hash<const void*>{}(e.primitive));
+    h = detail::hash_combine(h, e.inputs.size());
+    for (const Atom& a : e.inputs) h = detail::hash_atom(h, a, n);
+    h = detail::hash_combine(h, detail::hash_params(e.params));
+    h = detail::define_hash(h, e.outputs, n);
+  }
+  h = detail::hash_combine(h, j.outvars.size());
+  for (const Atom& a : j.outvars) h = detail::hash_atom(h, a, n);
+  return h;
+}
+
+inline std::size_t hash_value(const ClosedJaxpr& j) {
+  std::size_t h = hash_value(j.jaxpr);
+  for (const Array& c : j.consts) h = detail::hash_combine(h, detail::hash_array(c));
+  return h;
+}
+
+}  // namespace xpr::rt
+
+template <>
+struct std::hash<xpr::rt::Var> {
+  std::size_t operator()(const xpr::rt::Var& v) const noexcept {
+    return std::hash<const void*>{}(v.id());
+  }
+};
+
+template <>
+struct std::hash<xpr::rt::Jaxpr> {
+  std::size_t operator()(const xpr::rt::Jaxpr& j) const { return xpr::rt::hash_value(j); }
+};
+
+template <>
+struct std::hash<xpr::rt::ClosedJaxpr> {
+  std::size_t operator()(const xpr::rt::ClosedJaxpr& j) const { return xpr::rt::hash_value(j); }
+};
+
+namespace xpr {
+using rt::Atom;
+using rt::ClosedJaxpr;
+using rt::Eqn;
+using rt::Jaxpr;
+using rt::Literal;
+using rt::Var;
+}  // namespace xpr
