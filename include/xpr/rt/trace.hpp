@@ -29,7 +29,7 @@ struct TraceState;
 /// One active transformation: its level on the stack and its interpreter. It outlives its scope
 /// while tracers refer to it, so a tracer that escapes finds `alive() == false` instead of freed
 /// memory (and raises `escaped_tracer_error`).
-class MainTrace {
+class MainTrace : public std::enable_shared_from_this<MainTrace> {
  public:
   MainTrace(int level, std::string name) : level_(level), name_(std::move(name)) {}
   MainTrace(const MainTrace&) = delete;
@@ -59,6 +59,8 @@ class Trace {
   virtual ~Trace() = default;
 
   MainTrace& main() const noexcept { return *main_; }
+  /// A shared handle to the main, for the tracers this trace makes.
+  std::shared_ptr<MainTrace> shared_main() const { return main_->shared_from_this(); }
   /// A value from outside every transformation (concrete data) as a tracer of this trace.
   virtual Array pure(const Array& value) = 0;
   /// A tracer of a lower level as a tracer of this trace.

@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Reads Google Benchmark JSON and prints each xpr benchmark as a ratio to its hand-written twin
+(BM_xpr_X<T> / BM_hand_X<T>), plus absolute ns for benchmarks without a twin (dispatch costs)."""
+import json
+import sys
+
+data = json.load(open(sys.argv[1]))
+times = {b["name"]: b["real_time"] for b in data["benchmarks"] if b.get("run_type") != "aggregate"
+         or b.get("aggregate_name") == "median"}
+times = {k.replace("_median", ""): v for k, v in times.items()}
+print(f"{'benchmark':40} {'xpr':>12} {'hand':>12} {'ratio':>8}")
+for name, t in times.items():
+    if "_xpr_" in name:
+        hand = name.replace("_xpr_", "_hand_")
+        if hand in times:
+            print(f"{name:40} {t:12.1f} {times[hand]:12.1f} {t / times[hand]:8.3f}")
+    elif "_hand_" not in name:
+        print(f"{name:40} {t:12.1f} {'':>12} {'(ns)':>8}")
