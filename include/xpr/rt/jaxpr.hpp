@@ -4,6 +4,7 @@
 // the jit cache keys on. Printing, parsing and evaluation live in jaxpr_{print,parse,eval}.hpp.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -123,10 +124,10 @@ class ClosedJaxpr {
 // Two jaxprs are equal when they are alpha-equivalent: the same equations in the same order, with
 // variables compared by the position at which they are defined (constvars, then invars, then
 // equation outputs) rather than by identity. Literals compare by dtype, weak flag, shape and value
-// bits; primitives by identity; parameters by value, sub-jaxprs structurally; the consts of a
-// ClosedJaxpr by shape, dtype and contents. Floating-point values (in literals, consts and params)
-// compare by their bits, so `nan == nan` and `0.0 != -0.0`: a cache key must be reflexive and
-// must not merge values that print and compute differently.
+// bits; primitives by identity; parameters by name and value (in any order), sub-jaxprs
+// structurally; the consts of a ClosedJaxpr by shape, dtype and contents. Floating-point values
+// (in literals, consts and params) compare by their bits, so `nan == nan` and `0.0 != -0.0`: a
+// cache key must be reflexive and must not merge values that print and compute differently.
 
 inline bool operator==(const Jaxpr& a, const Jaxpr& b);
 inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
@@ -159,6 +160,12 @@ inline std::size_t hash_array(const Array& a) {
   return hash_combine(h, std::hash<std::string_view>{}(array_bytes(a)));
 }
 
+inline bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y) {
+  if (x == y) return true;
+  if (!x || !y) return false;
+  return *x == *y;
+}
+
 inline bool same_param(const ParamValue& a, const ParamValue& b) {
   if (a.index() != b.index()) return false;
   return std::visit(
@@ -168,9 +175,12 @@ inline bool same_param(const ParamValue& a, const ParamValue& b) {
         if constexpr (std::is_same_v<T, double>) {
           return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y);
         } else if constexpr (std::is_same_v<T, JaxprParam>) {
-          if (x == y) return true;
-          if (!x || !y) return false;
-          return *x == *y;
+          return same_jaxpr_param(x, y);
+        } else if constexpr (std::is_same_v<T, JaxprTuple>) {
+          if (x.size() != y.size()) return false;
+          for (std::size_t i = 0; i < x.size(); ++i)
+            if (!same_jaxpr_param(x[i], y[i])) return false;
+          return true;
         } else {
           return x == y;
         }
@@ -211,6 +221,14 @@ inline std::size_t hash_param(const ParamValue& v) {
           return hash_axes(h, x.rhs_batch);
         } else if constexpr (std::is_same_v<T, JaxprParam>) {
           return hash_combine(h, x ? hash_value(*x) : 0);
+        } else if constexpr (std::is_same_v<T, JaxprTuple>) {
+          h = hash_combine(h, x.size());
+          for (const JaxprParam& j : x) h = hash_combine(h, j ? hash_value(*j) : 0);
+          return h;
+        } else if constexpr (std::is_same_v<T, Dim>) {
+          return hash_combine(h, std::hash<std::string_view>{}(x.name));
+        } else if constexpr (std::is_same_v<T, None>) {
+          return h;
         } else {
           static_assert(sizeof(T) == 0, "hash_param: a ParamValue alternative has no hash");
           return h;
@@ -219,19 +237,30 @@ inline std::size_t hash_param(const ParamValue& v) {
       v);
 }
 
-/// Parameters are equal when they have the same names, in the same order, with equal values.
+/// The parameters sorted by name. Their order carries no meaning (names are unique), and JAX
+/// prints them sorted, so a parsed equation may hold them in another order than a traced one.
+inline std::vector<const Params::value_type*> sorted_params(const Params& p) {
+  std::vector<const Params::value_type*> out;
+  out.reserve(p.size());
+  for (const auto& item : p) out.push_back(&item);
+  std::sort(out.begin(), out.end(), [](const auto* x, const auto* y) { return x->first < y->first; });
+  return out;
+}
+
+/// Parameters are equal when they have the same names with equal values.
 inline bool same_params(const Params& a, const Params& b) {
   if (a.size() != b.size()) return false;
-  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
-    if (ia->first != ib->first || !same_param(ia->second, ib->second)) return false;
+  auto sa = sorted_params(a), sb = sorted_params(b);
+  for (std::size_t i = 0; i < sa.size(); ++i)
+    if (sa[i]->first != sb[i]->first || !same_param(sa[i]->second, sb[i]->second)) return false;
   return true;
 }
 
 inline std::size_t hash_params(const Params& p) {
   std::size_t h = p.size();
-  for (const auto& [k, v] : p) {
-    h = hash_combine(h, std::hash<std::string_view>{}(k));
-    h = hash_combine(h, hash_param(v));
+  for (const auto* item : sorted_params(p)) {
+    h = hash_combine(h, std::hash<std::string_view>{}(item->first));
+    h = hash_combine(h, hash_param(item->second));
   }
   return h;
 }

@@ -42,9 +42,26 @@ struct DotDimensionNumbers {
 /// Sub-jaxprs are shared, immutable and compared by structure.
 using JaxprParam = std::shared_ptr<const ClosedJaxpr>;
 
-/// One parameter value.
+/// A tuple of sub-jaxprs, such as `cond`'s `branches=(...)`.
+using JaxprTuple = std::vector<JaxprParam>;
+
+/// A size known only at run time, named by a dimension variable (`n`) as JAX's shape
+/// polymorphism names them; it is bound to a number when a compiled function is called.
+struct Dim {
+  std::string name;
+  friend bool operator==(const Dim&, const Dim&) = default;
+};
+
+/// Python's `None`: a parameter that is deliberately absent (`strides=None`).
+struct None {
+  friend bool operator==(None, None) = default;
+};
+
+/// One parameter value. (jaxpr.hpp compares and hashes every alternative, jaxpr_print.hpp prints
+/// it and jaxpr_parse.hpp reads it: an alternative added here is added there too.)
 using ParamValue = std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes,
-                                PaddingConfig, DotDimensionNumbers, JaxprParam>;
+                                PaddingConfig, DotDimensionNumbers, JaxprParam, JaxprTuple, Dim,
+                                None>;
 
 /// The parameters of one primitive application, in the order the primitive declares them.
 class Params {
