@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT
+// Prints jaxprs in JAX's own text syntax, byte for byte: the same Wadler-Lindig layout at width 80
+// (short jaxprs on one line, long ones broken), the same variable names, parameter and literal
+// spellings, `_` for unused results and hoisted shared sub-jaxprs. docs/jaxpr.md has the grammar.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/params.hpp"
+
+namespace xpr::rt {
+
+// ---------------------------------------------------------------------------------------------
+// float_repr(double)
+// ---------------------------------------------------------------------------------------------
+
+/// Python's `repr` of a float: the shortest digits that read back to the same double, in fixed
+/// notation when the decimal exponent is in [-4, 16) (`3.0`, `0.1`, `0.0001`) and in scientific
+/// notation otherwise (`1e-05`, `1e+16`, `1.5e+300`); `inf`, `-inf`, `nan`.
+inline std::string float_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));  // "-1.25e+05", "3e+00"
+  std::string out;
+  if (s.front() == '-') {
+    out += '-';
+    s.remove_prefix(1);
+  }
+  std::size_t e = s.find('e');
+  std::string digits;
+  for (char c : s.substr(0, e))
+    if (c != '.') digits += c;
+  int exp = std::atoi(std::string(s.substr(e + 1)).c_str());
+  if (exp >= -4 && exp < 16) {
+    auto point = static_cast<std::ptrdiff_t>(exp) + 1;  // digits before the decimal point
+    auto n = static_cast<std::ptrdiff_t>(digits.size());
+    if (point <= 0) {
+      out += "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
+    } else if (point >= n) {
+      out += digits + std::string(static_cast<std::size_t>(point - n), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<std::size_t>(point)) + "." +
+             digits.substr(static_cast<std::size_t>(point));
+    }
+  } else {
+    out += digits[0];
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += exp < 0 ? "e-" : "e+";
+    int a = exp < 0 ? -exp : exp;
+    if (a < 10) out += '0';
+    out += std::to_string(a);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter values, as Python's str() prints them
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+inline void print_tuple(std::ostream& os, const std::vector<std::int64_t>& xs) {
+  os << '(';
+  for (std::size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << xs[i];
+  if (xs.size() == 1) os << ',';
+  os << ')';
+}
+
+inline void print_list(std::ostream& os, const std::vector<std::int64_t>& xs) {
+  os << '[';
+  for (std::size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << xs[i];
+  os << ']';
+}
+
+}  // namespace detail
+
+inline std::ostream& operator<<(std::ostream& os, const Jaxpr& jaxpr);
+
+/// Prints one parameter value the way JAX prints it in a jaxpr: tuples `(0,)` `(3, 4)` `()`,
+/// dtypes `float32`, `True`/`False`, floats in Python's repr, `None`, dimension variables by name,
+/// `dimension_numbers=(([1], [0]), ([], []))`, `padding_config=((1, 2, 0),)`. A sub-jaxpr printed
+/// alone names its variables from `a`; inside a jaxpr the names continue the enclosing ones.
+inline void print_param_value(std::ostream& os, const ParamValue& value) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          os << (x ? "True" : "False");
+        } else if constexpr (std::is_same_v<T, std::int64_t>) {
+          os << x;
+        } else if constexpr (std::is_same_v<T, double>) {
+          os << float_repr(x);
+        } else if constexpr (std::is_same_v<T, core::DType>) {
+          os << core::name(x);
+        } else if constexpr (std::is_same_v<T, core::Shape>) {
+          detail::print_tuple(os, x.dims());
+        } else if constexpr (std::is_same_v<T, Axes>) {
+          detail::print_tuple(os, x);
+        } else if constexpr (std::is_same_v<T, PaddingConfig>) {
+          os << '(';
+          for (std::size_t i = 0; i < x.dims.size(); ++i) {
+            const auto& d = x.dims[i];
+            os << (i ? ", " : "") << '(' << d[0] << ", " << d[1] << ", " << d[2] << ')';
+          }
+          if (x.dims.size() == 1) os << ',';
+          os << ')';
+        } else if constexpr (std::is_same_v<T, DotDimensionNumbers>) {
+          os << "((";
+          detail::print_list(os, x.lhs_contracting);
+          os << ", ";
+          detail::print_list(os, x.rhs_contracting);
+          os << "), (";
+          detail::print_list(os, x.lhs_batch);
+          os << ", ";
+          detail::print_list(os, x.rhs_batch);
+          os << "))";
+        } else if constexpr (std::is_same_v<T, JaxprParam>) {
+          if (x)
+            os << x->jaxpr;
+          else
+            os << "None";
+        } else if constexpr (std::is_same_v<T, JaxprTuple>) {
+          os << '(';
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            os << (i ? " " : "");
+            if (x[i])
+              os << x[i]->jaxpr;
+            else
+              os << "None";
+          }
+          os << ')';
+        } else if constexpr (std::is_same_v<T, Dim>) {
+          os << x.name;
+        } else if constexpr (std::is_same_v<T, None>) {
+          os << "None";
+        } else {
+          static_assert(sizeof(T) == 0, "print_param_value: a ParamValue alternative has no print");
+        }
+      },
+      value);
+}
+
+inline std::ostream& operator<<(std::ostream& os, const ParamValue& value) {
+  print_param_value(os, value);
+  return os;
+}
+
+/// The text of a literal's value: Python's str of the scalar (`3.0`, `2`, `True`); f32 values are
+/// widened to double first, as NumPy's `.item()` does, so `0.1f` prints `0.10000000149011612`.
+inline std::string literal_value_str(const Array& value) {
+  if (value.ndim() != 0 || !value.is_concrete()) return "[...]";
+  switch (value.dtype()) {
+    case DType::bool_: return value.item<bool>() ? "True" : "False";
+    case DType::int32:
+    case DType::int64: return std::to_string(value.item<std::int64_t>());
+    case DType::float32:
+    case DType::float64: return float_repr(value.item<double>());
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The layout engine: JAX's Wadler-Lindig pretty printer (jax/_src/pretty_printer.py)
+// ---------------------------------------------------------------------------------------------
+namespace detail::pp {
+
+struct Node;
+/// A document; null is the empty document.
+using Doc = std::shared_ptr<const Node>;
+
+struct Node {
+  enum class Kind : std::uint8_t { text, concat, brk, group, nest } kind;
+  std::string text;         // text, and what a break prints when its group is flat
+  int indent = 0;           // nest
+  std::vector<Doc> children;  // concat; group and nest have one
+};
+
+inline Doc text(std::string s) {
+  return std::make_shared<const Node>(Node{Node::Kind::text, std::move(s), 0, {}});
+}
+inline Doc concat(std::vector<Doc> docs) {
+  if (docs.size() == 1) return std::move(docs.front());
+  return std::make_shared<const Node>(Node{Node::Kind::concat, {}, 0, std::move(docs)});
+}
+/// A break: `text` when its group fits on the line, else a newline and the current indentation.
+inline Doc brk(std::string s = " ") {
+  return std::make_shared<const Node>(Node{Node::Kind::brk, std::move(s), 0, {}});
+}
+inline Doc group(Doc d) {
+  return std::make_shared<const Node>(Node{Node::Kind::group, {}, 0, {std::move(d)}});
+}
+inline Doc nest(int n, Doc d) {
+  return std::make_shared<const Node>(Node{Node::Kind::nest, {}, n, {std::move(d)}});
+}
+inline Doc join(const Doc& sep, const std::vector<Doc>& docs) {
+  if (docs.empty()) return nullptr;
+  std::vector<Doc> xs{docs[0]};
+  for (std::size_t i = 1; i < docs.size(); ++i) {
+    xs.push_back(sep);
+    xs.push_back(docs[i]);
+  }
+  return concat(std::move(xs));
+}
+
+/// Whether `doc`, printed flat, takes at most `width` columns.
+inline bool fits(const Node* doc, std::ptrdiff_t width) {
+  std::vector<const Node*> agenda{doc};
+  while (width >= 0 && !agenda.empty()) {
+    const Node* d = agenda.back();
+    agenda.pop_back();
+    if (!d) continue;
+    switch (d->kind) {
+      case Node::Kind::text:
+      case Node::Kind::brk: width -= static_cast<std::ptrdiff_t>(d->text.size()); break;
+      case Node::Kind::concat:
+        for (auto it = d->children.rbegin(); it != d->children.rend(); ++it)
+          agenda.push_back(it->get());
+        break;
+      case Node::Kind::group:
+      case Node::Kind::nest: agenda.push_back(d->children[0].get()); break;
+    }
+  }
+  return width >= 0;
+}
+
+/// Lays `doc` out in `width` columns. Like JAX's (and unlike Lindig's), a group is printed flat
+/// when the group itself fits in the rest of the line, whatever follows it.
+inline std::string format(const Doc& doc, std::ptrdiff_t width = 80) {
+  struct Item {
+    std::ptrdiff_t indent;
+    bool flat;
+    const Node* doc;
+  };
+  std::string out;
+  std::ptrdiff_t column = 0;
+  std::vector<Item> agenda{{0, false, doc.get()}};
+  while (!agenda.empty()) {
+    Item item = agenda.back();
+    agenda.pop_back();
+    const Node* d = item.doc;
+    if (!d) continue;
+    switch (d->kind) {
+      case Node::Kind::text:
+        out += d->text;
+        column += static_cast<std::ptrdiff_t>(d->text.size());
+        break;
+      case Node::Kind::concat:
+        for (auto it = d->children.rbegin(); it != d->children.rend(); ++it)
+          agenda.push_back({item.indent, item.flat, it->get()});
+        break;
+      case Node::Kind::brk:
+        if (item.flat) {
+          out += d->text;
+          column += static_cast<std::ptrdiff_t>(d->text.size());
+        } else {
+          out += '\n';
+          out.append(static_cast<std::size_t>(item.indent), ' ');
+          column = item.indent;
+        }
+        break;
+      case Node::Kind::nest:
+        agenda.push_back({item.indent + d->indent, item.flat, d->children[0].get()});
+        break;
+      case Node::Kind::group:
+        agenda.push_back({item.indent, fits(d->children[0].get(), width - column),
+                          d->children[0].get()});
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace detail::pp
+
+// ---------------------------------------------------------------------------------------------
+// JaxprPrinter: builds the document of a jaxpr the way jax/_src/core.py does
+// ---------------------------------------------------------------------------------------------
+namespace detail {
+
+/// Names variables `a` ... `z`, `ba`, `bb`, ... in the order the document mentions them, across
+/// sub-jaxprs too (so every name in the printed text is unique), and builds the documents.
+class JaxprPrinter {
+ public:
+  using Doc = pp::Doc;
+
+  /// The document of a top-level jaxpr: unused equation results print as `_`, and sub-jaxprs
+  /// that occur more than once, or that have more than 10 equations, are printed first as
+  /// `let jaxpr = { ... } in` and referred to by name (JAX's pp_toplevel_jaxpr).
+  Doc toplevel(const Jaxpr& jaxpr) {
+    mark_dropvars(jaxpr);
+    std::vector<Doc> docs;
+    for (const Jaxpr* shared : find_shared(jaxpr)) {
+      Doc body = skeleton(*shared);
+      docs.push_back(pp::concat({pp::text("let "), pp::text(shared_.at(shared)), pp::text(" = "),
+                                 body, pp::text(" in"), pp::brk()}));
+    }
+    docs.push_back(jaxpr_doc(jaxpr));
+    return pp::concat(std::move(docs));
+  }
+
+  /// The document of one equation, naming what is not named yet.
+  Doc eqn(const Eqn& e) {
+    std::vector<Doc> outs;
+    for (const Var& v : e.outputs) outs.push_back(binder(v));
+    Doc lhs = vars(outs, "");
+    std::vector<Doc> rhs{pp::text(e.primitive ? e.primitive->name() : "<null primitive>")};
+    rhs.push_back(params(e.params));
+    std::vector<Doc> ins;
+    for (const Atom& a : e.inputs) ins.push_back(atom(a));
+    rhs.push_back(pp::concat({pp::text(" "), vars(ins, "")}));
+    if (e.outputs.empty()) return pp::concat(std::move(rhs));
+    std::vector<Doc> all{lhs, pp::text(" = ")};
+    all.insert(all.end(), rhs.begin(), rhs.end());
+    return pp::concat(std::move(all));
+  }
+
+  Doc jaxpr_doc(const Jaxpr& j) {
+    auto it = shared_.find(&j);
+    if (it != shared_.end()) return pp::text(it->second);
+    return skeleton(j);
+  }
+
+  const std::string& name(const Var& v) {
+    auto it = names_.find(v.id());
+    if (it != names_.end()) return it->second;
+    return names_.emplace(v.id(), encode(next_++)).first->second;
+  }
+
+ private:
+  // `a`..`z`, then `ba`, `bb`, ...: the digits of n in base 26 (JAX's _encode_digits_alphabetic).
+  static std::string encode(std::size_t n) {
+    std::string s;
+    do {
+      s.insert(s.begin(), static_cast<char>('a' + n % 26));
+      n /= 26;
+    } while (n);
+    return s;
+  }
+
+  Doc binder(const Var& v) { return pp::text(name(v) + ":" + v.aval().str()); }
+
+  Doc atom(const Atom& a) {
+    if (const Var* v = std::get_if<Var>(&a)) return pp::text(name(*v));
+    const Literal& l = std::get<Literal>(a);
+    return pp::text(literal_value_str(l.value) + ":" + l.aval().str());
+  }
+
+  /// JAX's pp_vars: a group whose breaks each get their own group, indented by 2 when broken.
+  static Doc vars(const std::vector<Doc>& docs, const std::string& sep) {
+    Doc separator = pp::concat({pp::text(sep), pp::group(pp::brk())});
+    return pp::nest(2, pp::group(pp::join(separator, docs)));
+  }
+
+  Doc param_value(const ParamValue& v) {
+    if (const JaxprParam* j = std::get_if<JaxprParam>(&v)) {
+      if (*j) return jaxpr_doc((*j)->jaxpr);
+    } else if (const JaxprTuple* js = std::get_if<JaxprTuple>(&v)) {
+      std::vector<Doc> docs;
+      for (const JaxprParam& p : *js) docs.push_back(p ? jaxpr_doc(p->jaxpr) : pp::text("None"));
+      return pp::group(pp::concat(
+          {pp::nest(2, pp::concat({pp::text("("), pp::brk(""), pp::join(pp::brk(), docs)})),
+           pp::brk(""), pp::text(")")}));
+    }
+    std::ostringstream os;
+    print_param_value(os, v);
+    return pp::text(os.str());
+  }
+
+  /// `[k=v k=v]`, sorted by name as JAX's default equation printer sorts them.
+  Doc params(const Params& ps) {
+    if (ps.empty()) return nullptr;
+    std::vector<Doc> pairs;
+    for (const auto* item : sorted_params(ps))
+      pairs.push_back(pp::concat({pp::text(item->first + "="), param_value(item->second)}));
+    return pp::group(pp::concat(
+        {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
+         pp::brk(""), pp::text("]")}));
+  }
+
+  /// `{ lambda consts ; ins . let eqns in (outs) }`. Names are given in JAX's order: constvars,
+  /// invars, then each equation's results, sub-jaxprs and operands, then the outputs.
+  Doc skeleton(const Jaxpr& j) {
+    std::vector<Doc> cs, is, es, os;
+    for (const Var& v : j.constvars) cs.push_back(binder(v));
+    Doc constvars = vars(cs, "");
+    for (const Var& v : j.invars) is.push_back(binder(v));
+    Doc invars = vars(is, "");
+    for (const Eqn& e : j.eqns) es.push_back(eqn(e));
+    Doc eqns = pp::join(pp::brk("; "), es);
+    for (const Atom& a : j.outvars) os.push_back(atom(a));
+    Doc outvars = pp::concat({pp::text("("), vars(os, ","),
+                              pp::text(j.outvars.size() == 1 ? ",)" : ")")});
+    return pp::concat(
+        {pp::group(pp::nest(
+             2, pp::concat({pp::text("{ "), pp::text("lambda "), constvars, pp::text("; "), invars,
+                            pp::text(". "), pp::text("let"), pp::nest(2, pp::concat({pp::brk(), eqns})),
+                            pp::brk(), pp::text("in "), outvars}))),
+         pp::text(" }")});
+  }
+
+  /// Results no later equation or output uses print as `_` (JAX's _dropvars).
+  void mark_dropvars(const Jaxpr& j) {
+    std::unordered_set<const void*> used;
+    for (const Atom& a : j.outvars)
+      if (const Var* v = std::get_if<Var>(&a)) used.insert(v->id());
+    for (auto e = j.eqns.rbegin(); e != j.eqns.rend(); ++e) {
+      for (const Var& v : e->outputs)
+        if (!used.count(v.id())) names_.emplace(v.id(), "_");
+      for (const Atom& a : e->inputs)
+        if (const Var* v = std::get_if<Var>(&a)) used.insert(v->id());
+    }
+  }
+
+  static void for_each_subjaxpr(const Jaxpr& j, auto&& f) {
+    for (const Eqn& e : j.eqns)
+      for (const auto& [k, v] : e.params) {
+        if (const JaxprParam* p = std::get_if<JaxprParam>(&v)) {
+          if (*p) f((*p)->jaxpr);
+        } else if (const JaxprTuple* ps = std::get_if<JaxprTuple>(&v)) {
+          for (const JaxprParam& q : *ps)
+            if (q) f(q->jaxpr);
+        }
+      }
+  }
+
+  /// The sub-jaxprs to hoist, in breadth-first order, named `jaxpr`, `jaxpr1`, ...
+  std::vector<const Jaxpr*> find_shared(const Jaxpr& top) {
+    std::vector<const Jaxpr*> order;
+    std::unordered_map<const Jaxpr*, std::size_t> counts;
+    std::vector<const Jaxpr*> queue{&top};
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const Jaxpr* j = queue[q];
+      if (!counts.count(j)) order.push_back(j);
+      std::size_t& c = counts[j];
+      c += (j != &top && j->eqns.size() > 10) ? 2 : 1;
+      for_each_subjaxpr(*j, [&](const Jaxpr& s) { queue.push_back(&s); });
+    }
+    std::vector<const Jaxpr*> shared;
+    std::size_t n = 0;
+    for (const Jaxpr* j : order) {
+      if (counts[j] == 1) continue;
+      shared_.emplace(j, n == 0 ? "jaxpr" : "jaxpr" + std::to_string(n));
+      ++n;
+      shared.push_back(j);
+    }
+    return shared;
+  }
+
+  std::unordered_map<const void*, std::string> names_;
+  std::unordered_map<const Jaxpr*, std::string> shared_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Public printing entry points
+// ---------------------------------------------------------------------------------------------
+
+/// The text of `jaxpr` in JAX's syntax, laid out in `width` columns (JAX's default is 80).
+inline std::string pretty_print(const Jaxpr& jaxpr, std::ptrdiff_t width = 80) {
+  detail::JaxprPrinter printer;
+  return detail::pp::format(printer.toplevel(jaxpr), width);
+}
+
+/// Prints `jaxpr` as JAX does: `{ lambda ; a:f64[8] b:f64[8]. let ... in (f,) }`.
+/// See examples/jaxpr_text.cpp.
+inline std::ostream& operator<<(std::ostream& os, const Jaxpr& jaxpr) {
+  return os << pretty_print(jaxpr);
+}
+
+/// A closed jaxpr prints as its jaxpr (the values of the constvars are not shown, as in JAX).
+inline std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& jaxpr) {
+  return os << pretty_print(jaxpr.jaxpr);
+}
+
+/// One equation of `jaxpr`, with the names it has when the whole jaxpr is printed (for messages).
+inline std::string pretty_print_eqn(const Jaxpr& jaxpr, std::size_t index,
+                                    std::ptrdiff_t width = 80) {
+  detail::JaxprPrinter printer;
+  (void)printer.toplevel(jaxpr);
+  return detail::pp::format(printer.eqn(jaxpr.eqns.at(index)), width);
+}
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::float_repr;
+using rt::pretty_print;
+}  // namespace xpr
