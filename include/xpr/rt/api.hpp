@@ -4,6 +4,13 @@
 #pragma once
 
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/integer_pow.hpp"
+#include "xpr/rt/prims/select.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/prims/stop_gradient.hpp"
 #include "xpr/rt/prims/unary.hpp"
 #include "xpr/rt/trace.hpp"

@@ -75,6 +75,23 @@ inline ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArra
 
 // ---- kernels ----------------------------------------------------------------------------------
 
+/// Calls `f(std::bool_constant<flags>...)`: which operands are rank-0 is decided once, outside the
+/// loop, so each loop indexes with constant strides and the compiler can vectorize it.
+template <class F, class... Flags>
+void with_scalar_flags(F&& f, bool first, Flags... rest) {
+  auto bind_first = [&](auto c) {
+    if constexpr (sizeof...(Flags) == 0) {
+      f(c);
+    } else {
+      with_scalar_flags([&](auto... cs) { f(c, cs...); }, rest...);
+    }
+  };
+  if (first)
+    bind_first(std::true_type{});
+  else
+    bind_first(std::false_type{});
+}
+
 /// out[i] = f(in[i]). `f` takes xsimd batches for float and double, plain values otherwise.
 template <class T, class R = T, class F>
 void map_unary(const T* in, R* out, std::size_t n, F f) {
@@ -99,7 +116,8 @@ void map_binary(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, st
                 F f) {
   if constexpr (simd_element_v<T> && std::is_same_v<T, R>) {
     using B = xsimd::batch<T>;
-    const B as = B(a[0]), bs = B(b[0]);
+    // Only a rank-0 operand is read at index 0 here: an empty array has no element 0.
+    const B as = a_scalar ? B(a[0]) : B(T(0)), bs = b_scalar ? B(b[0]) : B(T(0));
     auto load = [](const T* p, bool scalar, const B& s, std::size_t i) {
       return scalar ? s : B::load_unaligned(p + i);
     };
@@ -121,9 +139,26 @@ void map_binary(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, st
       std::copy(ba, ba + (n - i), out + i);
     }
   } else {
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = static_cast<R>(f(a[a_scalar ? 0 : i], b[b_scalar ? 0 : i]));
+    with_scalar_flags(
+        [&](auto sa, auto sb) {
+          for (std::size_t i = 0; i < n; ++i)
+            out[i] = static_cast<R>(f(a[sa ? 0 : i], b[sb ? 0 : i]));
+        },
+        a_scalar, b_scalar);
   }
+}
+
+/// out[i] = f(a[i or 0], b[i or 0], c[i or 0]) as a plain loop (select_n: the operand types
+/// differ, so there is no single batch type); the compiler vectorizes it.
+template <class A, class B, class C, class R, class F>
+void map_ternary(const A* a, bool a_scalar, const B* b, bool b_scalar, const C* c, bool c_scalar,
+                 R* out, std::size_t n, F f) {
+  with_scalar_flags(
+      [&](auto sa, auto sb, auto sc) {
+        for (std::size_t i = 0; i < n; ++i)
+          out[i] = static_cast<R>(f(a[sa ? 0 : i], b[sb ? 0 : i], c[sc ? 0 : i]));
+      },
+      a_scalar, b_scalar, c_scalar);
 }
 
 }  // namespace xpr::rt::detail

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <type_traits>
 
+#include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/primitive.hpp"
@@ -16,6 +18,21 @@
 #include "xpr/rt/trace.hpp"
 
 namespace xpr::rt {
+
+namespace detail {
+/// `Op::number` on one element or an xsimd batch, except that integer neg and abs wrap around as
+/// in XLA (`-INT_MIN == INT_MIN`), where C++ leaves the overflow undefined.
+template <class Op, class T>
+T unary_element(const T& x) {
+  if constexpr (std::is_integral_v<T> && (std::is_same_v<Op, op::neg> || std::is_same_v<Op, op::abs>)) {
+    using U = std::make_unsigned_t<T>;
+    const T neg = static_cast<T>(U(0) - static_cast<U>(x));
+    return std::is_same_v<Op, op::neg> || x < T(0) ? neg : x;
+  } else {
+    return static_cast<T>(Op::number(x));
+  }
+}
+}  // namespace detail
 
 /// A unary elementwise primitive computing `Op::number` on every element.
 template <class Op>
@@ -27,6 +44,8 @@ class UnaryElementwise final : public Primitive {
   detail::Accepts accepts() const noexcept { return accepts_; }
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
+    if (args.size() != 1)
+      throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
     ArrayBuilder b(detail::unary_aval(name(), std::span(&args[0].aval(), 1), accepts_));
     (void)params;
     const Array& x = args[0];
@@ -34,7 +53,7 @@ class UnaryElementwise final : public Primitive {
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, bool>) {
         detail::map_unary(x.data<T>(), b.data<T>(), static_cast<std::size_t>(x.size()),
-                          [](const auto& v) { return Op::number(v); });
+                          [](const auto& v) { return detail::unary_element<Op>(v); });
       }
     });
     return {std::move(b).finish()};

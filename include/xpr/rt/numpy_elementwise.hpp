@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// jax.numpy's elementwise functions on arrays: `xpr::add`, `maximum`, `where`, `pow`, `equal`, ...
+// and the operators `+ - * /` and comparisons. Each promotes its operands with JAX's lattice
+// (C++ numbers are weak, like Python scalars), broadcasts them with NumPy's rules, then binds one
+// primitive; the primitives themselves take equal dtypes and shapes only.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/prims/compare.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/integer_pow.hpp"
+#include "xpr/rt/prims/select.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/prims/stop_gradient.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+namespace detail {
+
+template <class T>
+concept ArrayArg = std::same_as<std::remove_cvref_t<T>, Array>;
+template <class T>
+concept NumberArg = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+/// Operands of a jax.numpy function on arrays: arrays and C++ numbers, at least one array (plain
+/// numbers alone compute at once, core/ops.hpp).
+template <class... Ts>
+concept ArrayOperands = ((ArrayArg<Ts> || NumberArg<Ts>) && ...) && (ArrayArg<Ts> || ...);
+
+template <class Op>
+constexpr bool is_binary_op = binary_primitive<Op> != nullptr || comparison_primitive<Op> != nullptr;
+
+/// Whether the C++ integer `v` is a value of the integer type `E`.
+template <class E, class T>
+constexpr bool integer_fits(T v) {
+  using W = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
+  return std::in_range<E>(static_cast<W>(v));  // W: in_range rejects bool and character types
+}
+
+inline WeakDType weak_dtype_of(const Array& x) { return x.aval().weak_dtype(); }
+/// A C++ number is weakly typed, like a Python scalar; a `bool` is not (JAX's bools never are).
+template <NumberArg T>
+constexpr WeakDType weak_dtype_of(const T&) {
+  return {core::dtype_v<T>, !std::is_same_v<T, bool>};
+}
+
+/// An operand converted to the promoted type `t`: arrays by `convert_element_type`, numbers
+/// directly into a rank-0 array. `value_error` for an integer that does not fit (JAX's
+/// OverflowError for a Python int too large for int32).
+inline Array promote_to(const Array& x, WeakDType t) {
+  return convert_element_type(x, t.dtype, t.weak);
+}
+template <NumberArg T>
+Array promote_to(const T& v, WeakDType t) {
+  ArrayBuilder b(ShapedArray{Shape{}, t.dtype, t.weak});
+  dispatch_dtype(t.dtype, [&](auto tag) {
+    using E = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_integral_v<E> &&
+                  !std::is_same_v<E, bool>) {
+      if (!integer_fits<E>(v))
+        throw core::value_error("the integer " + std::to_string(v) + " does not fit in " +
+                                std::string(core::name(t.dtype)) + ": expected a value in [" +
+                                std::to_string(std::numeric_limits<E>::min()) + ", " +
+                                std::to_string(std::numeric_limits<E>::max()) + "]");
+    }
+    E e;
+    if constexpr (std::is_same_v<E, bool>)
+      e = v != T(0);
+    else
+      e = static_cast<E>(v);
+    std::memcpy(b.bytes(), &e, sizeof(E));
+  });
+  return std::move(b).finish();
+}
+
+/// Binds `prim` to `args` after NumPy broadcasting: operands of equal shapes, or of rank 0, are
+/// bound as they are (the primitives accept them); otherwise every operand that is not rank 0 is
+/// broadcast to the common shape (`shape_error` naming the shapes when there is none).
+inline Array bind_broadcasting(const Primitive& prim, std::initializer_list<Array> operands) {
+  Arrays args(operands);
+  const Shape* common = nullptr;
+  bool equal = true;
+  for (const Array& a : args) {
+    if (a.ndim() == 0) continue;
+    if (!common)
+      common = &a.shape();
+    else
+      equal = equal && a.shape() == *common;
+  }
+  if (!equal) {
+    Shape out;
+    for (const Array& a : args) out = core::broadcast_shapes(out, a.shape());
+    for (Array& a : args)
+      if (a.ndim() != 0) a = broadcast_to(a, out);
+  }
+  return std::move(rt::bind(prim, args).front());  // qualified: ADL would find std::bind
+}
+
+/// jnp.pow with an integer C++ exponent: `integer_pow` (exact repeated multiplication), on the
+/// base promoted to a numeric dtype, as `jnp.power` does for a concrete integer exponent.
+inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
+  Array base = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32, x.weak_type()) : x;
+  return bind1(integer_pow_p, {base}, {{"y", y}});
+}
+
+}  // namespace detail
+
+/// `xpr::add`, `subtract`, `multiply`, `divide`, `maximum`, `minimum`, `pow`, `equal`, ... on
+/// arrays and numbers. Differences from the bare primitives, all as in jax.numpy:
+///  * `divide` is true division: integer and bool operands are promoted to f64 first;
+///  * `add` and `multiply` of bools are logical or and and (`max`, `min` on bool);
+///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
+///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first).
+template <class Op, class A, class B>
+  requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B>
+Array xpr_apply(Op, const A& a, const B& b) {
+  if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>) {
+    if constexpr (detail::ArrayArg<A>) {
+      if (!detail::integer_fits<std::int64_t>(b))
+        throw core::value_error("pow: expected an exponent that fits in int64, found " +
+                                std::to_string(b));
+      return detail::integer_pow_numeric(a, static_cast<std::int64_t>(b));
+    }
+  }
+  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
+  if constexpr (std::is_same_v<Op, op::div>) {
+    if (!core::is_floating(t.dtype)) t.dtype = DType::float64;
+  }
+  if constexpr (std::is_same_v<Op, op::pow>) {
+    if (!core::is_floating(t.dtype))
+      throw core::dtype_error("pow: expected a floating base or exponent, found both of dtype " +
+                              std::string(core::name(t.dtype)) +
+                              " after promotion; use xpr::integer_pow for an integer exponent "
+                              "known in C++, or astype a float dtype");
+  }
+  const Primitive* prim;
+  if constexpr (detail::comparison_primitive<Op> != nullptr) {
+    prim = detail::comparison_primitive<Op>;
+  } else {
+    prim = detail::binary_primitive<Op>;
+    if (core::is_bool(t.dtype)) {
+      if constexpr (std::is_same_v<Op, op::add>) prim = &max_p;  // logical or
+      if constexpr (std::is_same_v<Op, op::mul>) prim = &min_p;  // logical and
+    }
+  }
+  return detail::bind_broadcasting(*prim, {detail::promote_to(a, t), detail::promote_to(b, t)});
+}
+
+/// `xpr::where(c, a, b)`: `a` where `c` holds, else `b`. `c` is converted to bool when it is not
+/// one (nonzero is true); `a` and `b` are promoted together; all three broadcast.
+template <class C, class A, class B>
+  requires detail::ArrayOperands<C, A, B>
+Array xpr_apply(op::select, const C& c, const A& a, const B& b) {
+  Array pred = detail::promote_to(c, WeakDType{DType::bool_, false});
+  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
+  return detail::bind_broadcasting(select_n_p,
+                                   {pred, detail::promote_to(b, t), detail::promote_to(a, t)});
+}
+
+/// `xpr::integer_pow(x, n)` (`lax.integer_pow`; `xpr::square` is `integer_pow(x, 2)`): bools are
+/// promoted to int32 first, as jnp.square does.
+template <std::integral N>
+  requires(!std::is_same_v<N, bool>)
+Array xpr_apply(op::integer_pow, const Array& x, N n) {
+  if (!detail::integer_fits<std::int64_t>(n))
+    throw core::value_error("integer_pow: expected an exponent that fits in int64, found " +
+                            std::to_string(n));
+  return detail::integer_pow_numeric(x, static_cast<std::int64_t>(n));
+}
+
+/// `xpr::stop_gradient(x)`.
+inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gradient_p, {x}); }
+
+// ---- operators --------------------------------------------------------------------------------
+
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator+(const A& a, const B& b) {
+  return xpr_apply(op::add{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator-(const A& a, const B& b) {
+  return xpr_apply(op::sub{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator*(const A& a, const B& b) {
+  return xpr_apply(op::mul{}, a, b);
+}
+/// True division, as `/` on NumPy arrays.
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator/(const A& a, const B& b) {
+  return xpr_apply(op::div{}, a, b);
+}
+/// The comparisons return bool arrays, as NumPy's do; `if (x > 0.0)` works for size-1 arrays.
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator==(const A& a, const B& b) {
+  return xpr_apply(op::eq{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator!=(const A& a, const B& b) {
+  return xpr_apply(op::ne{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator<(const A& a, const B& b) {
+  return xpr_apply(op::lt{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator<=(const A& a, const B& b) {
+  return xpr_apply(op::le{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator>(const A& a, const B& b) {
+  return xpr_apply(op::gt{}, a, b);
+}
+template <class A, class B>
+  requires detail::ArrayOperands<A, B>
+Array operator>=(const A& a, const B& b) {
+  return xpr_apply(op::ge{}, a, b);
+}
+
+}  // namespace xpr::rt

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// The comparison primitives: eq ne lt le gt ge. Operands of any one dtype and equal shapes (a
+// rank-0 operand stands for any shape); the result is bool. One table, each row binding an
+// `xpr::op` tag to a primitive, like the arithmetic ones in binary.hpp.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "xpr/core/ops.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// A comparison primitive: `Op` on every pair of elements, IEEE semantics for NaN (only `ne` holds).
+///
+/// abstract_eval: equal dtypes (any), equal shapes or rank 0; the result is a strong bool.
+template <class Op>
+class Comparison final : public Primitive {
+ public:
+  Comparison() : Primitive(std::string(Op::name)) {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    check_arity(args.size());
+    const ShapedArray avals[2] = {args[0].aval(), args[1].aval()};
+    ArrayBuilder out(abstract_eval_one(avals, params));
+    const Array &a = args[0], &b = args[1];
+    dispatch_dtype(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      // A plain loop (R = bool has no batch type); the compiler vectorizes it.
+      detail::map_binary<T, bool>(a.data<T>(), a.ndim() == 0, b.data<T>(), b.ndim() == 0,
+                                  out.data<bool>(), static_cast<std::size_t>(out.aval().size()),
+                                  [](T x, T y) { return Op::number(x, y); });
+    });
+    return {std::move(out).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    check_arity(args.size());
+    return {abstract_eval_one(args, params)};
+  }
+
+ private:
+  void check_arity(std::size_t n) const {
+    if (n != 2) throw core::type_error(name() + " expected 2 operands, found " + std::to_string(n));
+  }
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params&) const {
+    ShapedArray out = detail::nary_aval(name(), args, detail::Accepts::any);
+    out.dtype = DType::bool_;
+    out.weak_type = false;
+    return out;
+  }
+};
+
+//                       op tag
+inline const Comparison<op::eq> eq_p{};
+inline const Comparison<op::ne> ne_p{};
+inline const Comparison<op::lt> lt_p{};
+inline const Comparison<op::le> le_p{};
+inline const Comparison<op::gt> gt_p{};
+inline const Comparison<op::ge> ge_p{};
+
+namespace detail {
+// The primitive behind each comparison `xpr::op` tag.
+template <class Op>
+inline constexpr const Primitive* comparison_primitive = nullptr;
+template <> inline constexpr const Primitive* comparison_primitive<op::eq> = &eq_p;
+template <> inline constexpr const Primitive* comparison_primitive<op::ne> = &ne_p;
+template <> inline constexpr const Primitive* comparison_primitive<op::lt> = &lt_p;
+template <> inline constexpr const Primitive* comparison_primitive<op::le> = &le_p;
+template <> inline constexpr const Primitive* comparison_primitive<op::gt> = &gt_p;
+template <> inline constexpr const Primitive* comparison_primitive<op::ge> = &ge_p;
+}  // namespace detail
+
+}  // namespace xpr::rt

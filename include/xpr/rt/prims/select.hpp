@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// select_n(which, *cases): elementwise choice among cases, JAX's current form of `select`. A bool
+// `which` picks between exactly two cases (false picks the first); an int32 `which` indexes any
+// number of them. `xpr::where(c, a, b)` binds `select_n(c, b, a)` (rt/numpy_elementwise.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xpr/core/ops.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// select_n(which, case_0, ..., case_{n-1}): `case_{which[i]}[i]` at every index `i`.
+///
+/// abstract_eval: `which` is bool (then n == 2) or int32; the cases share one dtype; all shapes
+/// are equal except that rank-0 operands stand for any shape (like the other elementwise
+/// primitives). The result is weakly typed when every case is. An int32 `which` outside [0, n)
+/// is clamped (JAX leaves it undefined).
+class SelectN final : public Primitive {
+ public:
+  SelectN() : Primitive("select_n") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    std::vector<ShapedArray> avals;
+    avals.reserve(args.size());
+    for (const Array& a : args) avals.push_back(a.aval());
+    ArrayBuilder out(abstract_eval_one(avals, params));
+    auto n = static_cast<std::size_t>(out.aval().size());
+    const Array& which = args[0];
+    dispatch_dtype(out.aval().dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (which.dtype() == DType::bool_) {
+        const Array &f = args[1], &t = args[2];
+        detail::map_ternary(which.data<bool>(), which.ndim() == 0, f.data<T>(), f.ndim() == 0,
+                            t.data<T>(), t.ndim() == 0, out.data<T>(), n,
+                            [](bool c, T x, T y) { return c ? y : x; });
+      } else {
+        std::vector<const T*> cases;  // element i of case k is cases[k][i * steps[k]]
+        std::vector<std::size_t> steps;
+        for (std::size_t k = 1; k < args.size(); ++k) {
+          cases.push_back(args[k].data<T>());
+          steps.push_back(args[k].ndim() == 0 ? 0 : 1);
+        }
+        const std::int32_t* w = which.data<std::int32_t>();
+        const std::size_t w_step = which.ndim() == 0 ? 0 : 1;
+        const auto last = static_cast<std::int32_t>(cases.size() - 1);
+        T* o = out.data<T>();
+        for (std::size_t i = 0; i < n; ++i) {
+          std::int32_t k = w[i * w_step];
+          auto c = static_cast<std::size_t>(k < 0 ? 0 : (k > last ? last : k));
+          o[i] = cases[c][i * steps[c]];
+        }
+      }
+    });
+    return {std::move(out).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    return {abstract_eval_one(args, params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params&) const {
+    if (args.size() < 2)
+      throw core::type_error("select_n expected a predicate and at least one case, found " +
+                             std::to_string(args.size()) + " operand(s)");
+    DType w = args[0].dtype;
+    if (w != DType::bool_ && w != DType::int32)
+      throw core::dtype_error("select_n expected a bool or int32 predicate, found " +
+                              std::string(core::name(w)));
+    if (w == DType::bool_ && args.size() != 3)
+      throw core::type_error("select_n with a bool predicate expected exactly 2 cases, found " +
+                             std::to_string(args.size() - 1));
+    return detail::nary_aval(name(), args, detail::Accepts::any, 1);
+  }
+};
+
+inline const SelectN select_n_p{};
+
+}  // namespace xpr::rt

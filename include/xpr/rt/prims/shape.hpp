@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+// The shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, and the
+// jax.numpy functions built on them (`xpr::reshape`, `transpose`, `squeeze`, `expand_dims`,
+// `broadcast_to`, `ravel`). Reshapes that keep the row-major order share the operand's buffer.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+namespace detail {
+
+/// `(1, 0)`: a tuple of axes as Python prints it, for error messages.
+inline std::string axes_str(std::span<const std::int64_t> axes) {
+  std::ostringstream os;
+  os << '(';
+  for (std::size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << axes[i];
+  if (axes.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+inline void check_one_operand(const std::string& prim, std::size_t n) {
+  if (n != 1) throw core::type_error(prim + " expected 1 operand, found " + std::to_string(n));
+}
+
+/// Whether `perm` is a permutation of 0..rank-1.
+inline bool is_permutation(std::span<const std::int64_t> perm, std::size_t rank) {
+  if (perm.size() != rank) return false;
+  std::vector<bool> seen(rank, false);
+  for (std::int64_t p : perm) {
+    if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)])
+      return false;
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  return true;
+}
+
+inline bool is_iota(std::span<const std::int64_t> axes) {
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+/// `axes` canonicalized against `rank` (negative axes count from the end; `index_error` when out
+/// of range) and checked for repeats (`value_error`), sorted.
+inline std::vector<std::size_t> unique_axes(const std::string& prim, const Axes& axes,
+                                            std::size_t rank) {
+  std::vector<std::size_t> out;
+  for (std::int64_t a : axes) {
+    try {
+      out.push_back(core::canonicalize_axis(a, rank));
+    } catch (const core::index_error& e) {
+      throw core::index_error(prim + ": " + e.what());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw core::value_error(prim + ": expected distinct dimensions, found repeated ones in " +
+                            axes_str(axes));
+  return out;
+}
+
+/// out[j] = in[sum_k j_k * in_strides[k]] for every row-major multi-index j of `out_shape`; a
+/// zero stride repeats the operand along that dimension. The innermost dimension is one copy,
+/// fill or strided loop.
+template <class E>
+void strided_copy(const E* in, E* out, const Shape& out_shape,
+                  std::span<const std::int64_t> in_strides) {
+  const std::size_t rank = out_shape.rank();
+  const std::int64_t total = out_shape.size();
+  if (total == 0) return;
+  if (rank == 0) {
+    out[0] = in[0];
+    return;
+  }
+  const std::int64_t inner = out_shape[rank - 1], step = in_strides[rank - 1];
+  std::vector<std::int64_t> index(rank - 1, 0);
+  std::int64_t offset = 0;
+  for (std::int64_t row = 0, rows = total / inner; row < rows; ++row, out += inner) {
+    const E* src = in + offset;
+    if (step == 1)
+      std::copy(src, src + inner, out);
+    else if (step == 0)
+      std::fill(out, out + inner, *src);
+    else
+      for (std::int64_t j = 0; j < inner; ++j) out[j] = src[j * step];
+    for (std::size_t k = rank - 1; k-- > 0;) {  // the odometer over the outer dimensions
+      offset += in_strides[k];
+      if (++index[k] < out_shape[k]) break;
+      offset -= in_strides[k] * out_shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
+/// The elements of `x` gathered into a new array of type `aval` by `strided_copy`.
+inline Array gather_strided(const Array& x, ShapedArray aval,
+                            std::span<const std::int64_t> in_strides) {
+  ArrayBuilder b(std::move(aval));
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    strided_copy(x.data<T>(), b.data<T>(), b.aval().shape, in_strides);
+  });
+  return std::move(b).finish();
+}
+
+/// `x`'s elements in the same row-major order under another type of equal size: shares `x`'s
+/// buffer when it has one (arrays are immutable), copies the few inline bytes otherwise.
+inline Array same_elements(const Array& x, ShapedArray aval) {
+  const auto* bytes = dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());  // throws for tracers
+  });
+  const std::shared_ptr<std::byte>& owner = x.concrete()->owner();
+  if (owner) return Array(std::make_shared<ConcreteArray>(std::move(aval), owner, bytes));
+  ArrayBuilder b(std::move(aval));
+  std::memcpy(b.bytes(), bytes, x.concrete()->nbytes());
+  return std::move(b).finish();
+}
+
+}  // namespace detail
+
+// ---- broadcast_in_dim[shape, broadcast_dimensions] ------------------------------------------
+
+/// broadcast_in_dim[shape, broadcast_dimensions](x): operand dimension `i` becomes result
+/// dimension `broadcast_dimensions[i]` (strictly increasing), where it has size 1 (repeated) or
+/// the result's size; the other result dimensions repeat the operand.
+class BroadcastInDim final : public Primitive {
+ public:
+  BroadcastInDim() : Primitive("broadcast_in_dim") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    const Array& x = args[0];
+    ShapedArray out = abstract_eval_one(x.aval(), params);
+    if (out.shape == x.shape()) return {x};
+    const Axes& dims = params.get<Axes>("broadcast_dimensions");
+    std::vector<std::int64_t> in_strides(out.shape.rank(), 0), x_strides = core::strides_of(x.shape());
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (x.shape()[i] != 1) in_strides[static_cast<std::size_t>(dims[i])] = x_strides[i];
+    return {detail::gather_strided(x, std::move(out), in_strides)};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    const Shape& shape = params.get<Shape>("shape");
+    const Axes& dims = params.get<Axes>("broadcast_dimensions");
+    const std::string where = "broadcast_in_dim of operand shape " + x.shape.str() + " to shape " +
+                              shape.str() + " with broadcast_dimensions " + detail::axes_str(dims);
+    if (dims.size() != x.ndim())
+      throw core::shape_error(where + ": expected " + std::to_string(x.ndim()) +
+                              " broadcast dimension(s), one per operand dimension, found " +
+                              std::to_string(dims.size()));
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0 || dims[i] >= static_cast<std::int64_t>(shape.rank()))
+        throw core::index_error(where + ": expected broadcast dimensions in [0, " +
+                                std::to_string(shape.rank()) + "), found " +
+                                std::to_string(dims[i]));
+      if (i > 0 && dims[i] <= dims[i - 1])
+        throw core::value_error(where + ": expected strictly increasing broadcast dimensions");
+      std::int64_t want = shape[static_cast<std::size_t>(dims[i])];
+      if (x.shape[i] != 1 && x.shape[i] != want)
+        throw core::shape_error(where + ": expected operand dimension " + std::to_string(i) +
+                                " to have size 1 or " + std::to_string(want) + ", found " +
+                                std::to_string(x.shape[i]));
+    }
+    return {shape, x.dtype, x.weak_type};
+  }
+};
+
+inline const BroadcastInDim broadcast_in_dim_p{};
+
+// ---- transpose[permutation] -----------------------------------------------------------------
+
+/// transpose[permutation](x): result dimension `i` is operand dimension `permutation[i]`.
+class Transpose final : public Primitive {
+ public:
+  Transpose() : Primitive("transpose") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    const Array& x = args[0];
+    ShapedArray out = abstract_eval_one(x.aval(), params);
+    const Axes& perm = params.get<Axes>("permutation");
+    if (detail::is_iota(perm)) return {x};
+    return {permuted(x, std::move(out), perm)};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {abstract_eval_one(args[0], params)};
+  }
+
+  /// The elements of `x` with its dimensions permuted (`out` is the result's type).
+  static Array permuted(const Array& x, ShapedArray out, const Axes& perm) {
+    std::vector<std::int64_t> x_strides = core::strides_of(x.shape()), in_strides(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      in_strides[i] = x_strides[static_cast<std::size_t>(perm[i])];
+    return detail::gather_strided(x, std::move(out), in_strides);
+  }
+
+  /// The result type, or `value_error` if `perm` is not a permutation of the operand's axes.
+  static ShapedArray permuted_aval(const std::string& prim, const ShapedArray& x,
+                                   const Axes& perm) {
+    if (!detail::is_permutation(perm, x.ndim()))
+      throw core::value_error(prim + ": expected a permutation of the operand's " +
+                              std::to_string(x.ndim()) + " axes, found " + detail::axes_str(perm) +
+                              " for operand shape " + x.shape.str());
+    Shape s;
+    for (std::int64_t p : perm) s.push_back(x.shape[static_cast<std::size_t>(p)]);
+    return {s, x.dtype, x.weak_type};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    return permuted_aval(name(), x, params.get<Axes>("permutation"));
+  }
+};
+
+inline const Transpose transpose_p{};
+
+// ---- reshape[new_sizes, dimensions] ---------------------------------------------------------
+
+/// reshape[new_sizes, dimensions](x): the elements in row-major order under the shape
+/// `new_sizes` (of equal size). `dimensions` is `None` (also when absent) or a permutation by
+/// which the operand is transposed first, as in JAX.
+class Reshape final : public Primitive {
+ public:
+  Reshape() : Primitive("reshape") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    const Array& x = args[0];
+    ShapedArray out = abstract_eval_one(x.aval(), params);
+    const Axes* dims = dimensions(params);
+    if (!dims || detail::is_iota(*dims)) return {detail::same_elements(x, std::move(out))};
+    Array t = Transpose::permuted(x, Transpose::permuted_aval(name(), x.aval(), *dims), *dims);
+    return {detail::same_elements(t, std::move(out))};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  /// The `dimensions` permutation, or null for `None`.
+  const Axes* dimensions(const Params& params) const {
+    const ParamValue* v = params.find("dimensions");
+    if (!v || std::holds_alternative<None>(*v)) return nullptr;
+    return &params.get<Axes>("dimensions");  // type_error for any other kind of value
+  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    const Shape& sizes = params.get<Shape>("new_sizes");
+    if (const Axes* dims = dimensions(params)) (void)Transpose::permuted_aval(name(), x, *dims);
+    if (sizes.size() != x.size())
+      throw core::shape_error("reshape: cannot reshape array of shape " + x.shape.str() +
+                              " (size " + std::to_string(x.size()) + ") into shape " +
+                              sizes.str() + " (size " + std::to_string(sizes.size()) +
+                              "): expected equal sizes");
+    return {sizes, x.dtype, x.weak_type};
+  }
+};
+
+inline const Reshape reshape_p{};
+
+// ---- squeeze[dimensions] --------------------------------------------------------------------
+
+/// squeeze[dimensions](x): removes the listed dimensions, each of size 1.
+class Squeeze final : public Primitive {
+ public:
+  Squeeze() : Primitive("squeeze") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {detail::same_elements(args[0], abstract_eval_one(args[0].aval(), params))};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    std::vector<std::size_t> drop =
+        detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim());
+    Shape s;
+    for (std::size_t i = 0, k = 0; i < x.ndim(); ++i) {
+      if (k < drop.size() && drop[k] == i) {
+        ++k;
+        if (x.shape[i] != 1)
+          throw core::shape_error("squeeze: expected dimension " + std::to_string(i) +
+                                  " of operand shape " + x.shape.str() +
+                                  " to have size 1, found size " + std::to_string(x.shape[i]));
+        continue;
+      }
+      s.push_back(x.shape[i]);
+    }
+    return {s, x.dtype, x.weak_type};
+  }
+};
+
+inline const Squeeze squeeze_p{};
+
+// ---- expand_dims[dimensions] ----------------------------------------------------------------
+
+/// expand_dims[dimensions](x): inserts a dimension of size 1 at each listed position of the
+/// result (whose rank is the operand's plus the number of dimensions).
+class ExpandDims final : public Primitive {
+ public:
+  ExpandDims() : Primitive("expand_dims") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {detail::same_elements(args[0], abstract_eval_one(args[0].aval(), params))};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    const Axes& dims = params.get<Axes>("dimensions");
+    std::vector<std::size_t> add = detail::unique_axes(name(), dims, x.ndim() + dims.size());
+    Shape s;
+    for (std::size_t i = 0, k = 0, j = 0; i < x.ndim() + dims.size(); ++i) {
+      if (k < add.size() && add[k] == i) {
+        ++k;
+        s.push_back(1);
+      } else {
+        s.push_back(x.shape[j++]);
+      }
+    }
+    return {s, x.dtype, x.weak_type};
+  }
+};
+
+inline const ExpandDims expand_dims_p{};
+
+// ---- jax.numpy's shape functions ------------------------------------------------------------
+
+/// `lax.broadcast_in_dim`; no equation when nothing changes.
+inline Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& broadcast_dimensions) {
+  if (x.shape() == shape && detail::is_iota(broadcast_dimensions) &&
+      broadcast_dimensions.size() == x.ndim())
+    return x;
+  return bind1(broadcast_in_dim_p, {x},
+               {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
+}
+
+/// `jnp.broadcast_to(x, shape)`: NumPy broadcasting of `x` to exactly `shape` (dimensions aligned
+/// from the right, each of size 1 or equal); throws `shape_error` otherwise.
+inline Array broadcast_to(const Array& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const std::size_t lead = shape.rank() - std::min(shape.rank(), x.ndim());
+  bool ok = x.ndim() <= shape.rank();
+  for (std::size_t i = 0; ok && i < x.ndim(); ++i)
+    ok = x.shape()[i] == 1 || x.shape()[i] == shape[lead + i];
+  if (!ok)
+    throw core::shape_error("broadcast_to: cannot broadcast array of shape " + x.shape().str() +
+                            " to shape " + shape.str() +
+                            ": expected each dimension, aligned from the right, to be 1 or "
+                            "equal to the target's");
+  Axes dims(x.ndim());
+  for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<std::int64_t>(lead + i);
+  return broadcast_in_dim(x, shape, dims);
+}
+
+/// `jnp.reshape(x, shape)`: one size may be -1, inferred from the others.
+inline Array reshape(const Array& x, std::span<const std::int64_t> shape) {
+  std::vector<std::int64_t> sizes(shape.begin(), shape.end());
+  std::size_t unknown = sizes.size();
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && unknown == sizes.size()) {
+      unknown = i;
+    } else if (sizes[i] < 0) {
+      throw core::value_error("reshape: expected non-negative sizes and at most one -1, found " +
+                              detail::axes_str(shape));
+    } else {
+      known *= sizes[i];
+    }
+  }
+  if (unknown != sizes.size()) {
+    if (known == 0 || x.size() % known != 0)
+      throw core::shape_error("reshape: cannot reshape array of shape " + x.shape().str() +
+                              " (size " + std::to_string(x.size()) + ") into shape " +
+                              detail::axes_str(shape) + ": expected a size divisible by " +
+                              std::to_string(known));
+    sizes[unknown] = x.size() / known;
+  }
+  Shape s(std::move(sizes));
+  if (s == x.shape()) return x;
+  return bind1(reshape_p, {x}, {{"new_sizes", s}, {"dimensions", None{}}});
+}
+inline Array reshape(const Array& x, std::initializer_list<std::int64_t> shape) {
+  return reshape(x, std::span<const std::int64_t>(shape.begin(), shape.size()));
+}
+inline Array reshape(const Array& x, const Shape& shape) { return reshape(x, shape.span()); }
+
+/// `jnp.ravel(x)`: the elements as a rank-1 array, row-major.
+inline Array ravel(const Array& x) { return reshape(x, {x.size()}); }
+
+/// `jnp.transpose(x, axes)`: result axis `i` is `x`'s axis `axes[i]` (negative counts from the
+/// end); `index_error` for an axis out of range, `value_error` if `axes` is not a permutation.
+inline Array transpose(const Array& x, const Axes& axes) {
+  Axes perm;
+  for (std::int64_t a : axes) {
+    try {
+      perm.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, x.ndim())));
+    } catch (const core::index_error& e) {
+      throw core::index_error(std::string("transpose: ") + e.what());
+    }
+  }
+  if (perm.size() == x.ndim() && detail::is_iota(perm)) return x;
+  return bind1(transpose_p, {x}, {{"permutation", perm}});
+}
+/// `jnp.transpose(x)`: the axes reversed.
+inline Array transpose(const Array& x) {
+  Axes perm(x.ndim());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    perm[i] = static_cast<std::int64_t>(perm.size() - 1 - i);
+  return transpose(x, perm);
+}
+
+/// `jnp.squeeze(x, axes)`: removes the listed axes, each of size 1 (`shape_error` otherwise).
+inline Array squeeze(const Array& x, const Axes& axes) {
+  Axes dims;
+  for (std::size_t a : detail::unique_axes("squeeze", axes, x.ndim()))
+    dims.push_back(static_cast<std::int64_t>(a));
+  if (dims.empty()) return x;
+  return bind1(squeeze_p, {x}, {{"dimensions", dims}});
+}
+inline Array squeeze(const Array& x, std::int64_t axis) { return squeeze(x, Axes{axis}); }
+/// `jnp.squeeze(x)`: removes every axis of size 1.
+inline Array squeeze(const Array& x) {
+  Axes dims;
+  for (std::size_t i = 0; i < x.ndim(); ++i)
+    if (x.shape()[i] == 1) dims.push_back(static_cast<std::int64_t>(i));
+  return squeeze(x, dims);
+}
+
+/// `jnp.expand_dims(x, axes)`: inserts axes of size 1 at these positions of the result.
+inline Array expand_dims(const Array& x, const Axes& axes) {
+  Axes dims;
+  for (std::size_t a : detail::unique_axes("expand_dims", axes, x.ndim() + axes.size()))
+    dims.push_back(static_cast<std::int64_t>(a));
+  if (dims.empty()) return x;
+  return bind1(expand_dims_p, {x}, {{"dimensions", dims}});
+}
+inline Array expand_dims(const Array& x, std::int64_t axis) { return expand_dims(x, Axes{axis}); }
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::broadcast_to;
+using rt::expand_dims;
+using rt::ravel;
+using rt::reshape;
+using rt::squeeze;
+using rt::transpose;
+}  // namespace xpr

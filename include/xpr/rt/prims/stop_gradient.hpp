@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// stop_gradient(x): the identity on values that differentiation treats as a constant (its JVP is
+// zero). Eagerly it returns its operand itself: arrays are immutable, so nothing needs copying.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "xpr/core/error.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// stop_gradient(x) for `x` of any dtype and shape; abstract_eval is the identity.
+class StopGradient final : public Primitive {
+ public:
+  StopGradient() : Primitive("stop_gradient") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    (void)params;
+    if (args.size() != 1)
+      throw core::type_error("stop_gradient expected 1 operand, found " +
+                             std::to_string(args.size()));
+    return {args[0]};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
+    return {detail::unary_aval(name(), args, detail::Accepts::any)};
+  }
+};
+
+inline const StopGradient stop_gradient_p{};
+
+}  // namespace xpr::rt
