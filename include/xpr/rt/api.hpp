@@ -4,6 +4,10 @@
 #pragma once
 
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/jaxpr_eval.hpp"
+#include "xpr/rt/jaxpr_parse.hpp"
+#include "xpr/rt/jaxpr_print.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
