@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// dot_general: the tensor contraction behind dot, matmul, einsum-style products. The eager kernel
+// lays both operands out as row-major (batch, free, contract) and (batch, contract, free) matrices,
+// copying only when they are not, and calls Eigen's GEMM once per batch element.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/aval.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/detail/strided_copy.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+namespace detail {
+
+/// What dot_general's shape rule learns about one application: the free dimensions of each
+/// operand and the sizes of the (batch, free, contract) matrices.
+struct DotLayout {
+  Axes lhs_free, rhs_free;
+  std::int64_t batch = 1, m = 1, n = 1, k = 1;
+  ShapedArray out;
+};
+
+inline std::string dims_str(const Axes& a) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+  return s + (a.size() == 1 ? ",)" : ")");
+}
+
+/// Checks `dn` against the operands (JAX's `_dot_general_shape_rule`) and derives the layout.
+inline DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
+                            const DotDimensionNumbers& dn) {
+  if (lhs.dtype != rhs.dtype)
+    throw core::dtype_error("dot_general requires operands of the same dtype, found " +
+                            std::string(core::name(lhs.dtype)) + " and " +
+                            std::string(core::name(rhs.dtype)));
+  if (dn.lhs_batch.size() != dn.rhs_batch.size())
+    throw core::shape_error(
+        "dot_general requires equal numbers of lhs and rhs batch dimensions, found "
+        "lhs_batch=" + dims_str(dn.lhs_batch) + " and rhs_batch=" + dims_str(dn.rhs_batch));
+  if (dn.lhs_contracting.size() != dn.rhs_contracting.size())
+    throw core::shape_error(
+        "dot_general requires equal numbers of lhs and rhs contracting dimensions, found "
+        "lhs_contracting=" + dims_str(dn.lhs_contracting) +
+        " and rhs_contracting=" + dims_str(dn.rhs_contracting));
+  // Marks each side's batch and contracting dimensions, checking range and distinctness.
+  auto mark = [](const ShapedArray& x, const char* side, const Axes& batch, const Axes& contract) {
+    std::vector<bool> used(x.ndim(), false);
+    auto r = static_cast<std::int64_t>(x.ndim());
+    for (const Axes* dims : {&batch, &contract})
+      for (std::int64_t d : *dims) {
+        if (d < 0 || d >= r)
+          throw core::index_error("dot_general: " + std::string(side) + " dimension " +
+                                  std::to_string(d) + " is out of bounds for " + side +
+                                  " of rank " + std::to_string(r) + " (expected 0 <= dimension < " +
+                                  std::to_string(r) + ")");
+        if (used[static_cast<std::size_t>(d)])
+          throw core::value_error("dot_general: expected distinct batch and contracting "
+                                  "dimensions, found " + std::string(side) + " dimension " +
+                                  std::to_string(d) + " more than once");
+        used[static_cast<std::size_t>(d)] = true;
+      }
+    Axes free;
+    for (std::int64_t d = 0; d < r; ++d)
+      if (!used[static_cast<std::size_t>(d)]) free.push_back(d);
+    return free;
+  };
+  DotLayout l;
+  l.lhs_free = mark(lhs, "lhs", dn.lhs_batch, dn.lhs_contracting);
+  l.rhs_free = mark(rhs, "rhs", dn.rhs_batch, dn.rhs_contracting);
+  auto pair_sizes = [&](const Axes& ld, const Axes& rd, const char* what) {
+    std::int64_t p = 1;
+    for (std::size_t i = 0; i < ld.size(); ++i) {
+      std::int64_t a = lhs.shape[static_cast<std::size_t>(ld[i])];
+      std::int64_t b = rhs.shape[static_cast<std::size_t>(rd[i])];
+      if (a != b)
+        throw core::shape_error("dot_general requires " + std::string(what) +
+                                " dimensions to have the same size, found lhs dimension " +
+                                std::to_string(ld[i]) + " of size " + std::to_string(a) +
+                                " and rhs dimension " + std::to_string(rd[i]) + " of size " +
+                                std::to_string(b) + " (lhs shape " + lhs.shape.str() +
+                                ", rhs shape " + rhs.shape.str() + ")");
+      p *= a;
+    }
+    return p;
+  };
+  l.batch = pair_sizes(dn.lhs_batch, dn.rhs_batch, "batch");
+  l.k = pair_sizes(dn.lhs_contracting, dn.rhs_contracting, "contracting");
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d : dn.lhs_batch) dims.push_back(lhs.shape[static_cast<std::size_t>(d)]);
+  for (std::int64_t d : l.lhs_free) {
+    dims.push_back(lhs.shape[static_cast<std::size_t>(d)]);
+    l.m *= dims.back();
+  }
+  for (std::int64_t d : l.rhs_free) {
+    dims.push_back(rhs.shape[static_cast<std::size_t>(d)]);
+    l.n *= dims.back();
+  }
+  l.out = {Shape(std::move(dims)), lhs.dtype, lhs.weak_type && rhs.weak_type};
+  return l;
+}
+
+inline Axes concat_axes(std::initializer_list<const Axes*> parts) {
+  Axes out;
+  for (const Axes* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+inline bool is_identity(const Axes& perm) {
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+/// One operand as row-major (batch, rows, cols) matrices: `data` itself when its dimensions are
+/// already in that order, else a copy in `scratch`. (One storage order keeps the number of Eigen
+/// GEMM instantiations, and so every includer's compile time, down; a copy costs O(size), the
+/// product O(size · other free size).)
+template <class T>
+const T* as_matrices(const T* data, const Shape& shape, const Axes& batch, const Axes& rows_dims,
+                     const Axes& cols_dims, std::vector<T>& scratch) {
+  Axes perm = concat_axes({&batch, &rows_dims, &cols_dims});
+  if (is_identity(perm)) return data;
+  scratch.resize(static_cast<std::size_t>(shape.size()));
+  permute_copy(data, shape.span(), std::span<const std::int64_t>(perm), scratch.data());
+  return scratch.data();
+}
+
+/// out[b] = lhs[b] · rhs[b] for every batch element (all row-major): Eigen's GEMM for float and
+/// double; for integers a loop whose contiguous inner loop the compiler vectorizes, with
+/// wrap-around arithmetic as in XLA.
+template <class T>
+void batched_gemm(const T* lhs, const T* rhs, T* out, const DotLayout& l) {
+  const std::int64_t m = l.m, n = l.n, k = l.k;
+  if (k == 0) {  // an empty sum
+    std::fill(out, out + l.batch * m * n, T(0));
+    return;
+  }
+  for (std::int64_t b = 0; b < l.batch; ++b) {
+    const T* pa = lhs + b * m * k;
+    const T* pb = rhs + b * k * n;
+    T* pc = out + b * m * n;
+    if constexpr (std::is_floating_point_v<T>) {
+      using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      using Index = Eigen::Index;
+      Eigen::Map<Matrix>(pc, static_cast<Index>(m), static_cast<Index>(n)).noalias() =
+          Eigen::Map<const Matrix>(pa, static_cast<Index>(m), static_cast<Index>(k)) *
+          Eigen::Map<const Matrix>(pb, static_cast<Index>(k), static_cast<Index>(n));
+    } else {
+      using U = std::make_unsigned_t<T>;
+      for (std::int64_t i = 0; i < m; ++i) {
+        U* row = reinterpret_cast<U*>(pc + i * n);
+        std::fill(row, row + n, U(0));
+        for (std::int64_t kk = 0; kk < k; ++kk) {
+          const auto a = static_cast<U>(pa[i * k + kk]);
+          const T* brow = pb + kk * n;
+          for (std::int64_t j = 0; j < n; ++j) row[j] += a * static_cast<U>(brow[j]);
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void dot_general_kernel(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dn,
+                        const DotLayout& l, T* out) {
+  std::vector<T> lbuf, rbuf;
+  const T* a =
+      as_matrices(lhs.data<T>(), lhs.shape(), dn.lhs_batch, l.lhs_free, dn.lhs_contracting, lbuf);
+  const T* b =
+      as_matrices(rhs.data<T>(), rhs.shape(), dn.rhs_batch, dn.rhs_contracting, l.rhs_free, rbuf);
+  batched_gemm(a, b, out, l);
+}
+
+}  // namespace detail
+
+/// dot_general[dimension_numbers](lhs, rhs): contracts lhs_contracting with rhs_contracting
+/// dimensions pairwise, and runs over the paired batch dimensions:
+///   out[b, i, j] = Σ_k lhs[b, i, k] · rhs[b, k, j]
+/// with b, i, j, k multi-indices over batch, lhs free, rhs free and contracting dimensions. The
+/// output's dimensions are the batch dimensions (in lhs_batch order), then lhs's and rhs's free
+/// dimensions in order. Both operands have one dtype (jax.numpy promotes before); bool products
+/// are logical (or of ands), as in XLA.
+class DotGeneral final : public Primitive {
+ public:
+  DotGeneral() : Primitive("dot_general") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    check_arity(args.size());
+    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+    const Array &lhs = args[0], &rhs = args[1];
+    detail::DotLayout l = detail::dot_layout(lhs.aval(), rhs.aval(), dn);
+    ArrayBuilder b(l.out);
+    if (l.out.shape.size() == 0) return {std::move(b).finish()};
+    dispatch_dtype(lhs.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        // Count the true products in int32 (Eigen's GEMM wants a ring), then test for nonzero.
+        auto as_i32 = [](const Array& x) {
+          ArrayBuilder c(ShapedArray{x.shape(), DType::int32, false});
+          std::transform(x.data<bool>(), x.data<bool>() + x.size(), c.data<std::int32_t>(),
+                         [](bool v) { return static_cast<std::int32_t>(v); });
+          return std::move(c).finish();
+        };
+        std::vector<std::int32_t> counts(static_cast<std::size_t>(l.out.shape.size()));
+        detail::dot_general_kernel(as_i32(lhs), as_i32(rhs), dn, l, counts.data());
+        std::transform(counts.begin(), counts.end(), b.data<bool>(),
+                       [](std::int32_t v) { return v != 0; });
+      } else {
+        detail::dot_general_kernel(lhs, rhs, dn, l, b.data<T>());
+      }
+    });
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    check_arity(args.size());
+    return {detail::dot_layout(args[0], args[1],
+                               params.get<DotDimensionNumbers>("dimension_numbers"))
+                .out};
+  }
+
+ private:
+  void check_arity(std::size_t n) const {
+    if (n != 2) throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));
+  }
+};
+
+inline const DotGeneral dot_general_p{};
+
+/// `lax.dot_general(lhs, rhs, dimension_numbers)`: binds dot_general on operands of one dtype.
+inline Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dn) {
+  return bind1(dot_general_p, {lhs, rhs}, {{"dimension_numbers", dn}});
+}
+
+}  // namespace xpr::rt

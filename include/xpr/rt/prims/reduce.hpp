@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+// The reductions reduce_sum, reduce_max and reduce_min over a set of axes (`axes=(0, 2)`). They
+// differ only in their monoid (identity and combining function) and the dtypes they accept, so
+// they are one class template with one row per primitive, like the unary table.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/aval.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+namespace detail {
+
+// ---- monoids ----------------------------------------------------------------------------------
+// `combine` works on elements and, for float and double, on xsimd batches; NaN propagates through
+// max and min, as in XLA.
+
+struct SumMonoid {
+  static constexpr std::string_view name = "sum";
+  static constexpr Accepts accepts = Accepts::numeric;
+  static constexpr bool has_identity = true;
+  template <class T>
+  static T identity() {
+    return T(0);
+  }
+  template <class T>
+  static T combine(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      // Integer sums wrap around like XLA's instead of overflowing into undefined behaviour.
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct MaxMonoid {
+  static constexpr std::string_view name = "max";
+  static constexpr Accepts accepts = Accepts::any;
+  static constexpr bool has_identity = false;  // for jax.numpy's empty-reduction check
+  template <class T>
+  static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::lowest();  // false for bool
+  }
+  template <class T>
+  static T combine(T a, T b) {
+    if constexpr (std::is_arithmetic_v<T>) {
+      return static_cast<T>(op::max::number(a, b));
+    } else {  // a batch: a + b is NaN exactly when one of them is
+      return xsimd::select(xsimd::isnan(a) | xsimd::isnan(b), a + b, xsimd::max(a, b));
+    }
+  }
+};
+
+struct MinMonoid {
+  static constexpr std::string_view name = "min";
+  static constexpr Accepts accepts = Accepts::any;
+  static constexpr bool has_identity = false;
+  template <class T>
+  static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::max();  // true for bool
+  }
+  template <class T>
+  static T combine(T a, T b) {
+    if constexpr (std::is_arithmetic_v<T>) {
+      return static_cast<T>(op::min::number(a, b));
+    } else {
+      return xsimd::select(xsimd::isnan(a) | xsimd::isnan(b), a + b, xsimd::min(a, b));
+    }
+  }
+};
+
+// ---- kernels ----------------------------------------------------------------------------------
+
+/// The monoid's reduction of `n` contiguous elements: four xsimd accumulators for float and
+/// double, a plain loop (which the compiler vectorizes) for integers and bool.
+template <class M, class T>
+T reduce_contiguous(const T* p, std::int64_t n) {
+  T r = M::template identity<T>();
+  std::int64_t i = 0;
+  if constexpr (simd_element_v<T>) {
+    using B = xsimd::batch<T>;
+    constexpr auto w = static_cast<std::int64_t>(B::size);
+    if (n >= w) {
+      B a0(r), a1(r), a2(r), a3(r);
+      for (; i + 4 * w <= n; i += 4 * w) {
+        a0 = M::combine(a0, B::load_unaligned(p + i));
+        a1 = M::combine(a1, B::load_unaligned(p + i + w));
+        a2 = M::combine(a2, B::load_unaligned(p + i + 2 * w));
+        a3 = M::combine(a3, B::load_unaligned(p + i + 3 * w));
+      }
+      for (; i + w <= n; i += w) a0 = M::combine(a0, B::load_unaligned(p + i));
+      a0 = M::combine(M::combine(a0, a1), M::combine(a2, a3));
+      alignas(64) T lanes[B::size];
+      a0.store_aligned(lanes);
+      for (T v : lanes) r = M::combine(r, v);
+    }
+  }
+  for (; i < n; ++i) r = M::combine(r, p[i]);
+  return r;
+}
+
+/// acc[i] = combine(acc[i], p[i]) for i < n: one row of a reduction over a leading axis.
+template <class M, class T>
+void combine_rows(T* acc, const T* p, std::int64_t n) {
+  std::int64_t i = 0;
+  if constexpr (simd_element_v<T>) {
+    using B = xsimd::batch<T>;
+    constexpr auto w = static_cast<std::int64_t>(B::size);
+    for (; i + w <= n; i += w)
+      M::combine(B::load_unaligned(acc + i), B::load_unaligned(p + i)).store_unaligned(acc + i);
+  }
+  for (; i < n; ++i) acc[i] = M::combine(acc[i], p[i]);
+}
+
+/// out = the reduction of `in` (shape `shape`) over the axes flagged in `reduced`.
+///
+/// Size-1 axes are dropped and neighbouring axes of the same kind merged, so the common cases
+/// become one of two contiguous loops: the innermost group is reduced (a horizontal reduction per
+/// output element) or kept (whole rows combined into the output, vertically). An odometer walks
+/// the remaining outer groups; the input is read once, in order.
+template <class M, class T>
+void reduce_kernel(const T* in, const Shape& shape, const std::vector<bool>& reduced, T* out,
+                   std::int64_t out_size) {
+  std::fill(out, out + out_size, M::template identity<T>());
+  if (shape.size() == 0) return;
+  std::vector<std::int64_t> sizes;
+  std::vector<bool> red;
+  for (std::size_t i = 0; i < shape.rank(); ++i) {
+    if (shape[i] == 1) continue;
+    if (!red.empty() && red.back() == reduced[i]) {
+      sizes.back() *= shape[i];
+    } else {
+      sizes.push_back(shape[i]);
+      red.push_back(reduced[i]);
+    }
+  }
+  if (sizes.empty()) {  // one element
+    out[0] = M::combine(out[0], in[0]);
+    return;
+  }
+  const std::size_t outer = sizes.size() - 1;
+  const std::int64_t inner = sizes.back();
+  const bool inner_reduced = red.back();
+  // Output strides of the outer groups (0 for reduced groups).
+  std::vector<std::int64_t> out_strides(outer, 0);
+  std::int64_t s = inner_reduced ? 1 : inner;
+  for (std::size_t k = outer; k-- > 0;)
+    if (!red[k]) {
+      out_strides[k] = s;
+      s *= sizes[k];
+    }
+  std::vector<std::int64_t> idx(outer, 0);
+  std::int64_t o = 0;
+  for (const T* p = in;; p += inner) {
+    if (inner_reduced)
+      out[o] = M::combine(out[o], reduce_contiguous<M>(p, inner));
+    else
+      combine_rows<M>(out + o, p, inner);
+    std::size_t k = outer;
+    for (;;) {
+      if (k == 0) return;
+      --k;
+      if (++idx[k] < sizes[k]) {
+        o += out_strides[k];
+        break;
+      }
+      o -= out_strides[k] * (sizes[k] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
+/// Which axes of a rank-`rank` operand `axes` names, after checking them.
+inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes,
+                                      std::size_t rank) {
+  std::vector<bool> flags(rank, false);
+  auto r = static_cast<std::int64_t>(rank);
+  for (std::int64_t a : axes) {
+    if (a < 0 || a >= r)
+      throw core::index_error(prim + ": axis " + std::to_string(a) +
+                              " is out of bounds for array of rank " + std::to_string(rank) +
+                              " (expected 0 <= axis < " + std::to_string(rank) + ")");
+    if (flags[static_cast<std::size_t>(a)])
+      throw core::value_error(prim + ": expected distinct axes, found axis " + std::to_string(a) +
+                              " more than once");
+    flags[static_cast<std::size_t>(a)] = true;
+  }
+  return flags;
+}
+
+}  // namespace detail
+
+/// reduce_sum / reduce_max / reduce_min [axes](x): the monoid's reduction of `x` over `axes`
+/// (non-negative, distinct). The output drops those axes and keeps the dtype and weak type.
+/// reduce_sum accepts numeric dtypes; reduce_max and reduce_min accept every dtype but, like
+/// `jnp.max`, reject an empty reduced axis (the operation has no identity).
+template <class Monoid>
+class Reduce final : public Primitive {
+ public:
+  Reduce() : Primitive("reduce_" + std::string(Monoid::name)) {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    check_arity(args.size());
+    const Array& x = args[0];
+    const Axes& axes = params.get<Axes>("axes");
+    ShapedArray out = abstract_eval_one(x.aval(), axes);
+    std::vector<bool> reduced = detail::reduced_axes(name(), axes, x.ndim());
+    ArrayBuilder b(out);
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (Monoid::accepts == detail::Accepts::any || !std::is_same_v<T, bool>)
+        detail::reduce_kernel<Monoid>(x.data<T>(), x.shape(), reduced, b.data<T>(),
+                                      out.shape.size());
+    });
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    check_arity(args.size());
+    return {abstract_eval_one(args[0], params.get<Axes>("axes"))};
+  }
+
+ private:
+  void check_arity(std::size_t n) const {
+    if (n != 1) throw core::type_error(name() + " expected 1 operand, found " + std::to_string(n));
+  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Axes& axes) const {
+    detail::check_accepts(name(), x.dtype, Monoid::accepts);
+    std::vector<bool> reduced = detail::reduced_axes(name(), axes, x.ndim());
+    std::vector<std::int64_t> dims;
+    for (std::size_t i = 0; i < x.ndim(); ++i) {
+      if (!reduced[i]) {
+        dims.push_back(x.shape[i]);
+      } else if (!Monoid::has_identity && x.shape[i] == 0) {
+        throw core::shape_error("zero-size array to reduction operation " +
+                                std::string(Monoid::name) +
+                                " which has no identity: expected reduced axes of size >= 1, "
+                                "found axis " + std::to_string(i) + " of size 0 in shape " +
+                                x.shape.str());
+      }
+    }
+    return {Shape(std::move(dims)), x.dtype, x.weak_type};
+  }
+};
+
+//                                      monoid
+inline const Reduce<detail::SumMonoid> reduce_sum_p{};
+inline const Reduce<detail::MaxMonoid> reduce_max_p{};
+inline const Reduce<detail::MinMonoid> reduce_min_p{};
+
+}  // namespace xpr::rt

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+// The slicing primitives: slice, pad, dynamic_slice, dynamic_update_slice and concatenate, with
+// lax's parameters and semantics (negative padding crops; dynamic indices are clamped so the
+// window stays inside the operand). Their kernels are strided box copies.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/aval.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/detail/strided_copy.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+namespace detail {
+
+inline void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
+                                const char* what = "") {
+  if (found != expected)
+    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
+                           ", found " + std::to_string(found));
+}
+
+inline void check_param_length(const std::string& prim, const char* param, std::size_t found,
+                               std::size_t rank) {
+  if (found != rank)
+    throw core::shape_error(prim + ": expected " + param + " of length " + std::to_string(rank) +
+                            " (the operand's rank), found length " + std::to_string(found));
+}
+
+/// Copies the box `shape` of `src` starting at `start`, read with steps `step`, into `dst` at
+/// `dst_start`, written with steps `dst_step` (all in index units; both arrays row-major).
+struct Box {
+  std::vector<std::int64_t> shape, src_start, src_step, dst_start, dst_step;
+  explicit Box(std::size_t rank)
+      : shape(rank), src_start(rank, 0), src_step(rank, 1), dst_start(rank, 0), dst_step(rank, 1) {}
+};
+
+inline void copy_box(const std::byte* src, const Shape& src_shape, std::byte* dst,
+                     const Shape& dst_shape, const Box& box, DType dtype) {
+  std::vector<std::int64_t> ss = core::strides_of(src_shape), ds = core::strides_of(dst_shape);
+  std::int64_t so = 0, doff = 0;
+  for (std::size_t i = 0; i < box.shape.size(); ++i) {
+    so += box.src_start[i] * ss[i];
+    doff += box.dst_start[i] * ds[i];
+    ss[i] *= box.src_step[i];
+    ds[i] *= box.dst_step[i];
+  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    strided_copy(reinterpret_cast<const T*>(src) + so, std::span<const std::int64_t>(ss),
+                 reinterpret_cast<T*>(dst) + doff, std::span<const std::int64_t>(ds),
+                 std::span<const std::int64_t>(box.shape));
+  });
+}
+
+/// The elements' bytes (throws `concretization_error` for a tracer whose value is not known).
+inline const std::byte* bytes_of(const Array& x) {
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
+  });
+}
+
+/// The scalar value of a dynamic index operand, as int64.
+inline std::int64_t index_value(const Array& i) { return i.item<std::int64_t>(); }
+
+/// Checks dynamic_slice / dynamic_update_slice index operands: rank 0, integer dtype.
+inline void check_indices(const std::string& prim, std::span<const ShapedArray> indices,
+                          std::size_t rank) {
+  if (indices.size() != rank)
+    throw core::type_error(prim + ": expected " + std::to_string(rank) +
+                           " start indices (the operand's rank), found " +
+                           std::to_string(indices.size()));
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (!core::is_integer(indices[i].dtype))
+      throw core::dtype_error(prim + ": expected start indices of an integer dtype (int32 or "
+                              "int64), found index " + std::to_string(i) + " of dtype " +
+                              std::string(core::name(indices[i].dtype)));
+    if (indices[i].ndim() != 0)
+      throw core::shape_error(prim + ": expected rank-0 start indices, found index " +
+                              std::to_string(i) + " of shape " + indices[i].shape.str());
+  }
+}
+
+/// The start of a window of `size` in a dimension of `dim`, clamped into [0, dim - size].
+inline std::int64_t clamp_start(std::int64_t start, std::int64_t size, std::int64_t dim) {
+  return std::clamp<std::int64_t>(start, 0, dim - size);
+}
+
+inline Avals avals_of(std::span<const Array> args) {
+  Avals out;
+  out.reserve(args.size());
+  for (const Array& a : args) out.push_back(a.aval());
+  return out;
+}
+
+}  // namespace detail
+
+// ---- slice --------------------------------------------------------------------------------------
+
+/// slice[start_indices, limit_indices, strides](x): the elements start, start + stride, ... below
+/// limit in each dimension (`strides` absent means 1). 0 <= start <= limit <= size.
+class Slice final : public Primitive {
+ public:
+  Slice() : Primitive("slice") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 1);
+    const Array& x = args[0];
+    ShapedArray out = abstract_eval_one(x.aval(), params);
+    ArrayBuilder b(out);
+    detail::Box box(x.ndim());
+    box.shape = out.shape.dims();
+    box.src_start = params.get<Axes>("start_indices");
+    if (const Axes* st = strides(params)) box.src_step = *st;
+    detail::copy_box(detail::bytes_of(x), x.shape(), b.bytes(), out.shape, box, x.dtype());
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 1);
+    return {abstract_eval_one(args[0], params)};
+  }
+
+ private:
+  // Absent, or `strides=None`, means unit strides.
+  static const Axes* strides(const Params& params) {
+    const ParamValue* v = params.find("strides");
+    return v ? std::get_if<Axes>(v) : nullptr;
+  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
+    const Axes& start = params.get<Axes>("start_indices");
+    const Axes& limit = params.get<Axes>("limit_indices");
+    const Axes* st = strides(params);
+    detail::check_param_length(name(), "start_indices", start.size(), x.ndim());
+    detail::check_param_length(name(), "limit_indices", limit.size(), x.ndim());
+    if (st) detail::check_param_length(name(), "strides", st->size(), x.ndim());
+    std::vector<std::int64_t> dims(x.ndim());
+    for (std::size_t i = 0; i < x.ndim(); ++i) {
+      if (start[i] < 0 || start[i] > limit[i] || limit[i] > x.shape[i])
+        throw core::index_error(
+            "slice: expected 0 <= start_indices <= limit_indices <= " + std::to_string(x.shape[i]) +
+            " along dimension " + std::to_string(i) + " of shape " + x.shape.str() +
+            ", found start " + std::to_string(start[i]) + " and limit " + std::to_string(limit[i]));
+      std::int64_t step = st ? (*st)[i] : 1;
+      if (step <= 0)
+        throw core::value_error("slice: expected positive strides, found " + std::to_string(step) +
+                                " along dimension " + std::to_string(i));
+      dims[i] = (limit[i] - start[i] + step - 1) / step;
+    }
+    return {Shape(std::move(dims)), x.dtype, x.weak_type};
+  }
+};
+
+inline const Slice slice_p{};
+
+// ---- pad ----------------------------------------------------------------------------------------
+
+/// pad[padding_config](x, padding_value): per dimension, `low` values before, `high` after and
+/// `interior` between elements; negative low or high remove elements from that end. The output
+/// size of a dimension of size d is low + high + d + max(d - 1, 0) · interior.
+class Pad final : public Primitive {
+ public:
+  Pad() : Primitive("pad") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
+    const Array &x = args[0], &v = args[1];
+    const auto& cfg = params.get<PaddingConfig>("padding_config");
+    ShapedArray out = abstract_eval_one(x.aval(), v.aval(), cfg);
+    ArrayBuilder b(out);
+    auto n = out.shape.size();
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      std::fill(b.data<T>(), b.data<T>() + n, v.data<T>()[0]);
+    });
+    if (n == 0 || x.size() == 0) return {std::move(b).finish()};
+    // Each dimension keeps the operand indices whose destination lo + i·(interior + 1) is inside.
+    detail::Box box(x.ndim());
+    for (std::size_t i = 0; i < x.ndim(); ++i) {
+      std::int64_t lo = cfg.dims[i][0], step = cfg.dims[i][2] + 1, d = x.shape()[i], od = out.shape[i];
+      std::int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
+      std::int64_t last = od - 1 - lo < 0 ? -1 : std::min(d - 1, (od - 1 - lo) / step);
+      if (last < first) return {std::move(b).finish()};
+      box.shape[i] = last - first + 1;
+      box.src_start[i] = first;
+      box.dst_start[i] = lo + first * step;
+      box.dst_step[i] = step;
+    }
+    detail::copy_box(detail::bytes_of(x), x.shape(), b.bytes(), out.shape, box, x.dtype());
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
+    return {abstract_eval_one(args[0], args[1], params.get<PaddingConfig>("padding_config"))};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& v,
+                                const PaddingConfig& cfg) const {
+    if (v.dtype != x.dtype)
+      throw core::dtype_error("pad: expected padding_value of the operand's dtype " +
+                              std::string(core::name(x.dtype)) + ", found " +
+                              std::string(core::name(v.dtype)));
+    if (v.ndim() != 0)
+      throw core::shape_error("pad: expected a rank-0 padding_value, found shape " +
+                              v.shape.str());
+    detail::check_param_length(name(), "padding_config", cfg.dims.size(), x.ndim());
+    std::vector<std::int64_t> dims(x.ndim());
+    for (std::size_t i = 0; i < x.ndim(); ++i) {
+      auto [lo, hi, interior] = cfg.dims[i];
+      if (interior < 0)
+        throw core::value_error("pad: expected non-negative interior padding, found " +
+                                std::to_string(interior) + " along dimension " +
+                                std::to_string(i));
+      std::int64_t d = x.shape[i];
+      dims[i] = lo + hi + d + std::max<std::int64_t>(d - 1, 0) * interior;
+      if (dims[i] < 0)
+        throw core::shape_error("pad: expected a padded size >= 0, found " +
+                                std::to_string(dims[i]) + " for dimension " + std::to_string(i) +
+                                " of size " + std::to_string(d) + " padded with (low=" +
+                                std::to_string(lo) + ", high=" + std::to_string(hi) +
+                                ", interior=" + std::to_string(interior) + ")");
+    }
+    return {Shape(std::move(dims)), x.dtype, x.weak_type && v.weak_type};
+  }
+};
+
+inline const Pad pad_p{};
+
+// ---- dynamic_slice ------------------------------------------------------------------------------
+
+/// dynamic_slice[slice_sizes](x, *start_indices): the window of `slice_sizes` at the given rank-0
+/// integer indices, each clamped into [0, size - slice_size] so the window stays inside `x`.
+class DynamicSlice final : public Primitive {
+ public:
+  DynamicSlice() : Primitive("dynamic_slice") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+    Avals avals = detail::avals_of(args);
+    ShapedArray out = abstract_eval_one(avals, params);
+    const Array& x = args[0];
+    ArrayBuilder b(out);
+    detail::Box box(x.ndim());
+    box.shape = out.shape.dims();
+    for (std::size_t i = 0; i < x.ndim(); ++i)
+      box.src_start[i] =
+          detail::clamp_start(detail::index_value(args[i + 1]), box.shape[i], x.shape()[i]);
+    detail::copy_box(detail::bytes_of(x), x.shape(), b.bytes(), out.shape, box, x.dtype());
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+    return {abstract_eval_one(args, params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
+    const ShapedArray& x = args[0];
+    detail::check_indices(name(), args.subspan(1), x.ndim());
+    const Axes& sizes = params.get<Axes>("slice_sizes");
+    detail::check_param_length(name(), "slice_sizes", sizes.size(), x.ndim());
+    for (std::size_t i = 0; i < x.ndim(); ++i)
+      if (sizes[i] < 0 || sizes[i] > x.shape[i])
+        throw core::shape_error("dynamic_slice: expected 0 <= slice_sizes <= operand shape, found "
+                                "slice size " + std::to_string(sizes[i]) + " along dimension " +
+                                std::to_string(i) + " of shape " + x.shape.str());
+    return {Shape(sizes), x.dtype, x.weak_type};
+  }
+};
+
+inline const DynamicSlice dynamic_slice_p{};
+
+// ---- dynamic_update_slice -----------------------------------------------------------------------
+
+/// dynamic_update_slice(x, update, *start_indices): `x` with the window at the given indices
+/// replaced by `update`; indices are clamped into [0, size - update size] as in dynamic_slice.
+class DynamicUpdateSlice final : public Primitive {
+ public:
+  DynamicUpdateSlice() : Primitive("dynamic_update_slice") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    (void)params;
+    Avals avals = detail::avals_of(args);
+    ShapedArray out = abstract_eval_one(avals);
+    const Array &x = args[0], &u = args[1];
+    ArrayBuilder b(out);
+    std::memcpy(b.bytes(), detail::bytes_of(x), static_cast<std::size_t>(x.size()) *
+                                                    core::itemsize(x.dtype()));
+    detail::Box box(x.ndim());
+    box.shape = u.shape().dims();
+    for (std::size_t i = 0; i < x.ndim(); ++i)
+      box.dst_start[i] =
+          detail::clamp_start(detail::index_value(args[i + 2]), box.shape[i], x.shape()[i]);
+    detail::copy_box(detail::bytes_of(u), u.shape(), b.bytes(), out.shape, box, x.dtype());
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    (void)params;
+    return {abstract_eval_one(args)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const {
+    if (args.size() < 2)
+      throw core::type_error("dynamic_update_slice expected an operand and an update, found " +
+                             std::to_string(args.size()) + " operands");
+    const ShapedArray &x = args[0], &u = args[1];
+    if (u.dtype != x.dtype)
+      throw core::dtype_error("dynamic_update_slice: expected an update of the operand's dtype " +
+                              std::string(core::name(x.dtype)) + ", found " +
+                              std::string(core::name(u.dtype)));
+    if (u.ndim() != x.ndim())
+      throw core::shape_error("dynamic_update_slice: expected an update of the operand's rank " +
+                              std::to_string(x.ndim()) + ", found shape " + u.shape.str());
+    for (std::size_t i = 0; i < x.ndim(); ++i)
+      if (u.shape[i] > x.shape[i])
+        throw core::shape_error("dynamic_update_slice: expected an update no larger than the "
+                                "operand in each dimension, found update shape " +
+                                u.shape.str() + " and operand shape " + x.shape.str());
+    detail::check_indices(name(), args.subspan(2), x.ndim());
+    return {x.shape, x.dtype, x.weak_type};
+  }
+};
+
+inline const DynamicUpdateSlice dynamic_update_slice_p{};
+
+// ---- concatenate --------------------------------------------------------------------------------
+
+/// concatenate[dimension](*xs): the operands joined along `dimension`. They share a dtype and a
+/// rank, and their shapes agree except along `dimension`.
+class Concatenate final : public Primitive {
+ public:
+  Concatenate() : Primitive("concatenate") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    Avals avals = detail::avals_of(args);
+    ShapedArray out = abstract_eval_one(avals, params);
+    auto dim = static_cast<std::size_t>(params.get<std::int64_t>("dimension"));
+    ArrayBuilder b(out);
+    // Each operand contributes one contiguous block per index of the dimensions before `dim`.
+    std::int64_t outer = 1;
+    for (std::size_t i = 0; i < dim; ++i) outer *= out.shape[i];
+    std::size_t item = core::itemsize(out.dtype);
+    std::size_t out_row = static_cast<std::size_t>(out.size() / std::max<std::int64_t>(outer, 1));
+    std::size_t offset = 0;
+    for (const Array& x : args) {
+      if (x.size() == 0) continue;
+      std::size_t row = static_cast<std::size_t>(x.size() / outer) * item;
+      const std::byte* src = detail::bytes_of(x);
+      for (std::int64_t o = 0; o < outer; ++o)
+        std::memcpy(b.bytes() + static_cast<std::size_t>(o) * out_row * item + offset,
+                    src + static_cast<std::size_t>(o) * row, row);
+      offset += row;
+    }
+    return {std::move(b).finish()};
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
+    return {abstract_eval_one(args, params)};
+  }
+
+ private:
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
+    if (args.empty())
+      throw core::value_error("concatenate: expected at least one operand, found none");
+    std::int64_t dim = params.get<std::int64_t>("dimension");
+    const ShapedArray& first = args[0];
+    auto rank = static_cast<std::int64_t>(first.ndim());
+    if (dim < 0 || dim >= rank)
+      throw core::index_error("concatenate: dimension " + std::to_string(dim) +
+                              " is out of bounds for operands of rank " + std::to_string(rank) +
+                              " (expected 0 <= dimension < " + std::to_string(rank) + ")");
+    std::vector<std::int64_t> dims = first.shape.dims();
+    dims[static_cast<std::size_t>(dim)] = 0;
+    bool weak = true;
+    for (const ShapedArray& a : args) {
+      if (a.dtype != first.dtype)
+        throw core::dtype_error("concatenate: expected operands of one dtype, found " +
+                                std::string(core::name(first.dtype)) + " and " +
+                                std::string(core::name(a.dtype)));
+      bool same = a.ndim() == first.ndim();
+      for (std::size_t i = 0; same && i < a.ndim(); ++i)
+        same = static_cast<std::int64_t>(i) == dim || a.shape[i] == first.shape[i];
+      if (!same)
+        throw core::shape_error("concatenate: expected operands of equal shapes except along "
+                                "dimension " + std::to_string(dim) + ", found shapes " +
+                                first.shape.str() + " and " + a.shape.str());
+      dims[static_cast<std::size_t>(dim)] += a.shape[static_cast<std::size_t>(dim)];
+      weak = weak && a.weak_type;
+    }
+    return {Shape(std::move(dims)), first.dtype, weak};
+  }
+};
+
+inline const Concatenate concatenate_p{};
+
+}  // namespace xpr::rt
