@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1 sqrt rsqrt abs sign
-// logistic. They differ only in the function applied (the `xpr::op` tag's meaning on numbers) and
-// the dtypes they accept, so they are one table; each row binds an `xpr::op` tag to a primitive.
+// logistic. They differ only in the function applied (the `xpr::op` tag's meaning on numbers), the
+// dtypes they accept and their derivative, so they are one table: each row binds an `xpr::op` tag
+// to a primitive, and `unary_jvp<Op>` holds each derivative.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
 
@@ -33,6 +35,68 @@ T unary_element(const T& x) {
   }
 }
 }  // namespace detail
+
+/// The tangent of `ans = op(x)` along `t`, for each unary primitive. Written with xpr's functions
+/// (templates, so names resolve where the rule is used), the same text binds primitives at every
+/// level of the interpreter stack.
+template <class Op>
+struct unary_jvp;
+template <>
+struct unary_jvp<op::neg> {
+  template <class A> static A tangent(const A&, const A&, const A& t) { return -t; }
+};
+template <>
+struct unary_jvp<op::sin> {  // cos x
+  template <class A> static A tangent(const A& x, const A&, const A& t) { return t * xpr::cos(x); }
+};
+template <>
+struct unary_jvp<op::cos> {  // -sin x
+  template <class A> static A tangent(const A& x, const A&, const A& t) { return -(t * xpr::sin(x)); }
+};
+template <>
+struct unary_jvp<op::tan> {  // 1 + tan^2 x
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (1 + ans * ans); }
+};
+template <>
+struct unary_jvp<op::tanh> {  // 1 - tanh^2 x
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (1 - ans * ans); }
+};
+template <>
+struct unary_jvp<op::exp> {  // exp x
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * ans; }
+};
+template <>
+struct unary_jvp<op::log> {  // 1 / x
+  template <class A> static A tangent(const A& x, const A&, const A& t) { return t / x; }
+};
+template <>
+struct unary_jvp<op::log1p> {  // 1 / (1 + x)
+  template <class A> static A tangent(const A& x, const A&, const A& t) { return t / (1 + x); }
+};
+template <>
+struct unary_jvp<op::expm1> {  // exp x = expm1 x + 1
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (ans + 1); }
+};
+template <>
+struct unary_jvp<op::sqrt> {  // 1 / (2 sqrt x)
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (0.5 / ans); }
+};
+template <>
+struct unary_jvp<op::rsqrt> {  // -x^(-3/2) / 2 = -0.5 rsqrt(x) / x
+  template <class A> static A tangent(const A& x, const A& ans, const A& t) { return t * (-0.5 * ans / x); }
+};
+template <>
+struct unary_jvp<op::abs> {  // sign x (0 at 0, as in JAX)
+  template <class A> static A tangent(const A& x, const A&, const A& t) { return t * xpr::sign(x); }
+};
+template <>
+struct unary_jvp<op::sign> {  // 0 almost everywhere
+  template <class A> static A tangent(const A&, const A&, const A& t) { return t * 0; }
+};
+template <>
+struct unary_jvp<op::logistic> {  // s (1 - s)
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (ans * (1 - ans)); }
+};
 
 /// A unary elementwise primitive computing `Op::number` on every element.
 template <class Op>
@@ -61,6 +125,19 @@ class UnaryElementwise final : public Primitive {
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
     return {detail::unary_aval(name(), args, accepts_)};
+  }
+
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params&) const override {
+    Array ans = bind1(*this, {primals[0]});
+    Array t = unary_jvp<Op>::tangent(primals[0], ans, tangents[0]);
+    return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  /// Elementwise, so the batched value is processed as it is (JAX's `defvectorized`).
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params&) const override {
+    return {{bind1(*this, {args[0]})}, {dims[0]}};
   }
 
  private:
