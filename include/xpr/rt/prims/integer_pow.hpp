@@ -64,9 +64,10 @@ class IntegerPow final : public Primitive {
   IntegerPow() : Primitive("integer_pow") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
-    ArrayBuilder out(abstract_eval_one(args.size() == 1 ? std::span(&args[0].aval(), 1)
-                                                        : std::span<const ShapedArray>(),
-                                       params));
+    if (args.size() != 1)
+      throw core::type_error("integer_pow expected 1 operand, found " +
+                             std::to_string(args.size()));
+    ArrayBuilder out(abstract_eval_one(std::span(&args[0].aval(), 1), params));
     const Array& x = args[0];
     const std::int64_t y = params.get<std::int64_t>("y");
     dispatch_dtype(x.dtype(), [&](auto tag) {

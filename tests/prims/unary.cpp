@@ -1,0 +1,241 @@
+// Tests of rt/prims/unary.hpp: the fourteen unary primitives in every dtype they accept against the
+// std:: functions (within 2 ulps for the transcendental ones, exact for the rest), over sizes
+// around the SIMD width; special values; XLA's integer wrap-around; abstract_eval; errors; and
+// jax.numpy's promotion in `xpr::sin(array)` and friends.
+#include "xpr/rt/prims/unary.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+namespace {
+
+namespace rt = xpr::rt;
+using xpr::Array;
+using xpr::DType;
+using xpr::Shape;
+using rt::ShapedArray;
+
+Array make(DType t, const Shape& s, const std::vector<double>& v) {
+  rt::ArrayBuilder b(ShapedArray{s, t, false});
+  rt::dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
+  });
+  return std::move(b).finish();
+}
+
+double round_to(DType t, double x) { return t == DType::float32 ? double(static_cast<float>(x)) : x; }
+
+double ulps(DType t, double got, double want) {
+  if (got == want || (std::isnan(got) && std::isnan(want))) return 0;
+  double gap = t == DType::float32
+                   ? double(std::nextafter(static_cast<float>(std::abs(want)), INFINITY)) -
+                         double(static_cast<float>(std::abs(want)))
+                   : std::nextafter(std::abs(want), INFINITY) - std::abs(want);
+  return std::abs(got - want) / gap;
+}
+
+template <class E, class F>
+void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    for (std::string_view p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
+  }
+}
+
+struct Row {
+  const rt::Primitive& prim;
+  bool integers;  // accepts int32 and int64 too
+  double (*want)(double);
+  double lo, hi;    // float inputs are spread over [lo, hi]
+  double max_ulps;  // 0: exact
+};
+const Row rows[] = {
+    {rt::neg_p, true, [](double x) { return -x; }, -50, 50, 0},
+    {rt::abs_p, true, [](double x) { return std::abs(x); }, -50, 50, 0},
+    {rt::sign_p, true, [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }, -5, 5, 0},
+    {rt::sin_p, false, [](double x) { return std::sin(x); }, -10, 10, 2},
+    {rt::cos_p, false, [](double x) { return std::cos(x); }, -10, 10, 2},
+    {rt::tan_p, false, [](double x) { return std::tan(x); }, -1.5, 1.5, 2},
+    {rt::tanh_p, false, [](double x) { return std::tanh(x); }, -5, 5, 2},
+    {rt::exp_p, false, [](double x) { return std::exp(x); }, -20, 20, 2},
+    {rt::log_p, false, [](double x) { return std::log(x); }, 0.01, 100, 2},
+    {rt::log1p_p, false, [](double x) { return std::log1p(x); }, -0.9, 10, 2},
+    {rt::expm1_p, false, [](double x) { return std::expm1(x); }, -5, 5, 2},
+    {rt::sqrt_p, false, [](double x) { return std::sqrt(x); }, 0, 100, 0},
+    {rt::rsqrt_p, false, [](double x) { return 1 / std::sqrt(x); }, 0.01, 100, 1},
+    {rt::logistic_p, false, [](double x) { return 1 / (1 + std::exp(-x)); }, -10, 10, 2},
+};
+
+TEST(UnaryPrims, ValuesInEveryDtypeAndSize) {
+  for (const Row& row : rows)
+    for (DType t : {DType::int32, DType::int64, DType::float32, DType::float64}) {
+      if (!row.integers && xpr::core::is_integer(t)) continue;
+      const std::size_t w =
+          t == DType::float64 ? xsimd::batch<double>::size : xsimd::batch<float>::size;
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, w - 1, w, w + 1, std::size_t{1000}}) {
+        SCOPED_TRACE(row.prim.name() + " " + std::string(xpr::core::name(t)) +
+                     " n=" + std::to_string(n));
+        std::vector<double> x(n);
+        for (std::size_t i = 0; i < n; ++i)
+          x[i] = xpr::core::is_integer(t)
+                     ? static_cast<double>(i % 11) - 5
+                     : round_to(t, row.lo + (row.hi - row.lo) * static_cast<double>(i) /
+                                                static_cast<double>(n > 1 ? n - 1 : 1));
+        Array out = rt::bind1(row.prim, {make(t, Shape{static_cast<std::int64_t>(n)}, x)});
+        ASSERT_EQ(out.dtype(), t);
+        ASSERT_EQ(out.shape(), (Shape{static_cast<std::int64_t>(n)}));
+        std::vector<double> got = out.to_vector<double>();
+        for (std::size_t i = 0; i < n; ++i) {
+          double w_i = round_to(t, row.want(x[i]));
+          if (row.max_ulps == 0)
+            ASSERT_EQ(got[i], w_i) << "x=" << x[i];
+          else
+            ASSERT_LE(ulps(t, got[i], w_i), row.max_ulps) << "x=" << x[i];
+        }
+      }
+    }
+}
+
+TEST(UnaryPrims, SpecialValuesMatchStd) {
+  const std::vector<double> x{NAN, INFINITY, -INFINITY, 0.0, -0.0, -1.0, 1e300};
+  for (DType t : {DType::float32, DType::float64})
+    for (const Row& row : rows) {
+      if (&row.prim == &rt::sign_p) continue;  // below: sign(NaN) is NaN, sign(±0) is ±0
+      std::vector<double> got =
+          rt::bind1(row.prim, {make(t, Shape{static_cast<std::int64_t>(x.size())}, x)})
+              .to_vector<double>();
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        double xi = round_to(t, x[i]), want = round_to(t, row.want(xi));
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got[i])) << row.prim.name() << "(" << xi << ") = " << got[i];
+        } else if (std::isinf(want) || want == 0) {
+          EXPECT_EQ(got[i], want) << row.prim.name() << "(" << xi << ")";
+        } else {
+          EXPECT_LE(ulps(t, got[i], want), std::max(row.max_ulps, 2.0))
+              << row.prim.name() << "(" << xi << ") = " << got[i] << ", want " << want;
+        }
+      }
+    }
+}
+
+TEST(UnaryPrims, SignKeepsNanAndSignedZero) {
+  for (DType t : {DType::float32, DType::float64}) {
+    const std::size_t w =
+        t == DType::float64 ? xsimd::batch<double>::size : xsimd::batch<float>::size;
+    std::vector<double> x(w + 1, -3.0);  // NaN in a full batch and in the tail
+    x[0] = NAN;
+    x[1] = -0.0;
+    x[w] = NAN;
+    std::vector<double> got =
+        rt::bind1(rt::sign_p, {make(t, Shape{static_cast<std::int64_t>(x.size())}, x)})
+            .to_vector<double>();
+    EXPECT_TRUE(std::isnan(got[0]));
+    EXPECT_TRUE(std::isnan(got[w]));
+    EXPECT_EQ(got[1], 0.0);
+    EXPECT_TRUE(std::signbit(got[1]));
+  }
+}
+
+template <class T>
+void check_integer_wraparound() {
+  constexpr T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  rt::ArrayBuilder b(ShapedArray{Shape{3}, xpr::dtype_of<T>(), false});
+  b.data<T>()[0] = lo;
+  b.data<T>()[1] = hi;
+  b.data<T>()[2] = -7;
+  Array x = std::move(b).finish();
+  // XLA: -INT_MIN == INT_MIN and abs(INT_MIN) == INT_MIN (two's complement), not undefined.
+  EXPECT_EQ(rt::bind1(rt::neg_p, {x}).template to_vector<T>(), (std::vector<T>{lo, -hi, 7}));
+  EXPECT_EQ(rt::bind1(rt::abs_p, {x}).template to_vector<T>(), (std::vector<T>{lo, hi, 7}));
+  EXPECT_EQ(rt::bind1(rt::sign_p, {x}).template to_vector<T>(), (std::vector<T>{-1, 1, -1}));
+}
+
+TEST(UnaryPrims, IntegerNegAndAbsWrapAround) {
+  check_integer_wraparound<std::int32_t>();
+  check_integer_wraparound<std::int64_t>();
+}
+
+TEST(UnaryPrims, AbstractEval) {
+  const ShapedArray x{Shape{2, 3}, DType::float32, true}, i{Shape{4}, DType::int64, false};
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.prim.abstract_eval(std::vector{x}, {}).at(0), x) << row.prim.name();
+    if (row.integers) {
+      EXPECT_EQ(row.prim.abstract_eval(std::vector{i}, {}).at(0), i);
+    }
+    EXPECT_EQ(rt::find_primitive(row.prim.name()), &row.prim);
+  }
+}
+
+TEST(UnaryPrims, Errors) {
+  Array i = make(DType::int32, Shape{2}, {1, 2}), b = make(DType::bool_, Shape{2}, {1, 0});
+  Array f = make(DType::float64, Shape{2}, {1, 2});
+  for (const Row& row : rows) {
+    const std::string_view name = row.prim.name();
+    if (!row.integers) {
+      expect_error<xpr::dtype_error>([&] { (void)rt::bind1(row.prim, {i}); },
+                                     {name, "int32", "floating"});
+      expect_error<xpr::dtype_error>(
+          [&] { (void)row.prim.abstract_eval(std::vector{i.aval()}, {}); },
+          {name, "int32", "floating"});
+    }
+    expect_error<xpr::dtype_error>([&] { (void)rt::bind1(row.prim, {b}); }, {name, "bool"});
+    expect_error<xpr::type_error>([&] { (void)rt::bind1(row.prim, {f, f}); },
+                                  {name, "1 operand", "found 2"});
+    expect_error<xpr::type_error>(
+        [&] { (void)row.prim.abstract_eval(std::vector<ShapedArray>{}, {}); },
+        {name, "1 operand", "found 0"});
+  }
+}
+
+// ---- jax.numpy promotion through the user-facing functions ----------------------------------
+
+TEST(UnaryNumpy, IntegersAndBoolsArePromotedToFloatForFloatingFunctions) {
+  Array i = make(DType::int32, Shape{3}, {0, 1, 2});
+  Array s = xpr::sin(i);
+  EXPECT_EQ(s.aval(), (ShapedArray{Shape{3}, DType::float64, false}));
+  for (int k = 0; k < 3; ++k)
+    EXPECT_LE(ulps(DType::float64, s.to_vector<double>()[static_cast<std::size_t>(k)], std::sin(k)),
+              2);
+  Array b = make(DType::bool_, Shape{2}, {1, 0});
+  Array e = xpr::exp(b);
+  EXPECT_EQ(e.dtype(), DType::float64);
+  EXPECT_LE(ulps(DType::float64, e.to_vector<double>()[0], std::exp(1.0)), 2);
+  EXPECT_EQ(e.to_vector<double>()[1], 1.0);
+  // A weak integer (a C++ int made an array) stays weak after promotion.
+  Array w = xpr::sqrt(Array(4));
+  EXPECT_EQ(w.aval(), (ShapedArray{Shape{}, DType::float64, true}));
+  EXPECT_EQ(w.item<double>(), 2.0);
+  // Numeric functions take bools as int32 and leave other dtypes alone.
+  EXPECT_EQ(xpr::abs(b).dtype(), DType::int32);
+  EXPECT_EQ(xpr::abs(b).to_vector<int>(), (std::vector<int>{1, 0}));
+  EXPECT_EQ(xpr::sign(i).dtype(), DType::int32);
+  Array f = make(DType::float32, Shape{2}, {0.5, -2});
+  EXPECT_EQ(xpr::cos(f).dtype(), DType::float32);
+  EXPECT_EQ((-f).to_vector<double>(), (std::vector<double>{-0.5, 2}));
+  EXPECT_EQ(xpr::logistic(f).dtype(), DType::float32);
+}
+
+TEST(UnaryNumpy, PlainNumbersStillComputeAtOnce) {
+  static_assert(std::is_same_v<decltype(xpr::sin(1.0)), double>);
+  static_assert(std::is_same_v<decltype(xpr::sin(1.0f)), float>);
+  EXPECT_EQ(xpr::sin(1.0), std::sin(1.0));
+  EXPECT_EQ(xpr::abs(-3), 3);
+  EXPECT_EQ(xpr::negative(2.5), -2.5);
+}
+
+}  // namespace
