@@ -60,9 +60,10 @@ inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const
 
 /// Batching: maps `f` over axis `in_axes[i]` of argument `i` (`std::nullopt` = not mapped) and
 /// stacks the results along `out_axes[j]` (`std::nullopt`: output `j` must not depend on the
-/// mapped axis).
+/// mapped axis; a single entry applies to every output). `out_axes` is read after `f` has run,
+/// so `f` may fill it in once it knows its outputs.
 inline Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
-                        std::span<const BatchDim> in_axes, std::span<const BatchDim> out_axes) {
+                        std::span<const BatchDim> in_axes, const BatchDims& out_axes) {
   if (args.size() != in_axes.size())
     throw core::type_error("vmap: in_axes must have one entry per argument: expected " +
                            std::to_string(args.size()) + ", found " +
