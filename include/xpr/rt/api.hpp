@@ -4,11 +4,13 @@
 #pragma once
 
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/creation.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/jaxpr_parse.hpp"
 #include "xpr/rt/jaxpr_print.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/print.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -17,4 +19,5 @@
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/prims/stop_gradient.hpp"
 #include "xpr/rt/prims/unary.hpp"
+#include "xpr/rt/pytree.hpp"
 #include "xpr/rt/trace.hpp"
