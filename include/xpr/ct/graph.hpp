@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+// The compile-time tier's jaxpr as constexpr data: primitives, equations, a hash-consed graph
+// (common subexpressions computed once), the live `Jaxpr` the transformations rewrite, and the
+// fixed-size frozen `Program` that becomes the evaluator's template argument.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/ct/detail/buffer.hpp"
+
+namespace xpr::ct {
+
+// ---------------------------------------------------------------------------------------------
+// Prim: the primitives, in one list. `arg` (an input) and `lit` (a literal) are not primitives
+// in JAX's sense but equations of the graph all the same; every other entry names an `xpr::op`.
+// ---------------------------------------------------------------------------------------------
+namespace detail {
+using prim_ops = std::tuple<void, void,  // arg, lit
+                            op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log,
+                            op::log1p, op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign,
+                            op::logistic, op::stop_gradient, op::integer_pow,  // unary
+                            op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow,
+                            op::eq, op::ne, op::lt, op::le, op::gt, op::ge,  // binary
+                            op::select>;
+
+template <class Op, std::size_t... I>
+constexpr std::uint8_t index_of(std::index_sequence<I...>) {
+  std::uint8_t r = 0xff;
+  ((std::is_same_v<Op, std::tuple_element_t<I, prim_ops>> ? (r = I, true) : false) || ...);
+  return r;
+}
+
+template <class T>
+constexpr bool dependent_false = false;
+
+/// Stops a constant evaluation with a message: the compiler prints the call, message included.
+/// (A `throw` is the only way out of a constant evaluation that carries text.)
+constexpr void fail(const char* message) {
+  if (message) throw message;
+}
+}  // namespace detail
+
+/// The primitives of the compile-time tier, in the order of `detail::prim_ops`.
+enum class Prim : std::uint8_t {
+  arg, lit,
+  neg, sin, cos, tan, tanh, exp, log, log1p, expm1, sqrt, rsqrt, abs, sign, logistic,
+  stop_gradient, integer_pow,
+  add, sub, mul, div, max, min, pow,
+  eq, ne, lt, le, gt, ge,
+  select,
+};
+inline constexpr std::size_t num_prims = std::tuple_size_v<detail::prim_ops>;
+static_assert(static_cast<std::size_t>(Prim::select) + 1 == num_prims);
+
+/// The `xpr::op` tag of a primitive.
+template <Prim P>
+using op_t = std::tuple_element_t<static_cast<std::size_t>(P), detail::prim_ops>;
+
+/// The primitive of an `xpr::op` tag.
+template <class Op>
+inline constexpr Prim prim_v =
+    static_cast<Prim>(detail::index_of<Op>(std::make_index_sequence<num_prims>{}));
+
+/// Number of operands.
+constexpr int arity(Prim p) {
+  if (p == Prim::arg || p == Prim::lit) return 0;
+  if (p <= Prim::integer_pow) return 1;
+  if (p <= Prim::ge) return 2;
+  return 3;
+}
+constexpr bool is_comparison(Prim p) { return p >= Prim::eq && p <= Prim::ge; }
+/// Operand order does not matter; hash-consing sorts the operands of these.
+constexpr bool is_commutative(Prim p) {
+  return p == Prim::add || p == Prim::mul || p == Prim::max || p == Prim::min || p == Prim::eq ||
+         p == Prim::ne;
+}
+
+/// Calls `f(op_tag{})` with the `xpr::op` tag of `p` (which must not be `arg` or `lit`).
+template <class F>
+constexpr void visit_prim(Prim p, F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((static_cast<std::size_t>(p) == I + 2
+          ? (f(std::tuple_element_t<I + 2, detail::prim_ops>{}), true)
+          : false) ||
+     ...);
+  }(std::make_index_sequence<num_prims - 2>{});
+}
+
+/// JAX's name of a primitive, as jaxprs print it.
+constexpr std::string_view prim_name(Prim p) {
+  if (p == Prim::arg) return "arg";
+  if (p == Prim::lit) return "literal";
+  if (p == Prim::select) return "select_n";  // JAX's select_n(pred, on_false, on_true)
+  std::string_view name;
+  visit_prim(p, [&](auto op) { name = decltype(op)::name; });
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Eqn: one equation `out = prim in...`; its index in the graph is its output variable.
+// ---------------------------------------------------------------------------------------------
+struct Eqn {
+  Prim prim = Prim::lit;
+  DType dtype = DType::float64;
+  bool weak = false;  // JAX's weak type: only C++ numbers and what is computed from them alone
+  int in[3] = {-1, -1, -1};
+  /// lit: the value's bits (as a double); integer_pow: the exponent; arg: a serial number.
+  std::uint64_t param = 0;
+
+  constexpr double value() const { return std::bit_cast<double>(param); }
+  friend constexpr bool operator==(const Eqn&, const Eqn&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Graph: equations in SSA order, hash-consed. An equation's operands always come before it, so
+// the order is topological. Literals are keyed on their bit pattern, so `x*2.0` and `x*3.0`
+// never merge.
+// ---------------------------------------------------------------------------------------------
+class Graph {
+ public:
+  constexpr std::size_t size() const { return eqns_.size(); }
+  constexpr const Eqn& operator[](std::size_t i) const { return eqns_[i]; }
+
+  /// The variable computing `e`: an existing equation when one is identical, else a new one.
+  constexpr int emit(const Eqn& e) {
+    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 64 ? 128 : 2 * table_.size());
+    std::size_t mask = table_.size() - 1;
+    for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
+      int id = table_[h];
+      if (id < 0) {
+        table_[h] = static_cast<int>(eqns_.size());
+        eqns_.push_back(e);
+        return table_[h];
+      }
+      if (eqns_[static_cast<std::size_t>(id)] == e) return id;
+    }
+  }
+  /// The variable computing `e` if there is one, else -1.
+  constexpr int find(const Eqn& e) const {
+    if (table_.empty()) return -1;
+    std::size_t mask = table_.size() - 1;
+    for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
+      int id = table_[h];
+      if (id < 0) return -1;
+      if (eqns_[static_cast<std::size_t>(id)] == e) return id;
+    }
+  }
+  /// A fresh input variable; never merged with another.
+  constexpr int new_arg(DType dtype, bool weak = false) {
+    Eqn e{Prim::arg, dtype, weak, {-1, -1, -1}, num_args_++};
+    return emit(e);
+  }
+  /// The literal `value` of type `dtype`.
+  constexpr int literal(double value, DType dtype, bool weak = false) {
+    Eqn e{Prim::lit, dtype, weak, {-1, -1, -1}, std::bit_cast<std::uint64_t>(value)};
+    return emit(e);
+  }
+
+ private:
+  static constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+  }
+  static constexpr std::size_t hash(const Eqn& e) {
+    std::uint64_t h = static_cast<std::uint64_t>(e.prim) | static_cast<std::uint64_t>(e.dtype) << 8 |
+                      static_cast<std::uint64_t>(e.weak) << 16;
+    h = mix(h, static_cast<std::uint32_t>(e.in[0]));
+    h = mix(h, static_cast<std::uint32_t>(e.in[1]));
+    h = mix(h, static_cast<std::uint32_t>(e.in[2]));
+    h = mix(h, e.param);
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+  constexpr void rehash(std::size_t n) {
+    table_ = detail::Buffer<int>(n, -1);
+    for (std::size_t i = 0; i < eqns_.size(); ++i)
+      for (std::size_t h = hash(eqns_[i]) & (n - 1);; h = (h + 1) & (n - 1))
+        if (table_[h] < 0) {
+          table_[h] = static_cast<int>(i);
+          break;
+        }
+  }
+
+  detail::Buffer<Eqn> eqns_;
+  detail::Buffer<int> table_;
+  std::uint64_t num_args_ = 0;
+};
+
+/// A jaxpr under construction: a graph, its input variables (`arg` equations, in order) and its
+/// output variables.
+struct Jaxpr {
+  Graph graph;
+  detail::Buffer<int> ins;
+  detail::Buffer<int> outs;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Program<NE, NI, NO>: a frozen jaxpr, a structural value. Equations 0..NI-1 are the inputs in
+// order, then the live equations in SSA order; `outs` names the output equations.
+// ---------------------------------------------------------------------------------------------
+template <std::size_t NE, std::size_t NI, std::size_t NO>
+struct Program {
+  static constexpr std::size_t num_eqns = NE;
+  static constexpr std::size_t num_ins = NI;
+  static constexpr std::size_t num_outs = NO;
+  Eqn eqns[NE > 0 ? NE : 1];
+  int outs[NO > 0 ? NO : 1];
+};
+
+/// The sizes of a frozen jaxpr, found by a first pass.
+struct Sizes {
+  std::size_t eqns = 0, ins = 0, outs = 0;
+};
+
+namespace detail {
+// Marks the equations the outputs need, and gives each its index in the frozen program (-1 when
+// dead). Inputs come first, in the order of `ins`, whether the outputs use them or not.
+constexpr Buffer<int> frozen_index(const Jaxpr& j) {
+  const Graph& g = j.graph;
+  Buffer<int> index(g.size(), -1);
+  Buffer<bool> live(g.size(), false);
+  for (int o : j.outs) live[static_cast<std::size_t>(o)] = true;
+  for (std::size_t i = g.size(); i-- > 0;)
+    if (live[i])
+      for (int k = 0; k < arity(g[i].prim); ++k) live[static_cast<std::size_t>(g[i].in[k])] = true;
+  int next = 0;
+  for (int a : j.ins) {
+    if (index[static_cast<std::size_t>(a)] >= 0) fail("xpr::ct: a jaxpr input is listed twice");
+    index[static_cast<std::size_t>(a)] = next++;
+  }
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!live[i] || index[i] >= 0) continue;
+    if (g[i].prim == Prim::arg) fail("xpr::ct internal error: a live input is not a jaxpr input");
+    index[i] = next++;
+  }
+  return index;
+}
+}  // namespace detail
+
+/// Sizes of `j` once dead equations are removed.
+constexpr Sizes frozen_sizes(const Jaxpr& j) {
+  detail::Buffer<int> index = detail::frozen_index(j);
+  Sizes s{0, j.ins.size(), j.outs.size()};
+  for (int i : index) s.eqns += i >= 0;
+  return s;
+}
+
+/// `j` without dead equations, as a fixed-size value; `S` must be `frozen_sizes(j)`.
+template <Sizes S>
+constexpr Program<S.eqns, S.ins, S.outs> freeze(const Jaxpr& j) {
+  Program<S.eqns, S.ins, S.outs> p{};
+  detail::Buffer<int> index = detail::frozen_index(j);
+  for (std::size_t i = 0; i < j.graph.size(); ++i) {
+    if (index[i] < 0) continue;
+    Eqn e = j.graph[i];
+    for (int k = 0; k < arity(e.prim); ++k) e.in[k] = index[static_cast<std::size_t>(e.in[k])];
+    if (e.prim == Prim::arg) e.param = 0;
+    p.eqns[index[i]] = e;
+  }
+  for (std::size_t k = 0; k < S.outs; ++k) p.outs[k] = index[static_cast<std::size_t>(j.outs[k])];
+  return p;
+}
+
+/// A frozen program back as a live jaxpr, ready for another transformation.
+template <class P>
+constexpr Jaxpr thaw(const P& p) {
+  Jaxpr j;
+  for (std::size_t i = 0; i < P::num_eqns; ++i) {
+    const Eqn& e = p.eqns[i];
+    int id = e.prim == Prim::arg ? j.graph.new_arg(e.dtype, e.weak) : j.graph.emit(e);
+    if (id != static_cast<int>(i)) detail::fail("xpr::ct internal error: frozen program not canonical");
+    if (e.prim == Prim::arg) j.ins.push_back(id);
+  }
+  for (std::size_t k = 0; k < P::num_outs; ++k) j.outs.push_back(p.outs[k]);
+  return j;
+}
+
+}  // namespace xpr::ct

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// Compile-time rules of the unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1
+// sqrt rsqrt abs sign logistic. One row per primitive: its constant folding and its jvp (JAX's
+// formulas, written over tracers); they share `simplify` (none, but neg(neg x) = x) and transpose
+// (only neg is linear).
+#pragma once
+
+#include <cstdint>
+
+#include "xpr/core/ops.hpp"
+#include "xpr/ct/prims/rules.hpp"
+#include "xpr/ct/tracer.hpp"
+
+// `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate
+// it here (GCC's constant folder, which computes the math builtins exactly); otherwise returns
+// false and the equation is kept. The test must see the expression itself, hence a macro.
+#define XPR_DETAIL_FOLD(EXPR, R) \
+  if (__builtin_constant_p(EXPR)) { \
+    (R) = (EXPR);                 \
+    return true;                  \
+  }                               \
+  return false
+
+namespace xpr::ct {
+
+namespace rules {
+template <class Op>
+struct unary : not_linear<Op>, no_simplification {};
+}  // namespace rules
+
+// neg: jvp -t; linear: transpose -ct.
+template <>
+struct Rules<op::neg> : rules::no_simplification {
+  static constexpr bool linear = true;
+  static constexpr bool fold(const double* x, std::int64_t, double& r) { XPR_DETAIL_FOLD(-x[0], r); }
+  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+    Graph* g = x[0].graph();
+    if (g && !x[0].is_constant() && (*g)[static_cast<std::size_t>(x[0].id())].prim == Prim::neg)
+      return rules::same(Tracer(g, (*g)[static_cast<std::size_t>(x[0].id())].in[0]), out);
+    return {};
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer&, const Tracer* t, std::int64_t) {
+    return -t[0];
+  }
+  static constexpr void transpose(const Tracer& ct, const Tracer*, const bool*, Tracer* ct_x,
+                                  std::int64_t) {
+    ct_x[0] = -ct;
+  }
+};
+
+// sin: jvp t * cos x
+template <>
+struct Rules<op::sin> : rules::unary<op::sin> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_sin(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+    return t[0] * xpr::cos(x[0]);
+  }
+};
+
+// cos: jvp t * -sin x
+template <>
+struct Rules<op::cos> : rules::unary<op::cos> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_cos(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+    return t[0] * -xpr::sin(x[0]);
+  }
+};
+
+// tan: jvp t * (1 + ans^2)
+template <>
+struct Rules<op::tan> : rules::unary<op::tan> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_tan(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * (1 + xpr::integer_pow(ans, 2));
+  }
+};
+
+// tanh: jvp t * (1 - ans^2)
+template <>
+struct Rules<op::tanh> : rules::unary<op::tanh> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_tanh(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * (1 - xpr::integer_pow(ans, 2));
+  }
+};
+
+// exp: jvp t * ans
+template <>
+struct Rules<op::exp> : rules::unary<op::exp> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_exp(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * ans;
+  }
+};
+
+// log: jvp t / x
+template <>
+struct Rules<op::log> : rules::unary<op::log> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_log(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+    return t[0] / x[0];
+  }
+};
+
+// log1p: jvp t / (1 + x)
+template <>
+struct Rules<op::log1p> : rules::unary<op::log1p> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_log1p(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+    return t[0] / (1 + x[0]);
+  }
+};
+
+// expm1: jvp t * (ans + 1)
+template <>
+struct Rules<op::expm1> : rules::unary<op::expm1> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_expm1(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * (ans + 1);
+  }
+};
+
+// sqrt: jvp t / (2 * ans)
+template <>
+struct Rules<op::sqrt> : rules::unary<op::sqrt> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_sqrt(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] / (2 * ans);
+  }
+};
+
+// rsqrt: jvp t * (-0.5 * (ans / x))
+template <>
+struct Rules<op::rsqrt> : rules::unary<op::rsqrt> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(1 / __builtin_sqrt(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * (-0.5 * (ans / x[0]));
+  }
+};
+
+// abs: jvp t * where(x >= 0, 1, -1) (JAX's choice at 0: the derivative from the right)
+template <>
+struct Rules<op::abs> : rules::unary<op::abs> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_fabs(x[0]), r);
+  }
+  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+    return t[0] * xpr::where(x[0] >= 0, 1, -1);
+  }
+};
+
+// sign: not differentiable (zero derivative)
+template <>
+struct Rules<op::sign> : rules::unary<op::sign>, rules::not_differentiable {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    if (x[0] != x[0]) return false;
+    r = x[0] > 0 ? 1.0 : x[0] < 0 ? -1.0 : x[0];
+    return true;
+  }
+  using rules::not_differentiable::jvp;
+};
+
+// logistic: jvp t * (ans * (1 - ans))
+template <>
+struct Rules<op::logistic> : rules::unary<op::logistic> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(1 / (1 + __builtin_exp(-x[0])), r);
+  }
+  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+    return t[0] * (ans * (1 - ans));
+  }
+};
+
+}  // namespace xpr::ct
+
+#undef XPR_DETAIL_FOLD

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+// The compile-time tracer: the value a user's lambda receives while it is traced inside a constant
+// evaluation. Every operation on it binds a primitive, which folds constants, simplifies (x*1, x+0,
+// 0*x) and records an equation in the graph; C++ numbers mixed in are weakly typed literals.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/ct/graph.hpp"
+
+namespace xpr::ct {
+
+class Tracer;
+
+/// The rules of one primitive (`fold`, `simplify`, `jvp`, `transpose`), specialised per `xpr::op`
+/// tag in `ct/prims/*.hpp`. If you see an error naming this template, the operation has no
+/// compile-time rules.
+template <class Op>
+struct Rules;
+
+/// The result of a `simplify` rule: `done` when the equation is not needed.
+struct Simplified;
+
+/// Binds the primitive `Op` to operands: folds, simplifies or records it.
+template <class Op>
+constexpr Tracer bind(const Tracer* in, std::int64_t param = 0);
+
+namespace detail {
+template <class T>
+constexpr bool is_number_v = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+template <class T>
+constexpr bool is_tracer_v = std::is_same_v<std::remove_cvref_t<T>, Tracer>;
+template <class A, class B>
+concept TracerOperands = (is_tracer_v<A> || is_tracer_v<B>) && (is_tracer_v<A> || is_number_v<A>) &&
+                         (is_tracer_v<B> || is_number_v<B>);
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Tracer: a variable of a graph, or a constant. Constants are kept out of the graph until an
+// equation needs them, so symbolic zeros (tangents, cotangents) cost nothing.
+// ---------------------------------------------------------------------------------------------
+class Tracer {
+ public:
+  using xpr_traced = void;  // not a plain number: xpr::sin(t) dispatches here
+
+  /// The constant 0, like `double{}`.
+  constexpr Tracer() = default;
+  /// A C++ number: a weakly typed constant. Integers are weak floats (a weak integer never wins
+  /// over a float in JAX's promotion, and traced values are floats).
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  constexpr Tracer(T value)  // NOLINT(google-explicit-constructor): numbers mix with tracers
+      : value_(static_cast<double>(value)),
+        dtype_(std::is_same_v<T, bool>    ? DType::bool_
+               : std::is_same_v<T, float> ? DType::float32
+                                          : DType::float64) {}
+  /// Variable `id` of `graph`; a literal equation becomes a constant.
+  constexpr Tracer(Graph* graph, int id) : graph_(graph) {
+    const Eqn& e = (*graph)[static_cast<std::size_t>(id)];
+    dtype_ = e.dtype;
+    weak_ = e.weak;
+    if (e.prim == Prim::lit)
+      value_ = e.value();
+    else
+      id_ = id;
+  }
+  static constexpr Tracer constant(double value, DType dtype, bool weak, Graph* graph = nullptr) {
+    Tracer t;
+    t.value_ = value;
+    t.dtype_ = dtype;
+    t.weak_ = weak;
+    t.graph_ = graph;
+    return t;
+  }
+
+  constexpr bool is_constant() const { return id_ < 0; }
+  constexpr bool is_zero() const { return id_ < 0 && value_ == 0; }
+  constexpr bool is_one() const { return id_ < 0 && value_ == 1; }
+  constexpr double value() const { return value_; }
+  constexpr int id() const { return id_; }
+  constexpr Graph* graph() const { return graph_; }
+  constexpr DType dtype() const { return dtype_; }
+  constexpr bool weak() const { return weak_; }
+  constexpr WeakDType weak_dtype() const { return {dtype_, weak_}; }
+
+  /// The variable holding this value in `g`, as a literal of type `dtype` when it is a constant.
+  constexpr int materialize(Graph& g, DType dtype) const {
+    if (id_ >= 0) return id_;
+    return g.literal(rounded(value_, dtype), dtype, weak_);
+  }
+  /// `v` rounded to the precision of `dtype`.
+  static constexpr double rounded(double v, DType dtype) {
+    if (dtype == DType::float32) return static_cast<double>(static_cast<float>(v));
+    if (dtype == DType::bool_) return v != 0 ? 1.0 : 0.0;
+    return v;
+  }
+
+  /// A traced value has no value yet, so it cannot decide a C++ branch.
+  template <class U = void>
+  constexpr explicit operator bool() const {
+    static_assert(detail::dependent_false<U>,
+                  "xpr::ct: a traced value cannot decide a C++ branch (if, ?:, &&, ||, !, "
+                  "std::max, ...): its value is known only at run time. Select with "
+                  "xpr::where(cond, a, b), or use xpr::maximum / xpr::minimum / xpr::clip.");
+    return false;
+  }
+
+  // Operators, as templates so that C++ numbers mix in as weakly typed literals.
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator+(const A& a, const B& b) {
+    return bind2<op::add>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator-(const A& a, const B& b) {
+    return bind2<op::sub>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator*(const A& a, const B& b) {
+    return bind2<op::mul>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator/(const A& a, const B& b) {
+    return bind2<op::div>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator==(const A& a, const B& b) {
+    return bind2<op::eq>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator!=(const A& a, const B& b) {
+    return bind2<op::ne>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator<(const A& a, const B& b) {
+    return bind2<op::lt>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator<=(const A& a, const B& b) {
+    return bind2<op::le>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator>(const A& a, const B& b) {
+    return bind2<op::gt>(a, b);
+  }
+  template <class A, class B>
+    requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator>=(const A& a, const B& b) {
+    return bind2<op::ge>(a, b);
+  }
+  template <class A>
+    requires detail::is_tracer_v<A>
+  friend constexpr Tracer operator-(const A& a) {
+    return bind<op::neg>(&a);
+  }
+  template <class A>
+    requires detail::is_tracer_v<A>
+  friend constexpr Tracer operator+(const A& a) {
+    return a;
+  }
+  template <class B>
+    requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator+=(const B& b) {
+    return *this = *this + b;
+  }
+  template <class B>
+    requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator-=(const B& b) {
+    return *this = *this - b;
+  }
+  template <class B>
+    requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator*=(const B& b) {
+    return *this = *this * b;
+  }
+  template <class B>
+    requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator/=(const B& b) {
+    return *this = *this / b;
+  }
+
+  template <class Op, class A, class B>
+  static constexpr Tracer bind2(const A& a, const B& b) {
+    const Tracer in[2] = {Tracer(a), Tracer(b)};
+    return bind<Op>(in);
+  }
+
+ private:
+  Graph* graph_ = nullptr;
+  int id_ = -1;
+  double value_ = 0.0;
+  DType dtype_ = DType::float64;
+  bool weak_ = true;
+};
+
+struct Simplified {
+  bool done = false;
+  Tracer value;
+};
+
+// ---------------------------------------------------------------------------------------------
+// xpr_apply: the `xpr::` function objects (xpr::sin, xpr::maximum, xpr::where, ...) on tracers.
+// ---------------------------------------------------------------------------------------------
+namespace detail {
+template <class Op>
+constexpr bool is_ct_prim = requires { prim_v<Op>; } && static_cast<std::uint8_t>(prim_v<Op>) != 0xff;
+}  // namespace detail
+
+template <class Op, class A>
+  requires detail::is_ct_prim<Op> && (arity(prim_v<Op>) == 1) &&
+           (prim_v<Op> != Prim::integer_pow) && detail::is_tracer_v<A>
+constexpr Tracer xpr_apply(Op, const A& x) {
+  return bind<Op>(&x);
+}
+
+template <class A, class N>
+  requires detail::is_tracer_v<A> && std::is_integral_v<N>
+constexpr Tracer xpr_apply(op::integer_pow, const A& x, N n) {
+  return bind<op::integer_pow>(&x, static_cast<std::int64_t>(n));
+}
+
+template <class Op, class A, class B>
+  requires detail::is_ct_prim<Op> && (arity(prim_v<Op>) == 2) && detail::TracerOperands<A, B>
+constexpr Tracer xpr_apply(Op, const A& a, const B& b) {
+  // pow with an integer exponent is integer_pow: repeated multiplication, exact derivatives.
+  if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>)
+    return xpr_apply(op::integer_pow{}, Tracer(a), static_cast<int>(b));
+  else
+    return Tracer::bind2<Op>(a, b);
+}
+
+/// `where(c, a, b)` records `select_n c b a` (JAX's operand order: pred, on_false, on_true).
+template <class C, class A, class B>
+  requires(detail::is_tracer_v<C> || detail::is_tracer_v<A> || detail::is_tracer_v<B>) &&
+          (detail::is_tracer_v<C> || detail::is_number_v<C>) &&
+          (detail::is_tracer_v<A> || detail::is_number_v<A>) &&
+          (detail::is_tracer_v<B> || detail::is_number_v<B>)
+constexpr Tracer xpr_apply(op::select, const C& c, const A& a, const B& b) {
+  const Tracer in[3] = {Tracer(c), Tracer(b), Tracer(a)};
+  return bind<op::select>(in);
+}
+
+// ---------------------------------------------------------------------------------------------
+// bind: types, folding, simplification, literals, hash-consing, in that order.
+// ---------------------------------------------------------------------------------------------
+template <class Op>
+constexpr Tracer bind(const Tracer* in, std::int64_t param) {
+  constexpr Prim p = prim_v<Op>;
+  constexpr int n = arity(p);
+  Graph* g = nullptr;
+  for (int k = 0; k < n; ++k) {
+    Graph* gk = in[k].graph();
+    if (gk && g && gk != g)
+      detail::fail("xpr::ct: values from two different traces meet in one operation");
+    if (gk) g = gk;
+  }
+  // Types: the result, and the type the operands are converted to.
+  WeakDType out{}, operand{};
+  if constexpr (p == Prim::select) {
+    if (in[0].dtype() != DType::bool_)
+      detail::fail("xpr::ct: xpr::where expects a comparison (a bool) as its condition");
+    out = operand = result_type(in[1].weak_dtype(), in[2].weak_dtype());
+  } else if constexpr (n == 2) {
+    operand = result_type(in[0].weak_dtype(), in[1].weak_dtype());
+    out = is_comparison(p) ? WeakDType{DType::bool_, false} : operand;
+  } else {
+    out = operand = in[0].weak_dtype();
+  }
+  if (operand.dtype == DType::bool_)
+    detail::fail("xpr::ct: arithmetic on a comparison result; select with xpr::where instead");
+  // Constants are converted to the operand type, as literals would be.
+  Tracer x[3];
+  bool all_constant = true;
+  for (int k = 0; k < n; ++k) {
+    x[k] = in[k];
+    if (x[k].is_constant() && !(p == Prim::select && k == 0))
+      x[k] = Tracer::constant(Tracer::rounded(x[k].value(), operand.dtype), operand.dtype,
+                              x[k].weak(), x[k].graph());
+    all_constant = all_constant && x[k].is_constant();
+  }
+  if (all_constant) {
+    double v[3] = {x[0].value(), x[1].value(), x[2].value()};
+    double r = 0;
+    if (Rules<Op>::fold(v, param, r)) return Tracer::constant(Tracer::rounded(r, out.dtype), out.dtype, out.weak, g);
+  }
+  Simplified s = Rules<Op>::simplify(x, param, out);
+  if (s.done) return s.value;
+  if (!g)
+    detail::fail(
+        "xpr::ct: this operation on constants cannot be evaluated at compile time (it overflows, "
+        "divides by zero or gives NaN); make the value depend on an argument");
+  Eqn e{p, out.dtype, out.weak, {-1, -1, -1}, static_cast<std::uint64_t>(param)};
+  for (int k = 0; k < n; ++k)
+    e.in[k] = x[k].materialize(*g, p == Prim::select && k == 0 ? DType::bool_ : operand.dtype);
+  if (is_commutative(p)) {  // a*b merges with an existing b*a; the written order is kept
+    Eqn swapped = e;
+    swapped.in[0] = e.in[1];
+    swapped.in[1] = e.in[0];
+    if (int id = g->find(swapped); id >= 0) return Tracer(g, id);
+  }
+  return Tracer(g, g->emit(e));
+}
+
+}  // namespace xpr::ct
+
+#include "xpr/ct/prims/binary.hpp"
+#include "xpr/ct/prims/compare.hpp"
+#include "xpr/ct/prims/integer_pow.hpp"
+#include "xpr/ct/prims/select.hpp"
+#include "xpr/ct/prims/stop_gradient.hpp"
+#include "xpr/ct/prims/unary.hpp"
