@@ -3,8 +3,6 @@
 // rank-0 operands in either position; XLA's integer semantics; abstract_eval; every error.
 #include "xpr/rt/prims/binary.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,15 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 // ---- helpers (each test file of this directory has its own, in an anonymous namespace) -------
 
@@ -37,8 +36,8 @@ Array make(DType t, const Shape& s, const std::vector<double>& v) {
 
 template <class T>
 Array make_typed(const std::vector<T>& v) {
-  rt::ArrayBuilder b(ShapedArray{Shape{static_cast<std::int64_t>(v.size())}, xpr::dtype_of<T>(),
-                                 false});
+  rt::ArrayBuilder b(
+      ShapedArray{Shape{static_cast<std::int64_t>(v.size())}, xpr::dtype_of<T>(), false});
   std::copy(v.begin(), v.end(), b.data<T>());
   return std::move(b).finish();
 }
@@ -46,9 +45,12 @@ Array make_typed(const std::vector<T>& v) {
 // `x` as stored in dtype `t`.
 double round_to(DType t, double x) {
   switch (t) {
-    case DType::float32: return static_cast<float>(x);
-    case DType::bool_: return x != 0;
-    default: return x;
+    case DType::float32:
+      return static_cast<float>(x);
+    case DType::bool_:
+      return x != 0;
+    default:
+      return x;
   }
 }
 
@@ -146,7 +148,9 @@ const Row rows[] = {
     {rt::mul_p, numeric, [](double a, double b, DType) { return a * b; }},
     // lax.div truncates integers toward zero.
     {rt::div_p, numeric,
-     [](double a, double b, DType t) { return xpr::core::is_integer(t) ? std::trunc(a / b) : a / b; }},
+     [](double a, double b, DType t) {
+       return xpr::core::is_integer(t) ? std::trunc(a / b) : a / b;
+     }},
     {rt::max_p, all_dtypes, [](double a, double b, DType) { return std::max(a, b); }},
     {rt::min_p, all_dtypes, [](double a, double b, DType) { return std::min(a, b); }},
 };
@@ -229,10 +233,9 @@ TEST(BinaryPrims, MaxMinPropagateNanInBodyAndTail) {
     b[n - 1] = NAN;
     for (const rt::Primitive* p : {static_cast<const rt::Primitive*>(&rt::max_p),
                                    static_cast<const rt::Primitive*>(&rt::min_p)}) {
-      std::vector<double> got =
-          rt::bind1(*p, {make(t, Shape{static_cast<std::int64_t>(n)}, a),
-                         make(t, Shape{static_cast<std::int64_t>(n)}, b)})
-              .to_vector<double>();
+      std::vector<double> got = rt::bind1(*p, {make(t, Shape{static_cast<std::int64_t>(n)}, a),
+                                               make(t, Shape{static_cast<std::int64_t>(n)}, b)})
+                                    .to_vector<double>();
       EXPECT_TRUE(std::isnan(got[0])) << p->name();
       EXPECT_TRUE(std::isnan(got[n - 1])) << p->name();
       if (n > 2) {
@@ -292,7 +295,8 @@ void expect_rejected(const rt::Primitive& p, const std::vector<Array>& args,
 }
 
 TEST(BinaryPrims, DtypeMismatchIsRejected) {
-  Array f = make(DType::float32, Shape{3}, {1, 2, 3}), d = make(DType::float64, Shape{3}, {1, 2, 3});
+  Array f = make(DType::float32, Shape{3}, {1, 2, 3}),
+        d = make(DType::float64, Shape{3}, {1, 2, 3});
   for (const Row& row : rows)
     expect_rejected<xpr::dtype_error>(row.prim, {f, d}, {row.prim.name(), "float32", "float64"});
   expect_rejected<xpr::dtype_error>(rt::pow_p, {d, f}, {"pow", "float64", "float32"});

@@ -2,8 +2,6 @@
 // sizes around the SIMD width, with rank-0 operands in either position; NaN; abstract_eval; errors.
 #include "xpr/rt/prims/compare.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -11,15 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 Array make(DType t, const Shape& s, const std::vector<double>& v) {
   rt::ArrayBuilder b(ShapedArray{s, t, false});
@@ -116,7 +115,8 @@ TEST(ComparePrims, Int64ExtremesCompareExactly) {
 }
 
 TEST(ComparePrims, AbstractEvalGivesStrongBool) {
-  const ShapedArray m_weak{Shape{2, 3}, DType::float32, true}, s_weak{Shape{}, DType::float32, true};
+  const ShapedArray m_weak{Shape{2, 3}, DType::float32, true},
+      s_weak{Shape{}, DType::float32, true};
   const ShapedArray want{Shape{2, 3}, DType::bool_, false};
   for (const Row& row : rows) {
     EXPECT_EQ(row.prim.abstract_eval(std::vector{m_weak, s_weak}, {}).at(0), want);

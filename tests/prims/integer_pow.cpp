@@ -3,8 +3,6 @@
 // zero; abstract_eval; every error.
 #include "xpr/rt/prims/integer_pow.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -13,15 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 Array make(DType t, const Shape& s, const std::vector<double>& v) {
   rt::ArrayBuilder b(ShapedArray{s, t, false});
@@ -79,8 +78,8 @@ TEST(IntegerPow, ValuesInEveryDtypeAndSize) {
 }
 
 TEST(IntegerPow, ZerothPowerIsOneEvenForNan) {
-  std::vector<double> got = ipow(make(DType::float64, Shape{3}, {NAN, 0, -INFINITY}), 0)
-                                .to_vector<double>();
+  std::vector<double> got =
+      ipow(make(DType::float64, Shape{3}, {NAN, 0, -INFINITY}), 0).to_vector<double>();
   EXPECT_EQ(got, (std::vector<double>{1, 1, 1}));
   got = ipow(make(DType::float32, Shape{2}, {0, -0.0}), -1).to_vector<double>();
   EXPECT_EQ(got, (std::vector<double>{INFINITY, -INFINITY}));
@@ -127,8 +126,11 @@ TEST(IntegerPow, Errors) {
       [&] { (void)rt::integer_pow_p.abstract_eval(std::vector{i.aval()}, y_neg); },
       {"y >= 0", "int32", "y=-1"});
   expect_error<xpr::type_error>([&] { (void)rt::bind1(rt::integer_pow_p, {i}); }, {"'y'"});
-  expect_error<xpr::type_error>([&] { (void)rt::bind1(rt::integer_pow_p, {i, i}, y2); },
-                                {"integer_pow", "1 operand", "found 2"});
+  expect_error<xpr::type_error>(
+      [&] {
+        (void)rt::bind1(rt::integer_pow_p, {i, i}, y2);
+      },
+      {"integer_pow", "1 operand", "found 2"});
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 // cases; abstract_eval (shapes, weak types); every error.
 #include "xpr/rt/prims/select.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -12,15 +10,16 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 Array make(DType t, const Shape& s, const std::vector<double>& v) {
   rt::ArrayBuilder b(ShapedArray{s, t, false});
@@ -96,9 +95,9 @@ TEST(SelectN, Int32PredicateIndexesTheCases) {
   Array out = rt::bind1(rt::select_n_p, {which, c0, c1, c2});
   EXPECT_EQ(out.to_vector<double>(), (std::vector<double>{10, -1, 22, 23, -1, 15}));
   // A rank-0 index picks one case everywhere; out of range clamps to the first or last case.
-  EXPECT_EQ(rt::bind1(rt::select_n_p, {make(DType::int32, Shape{}, {2}), c0, c1, c2})
-                .to_vector<double>(),
-            (std::vector<double>{20, 21, 22, 23, 24, 25}));
+  EXPECT_EQ(
+      rt::bind1(rt::select_n_p, {make(DType::int32, Shape{}, {2}), c0, c1, c2}).to_vector<double>(),
+      (std::vector<double>{20, 21, 22, 23, 24, 25}));
   Array wild = make(DType::int32, Shape{6}, {-5, 9, 0, 0, 0, 0});
   EXPECT_EQ(rt::bind1(rt::select_n_p, {wild, c0, c1, c2}).to_vector<double>(),
             (std::vector<double>{10, 21, 12, 13, 14, 15}));

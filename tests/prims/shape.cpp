@@ -4,8 +4,6 @@
 // broadcast_to, ravel.
 #include "xpr/rt/prims/shape.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -13,15 +11,17 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace {
 
 namespace rt = xpr::rt;
-using xpr::Array;
-using xpr::DType;
-using xpr::Shape;
 using rt::Axes;
 using rt::Params;
 using rt::ShapedArray;
+using xpr::Array;
+using xpr::DType;
+using xpr::Shape;
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};
@@ -86,11 +86,20 @@ struct BroadcastCase {
   Axes dims;
 };
 const BroadcastCase broadcast_cases[] = {
-    {{3}, {2, 3}, {1}},           {{3}, {3, 2}, {0}},         {{3, 1}, {3, 4}, {0, 1}},
-    {{}, {2, 2}, {}},             {{2, 1, 3}, {2, 4, 3}, {0, 1, 2}}, {{1}, {5}, {0}},
-    {{2, 3}, {4, 2, 5, 3}, {1, 3}}, {{0}, {2, 0}, {1}},       {{4}, {2, 3, 4}, {2}},
-    {{2, 3}, {2, 3}, {0, 1}},     {{1, 1}, {3, 1, 2}, {1, 2}}, {{5, 7}, {3, 5, 7}, {1, 2}},
-    {{3, 4}, {3, 2, 4}, {0, 2}},  {{3, 1, 4}, {3, 5, 2, 4}, {0, 2, 3}},
+    {{3}, {2, 3}, {1}},
+    {{3}, {3, 2}, {0}},
+    {{3, 1}, {3, 4}, {0, 1}},
+    {{}, {2, 2}, {}},
+    {{2, 1, 3}, {2, 4, 3}, {0, 1, 2}},
+    {{1}, {5}, {0}},
+    {{2, 3}, {4, 2, 5, 3}, {1, 3}},
+    {{0}, {2, 0}, {1}},
+    {{4}, {2, 3, 4}, {2}},
+    {{2, 3}, {2, 3}, {0, 1}},
+    {{1, 1}, {3, 1, 2}, {1, 2}},
+    {{5, 7}, {3, 5, 7}, {1, 2}},
+    {{3, 4}, {3, 2, 4}, {0, 2}},
+    {{3, 1, 4}, {3, 5, 2, 4}, {0, 2, 3}},
 };
 
 TEST(BroadcastInDim, ValuesInEveryDtype) {
@@ -106,7 +115,8 @@ TEST(BroadcastInDim, ValuesInEveryDtype) {
         std::vector<std::int64_t> o = unravel(k, c.out), i(c.in.rank());
         for (std::size_t d = 0; d < c.in.rank(); ++d)
           i[d] = c.in[d] == 1 ? 0 : o[static_cast<std::size_t>(c.dims[d])];
-        ASSERT_EQ(got[static_cast<std::size_t>(k)], in[static_cast<std::size_t>(ravel_index(i, c.in))])
+        ASSERT_EQ(got[static_cast<std::size_t>(k)],
+                  in[static_cast<std::size_t>(ravel_index(i, c.in))])
             << "at " << k;
       }
     }
@@ -115,17 +125,15 @@ TEST(BroadcastInDim, ValuesInEveryDtype) {
 TEST(BroadcastInDim, AbstractEvalKeepsWeakType) {
   const ShapedArray x{Shape{3}, DType::float32, true};
   EXPECT_EQ(rt::broadcast_in_dim_p
-                .abstract_eval(std::vector{x}, {{"shape", Shape{2, 3}},
-                                                {"broadcast_dimensions", Axes{1}}})
+                .abstract_eval(std::vector{x},
+                               {{"shape", Shape{2, 3}}, {"broadcast_dimensions", Axes{1}}})
                 .at(0),
             (ShapedArray{Shape{2, 3}, DType::float32, true}));
 }
 
 TEST(BroadcastInDim, Errors) {
   Array x = iota(DType::float64, Shape{3, 1});
-  auto params = [](Shape s, Axes d) {
-    return Params{{"shape", s}, {"broadcast_dimensions", d}};
-  };
+  auto params = [](Shape s, Axes d) { return Params{{"shape", s}, {"broadcast_dimensions", d}}; };
   expect_rejected<xpr::shape_error>(rt::broadcast_in_dim_p, x, params({3, 4}, {0}),
                                     {"expected 2 broadcast dimension(s)", "found 1", "(3, 1)"});
   expect_rejected<xpr::index_error>(rt::broadcast_in_dim_p, x, params({3, 4}, {0, 2}),
@@ -162,7 +170,8 @@ TEST(Transpose, EveryPermutationInEveryDtype) {
         for (std::int64_t k = 0; k < out.size(); ++k) {
           std::vector<std::int64_t> o = unravel(k, out), i(s.rank());
           for (std::size_t j = 0; j < perm.size(); ++j) i[static_cast<std::size_t>(perm[j])] = o[j];
-          ASSERT_EQ(got[static_cast<std::size_t>(k)], in[static_cast<std::size_t>(ravel_index(i, s))]);
+          ASSERT_EQ(got[static_cast<std::size_t>(k)],
+                    in[static_cast<std::size_t>(ravel_index(i, s))]);
         }
       } while (std::next_permutation(perm.begin(), perm.end()));
     }
@@ -174,9 +183,9 @@ TEST(Transpose, AbstractEvalAndErrors) {
             (ShapedArray{Shape{4, 2, 3}, DType::int32, true}));
   Array m = iota(DType::float32, Shape{2, 3});
   for (const Axes& bad : {Axes{0, 0}, Axes{0}, Axes{0, 2}, Axes{0, 1, 2}, Axes{-1, 0}})
-    expect_rejected<xpr::value_error>(rt::transpose_p, m, {{"permutation", bad}},
-                                      {"permutation of the operand's 2 axes",
-                                       rt::detail::axes_str(bad), "(2, 3)"});
+    expect_rejected<xpr::value_error>(
+        rt::transpose_p, m, {{"permutation", bad}},
+        {"permutation of the operand's 2 axes", rt::detail::axes_str(bad), "(2, 3)"});
 }
 
 // ---- reshape ----------------------------------------------------------------------------------
@@ -185,8 +194,8 @@ TEST(Reshape, KeepsRowMajorOrderInEveryDtype) {
   struct Case {
     Shape in, out;
   };
-  const Case cases[] = {{{2, 3}, {3, 2}}, {{2, 3}, {6}},     {{2, 3}, {1, 6, 1}},
-                        {{}, {1, 1}},     {{1, 1}, {}},      {{0, 3}, {3, 0}},
+  const Case cases[] = {{{2, 3}, {3, 2}},   {{2, 3}, {6}},         {{2, 3}, {1, 6, 1}},
+                        {{}, {1, 1}},       {{1, 1}, {}},          {{0, 3}, {3, 0}},
                         {{4, 250}, {1000}}, {{1000}, {10, 10, 10}}};
   for (DType t : all_dtypes)
     for (const Case& c : cases) {
@@ -200,15 +209,18 @@ TEST(Reshape, KeepsRowMajorOrderInEveryDtype) {
 
 TEST(Reshape, SharesLargeBuffersAndCopiesInlineOnes) {
   Array big = iota(DType::float64, Shape{4, 250});
-  Array r = rt::bind1(rt::reshape_p, {big}, {{"new_sizes", Shape{1000}}, {"dimensions", rt::None{}}});
+  Array r =
+      rt::bind1(rt::reshape_p, {big}, {{"new_sizes", Shape{1000}}, {"dimensions", rt::None{}}});
   EXPECT_EQ(r.data<double>(), big.data<double>());
   Array small = iota(DType::float32, Shape{2});
-  Array s = rt::bind1(rt::reshape_p, {small}, {{"new_sizes", Shape{1, 2}}, {"dimensions", rt::None{}}});
+  Array s =
+      rt::bind1(rt::reshape_p, {small}, {{"new_sizes", Shape{1, 2}}, {"dimensions", rt::None{}}});
   EXPECT_EQ(s.to_vector<double>(), (std::vector<double>{0, 1}));
   // A view of a view (a row of a reshaped array) still reads the right elements.
-  EXPECT_EQ(rt::bind1(rt::reshape_p, {r}, {{"new_sizes", Shape{10, 100}}, {"dimensions", rt::None{}}})[3]
-                .to_vector<double>()[5],
-            305);
+  EXPECT_EQ(
+      rt::bind1(rt::reshape_p, {r}, {{"new_sizes", Shape{10, 100}}, {"dimensions", rt::None{}}})[3]
+          .to_vector<double>()[5],
+      305);
 }
 
 TEST(Reshape, DimensionsTransposeFirst) {
@@ -222,10 +234,11 @@ TEST(Reshape, DimensionsTransposeFirst) {
 
 TEST(Reshape, AbstractEvalAndErrors) {
   const ShapedArray x{Shape{2, 3}, DType::float32, true};
-  EXPECT_EQ(rt::reshape_p
-                .abstract_eval(std::vector{x}, {{"new_sizes", Shape{3, 2}}, {"dimensions", rt::None{}}})
-                .at(0),
-            (ShapedArray{Shape{3, 2}, DType::float32, true}));
+  EXPECT_EQ(
+      rt::reshape_p
+          .abstract_eval(std::vector{x}, {{"new_sizes", Shape{3, 2}}, {"dimensions", rt::None{}}})
+          .at(0),
+      (ShapedArray{Shape{3, 2}, DType::float32, true}));
   Array m = iota(DType::float32, Shape{2, 3});
   expect_rejected<xpr::shape_error>(rt::reshape_p, m,
                                     {{"new_sizes", Shape{4}}, {"dimensions", rt::None{}}},
@@ -273,7 +286,8 @@ TEST(ExpandDims, ValuesShapesAndErrors) {
     EXPECT_EQ(ed({0, 1}).shape(), (Shape{1, 1, 3}));
     EXPECT_EQ(ed({0, 2}).to_vector<double>(), x.to_vector<double>());
   }
-  EXPECT_EQ(rt::bind1(rt::expand_dims_p, {Array(2.0)}, {{"dimensions", Axes{0}}}).shape(), Shape{1});
+  EXPECT_EQ(rt::bind1(rt::expand_dims_p, {Array(2.0)}, {{"dimensions", Axes{0}}}).shape(),
+            Shape{1});
   Array x = iota(DType::float32, Shape{3});
   expect_rejected<xpr::index_error>(rt::expand_dims_p, x, {{"dimensions", Axes{2}}},
                                     {"expand_dims", "axis 2", "rank 2"});
@@ -283,14 +297,19 @@ TEST(ExpandDims, ValuesShapesAndErrors) {
 
 TEST(ShapePrims, NamesAndOperandCount) {
   const std::pair<const rt::Primitive*, std::string_view> names[] = {
-      {&rt::broadcast_in_dim_p, "broadcast_in_dim"}, {&rt::reshape_p, "reshape"},
-      {&rt::transpose_p, "transpose"},               {&rt::squeeze_p, "squeeze"},
+      {&rt::broadcast_in_dim_p, "broadcast_in_dim"},
+      {&rt::reshape_p, "reshape"},
+      {&rt::transpose_p, "transpose"},
+      {&rt::squeeze_p, "squeeze"},
       {&rt::expand_dims_p, "expand_dims"}};
   Array x(1.0);
   for (auto [p, name] : names) {
     EXPECT_EQ(rt::find_primitive(name), p);
-    expect_error<xpr::type_error>([&] { (void)rt::bind1(*p, {x, x}); },
-                                  {name, "1 operand", "found 2"});
+    expect_error<xpr::type_error>(
+        [&] {
+          (void)rt::bind1(*p, {x, x});
+        },
+        {name, "1 operand", "found 2"});
     expect_error<xpr::type_error>([&] { (void)p->abstract_eval(std::vector<ShapedArray>{}, {}); },
                                   {name, "1 operand", "found 0"});
   }
@@ -310,11 +329,17 @@ TEST(NumpyShapeFunctions, Reshape) {
   EXPECT_EQ(xpr::reshape(iota(DType::int32, Shape{0, 4}), {2, -1, 2}).shape(), (Shape{2, 0, 2}));
   EXPECT_EQ(xpr::ravel(x).shape(), (Shape{6}));
   EXPECT_EQ(xpr::ravel(Array(1.0)).shape(), (Shape{1}));
-  expect_error<xpr::value_error>([&] { (void)xpr::reshape(x, {-1, -1}); },
-                                 {"at most one -1", "(-1, -1)"});
+  expect_error<xpr::value_error>(
+      [&] {
+        (void)xpr::reshape(x, {-1, -1});
+      },
+      {"at most one -1", "(-1, -1)"});
   expect_error<xpr::value_error>([&] { (void)xpr::reshape(x, {-2, -3}); }, {"(-2, -3)"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::reshape(x, {4, -1}); },
-                                 {"(2, 3) (size 6)", "(4, -1)", "divisible by 4"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        (void)xpr::reshape(x, {4, -1});
+      },
+      {"(2, 3) (size 6)", "(4, -1)", "divisible by 4"});
   expect_error<xpr::shape_error>([&] { (void)xpr::reshape(x, {4}); }, {"(2, 3)", "(4,)"});
 }
 
@@ -328,8 +353,11 @@ TEST(NumpyShapeFunctions, Transpose) {
   EXPECT_EQ(xpr::transpose(x, {-1, 0, 1}).shape(), (Shape{4, 2, 3}));
   EXPECT_EQ(xpr::transpose(x, {0, 1, 2}).impl(), x.impl());
   EXPECT_EQ(xpr::transpose(Array(3)).item<int>(), 3);
-  expect_error<xpr::index_error>([&] { (void)xpr::transpose(x, {0, 1, 3}); },
-                                 {"transpose", "axis 3", "rank 3"});
+  expect_error<xpr::index_error>(
+      [&] {
+        (void)xpr::transpose(x, {0, 1, 3});
+      },
+      {"transpose", "axis 3", "rank 3"});
   expect_error<xpr::value_error>([&] { (void)xpr::transpose(x, {0, 1}); }, {"permutation"});
 }
 
@@ -361,7 +389,10 @@ TEST(NumpyShapeFunctions, BroadcastTo) {
   expect_error<xpr::shape_error>([] { (void)xpr::broadcast_to(iota(DType::int32, Shape{3}), {4}); },
                                  {"(3,)", "(4,)"});
   expect_error<xpr::shape_error>(
-      [] { (void)xpr::broadcast_to(iota(DType::int32, Shape{2, 3}), {3}); }, {"(2, 3)", "(3,)"});
+      [] {
+        (void)xpr::broadcast_to(iota(DType::int32, Shape{2, 3}), {3});
+      },
+      {"(2, 3)", "(3,)"});
 }
 
 }  // namespace

@@ -2,19 +2,19 @@
 // operand's buffer; abstract_eval keeps the weak type; the wrong operand count is an error.
 #include "xpr/rt/prims/stop_gradient.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 Array make(DType t, const Shape& s, const std::vector<double>& v) {
   rt::ArrayBuilder b(ShapedArray{s, t, false});

@@ -4,8 +4,6 @@
 // jax.numpy's promotion in `xpr::sin(array)` and friends.
 #include "xpr/rt/prims/unary.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -15,15 +13,16 @@
 #include <type_traits>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 namespace {
 
 namespace rt = xpr::rt;
+using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-using rt::ShapedArray;
 
 Array make(DType t, const Shape& s, const std::vector<double>& v) {
   rt::ArrayBuilder b(ShapedArray{s, t, false});
@@ -34,7 +33,9 @@ Array make(DType t, const Shape& s, const std::vector<double>& v) {
   return std::move(b).finish();
 }
 
-double round_to(DType t, double x) { return t == DType::float32 ? double(static_cast<float>(x)) : x; }
+double round_to(DType t, double x) {
+  return t == DType::float32 ? double(static_cast<float>(x)) : x;
+}
 
 double ulps(DType t, double got, double want) {
   if (got == want || (std::isnan(got) && std::isnan(want))) return 0;
@@ -194,8 +195,11 @@ TEST(UnaryPrims, Errors) {
           {name, "int32", "floating"});
     }
     expect_error<xpr::dtype_error>([&] { (void)rt::bind1(row.prim, {b}); }, {name, "bool"});
-    expect_error<xpr::type_error>([&] { (void)rt::bind1(row.prim, {f, f}); },
-                                  {name, "1 operand", "found 2"});
+    expect_error<xpr::type_error>(
+        [&] {
+          (void)rt::bind1(row.prim, {f, f});
+        },
+        {name, "1 operand", "found 2"});
     expect_error<xpr::type_error>(
         [&] { (void)row.prim.abstract_eval(std::vector<ShapedArray>{}, {}); },
         {name, "1 operand", "found 0"});

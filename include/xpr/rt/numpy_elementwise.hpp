@@ -42,7 +42,8 @@ template <class... Ts>
 concept ArrayOperands = ((ArrayArg<Ts> || NumberArg<Ts>) && ...) && (ArrayArg<Ts> || ...);
 
 template <class Op>
-constexpr bool is_binary_op = binary_primitive<Op> != nullptr || comparison_primitive<Op> != nullptr;
+constexpr bool is_binary_op =
+    binary_primitive<Op> != nullptr || comparison_primitive<Op> != nullptr;
 
 /// Whether the C++ integer `v` is a value of the integer type `E`.
 template <class E, class T>

@@ -87,9 +87,10 @@ class BinaryElementwise final : public Primitive {
     dispatch_dtype(out.aval().dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (detail::accepts_v<T>(accepts)) {
-        detail::map_binary(a.data<T>(), a.ndim() == 0, b.data<T>(), b.ndim() == 0, out.data<T>(),
-                           static_cast<std::size_t>(out.aval().size()),
-                           [](const auto& x, const auto& y) { return detail::binary_element<Op>(x, y); });
+        detail::map_binary(
+            a.data<T>(), a.ndim() == 0, b.data<T>(), b.ndim() == 0, out.data<T>(),
+            static_cast<std::size_t>(out.aval().size()),
+            [](const auto& x, const auto& y) { return detail::binary_element<Op>(x, y); });
       }
     });
     return {std::move(out).finish()};

@@ -16,7 +16,8 @@
 
 namespace xpr::rt {
 
-/// A comparison primitive: `Op` on every pair of elements, IEEE semantics for NaN (only `ne` holds).
+/// A comparison primitive: `Op` on every pair of elements, with IEEE semantics for NaN (only `ne`
+/// holds).
 ///
 /// abstract_eval: equal dtypes (any), equal shapes or rank 0; the result is a strong bool.
 template <class Op>

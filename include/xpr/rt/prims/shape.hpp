@@ -152,7 +152,8 @@ class BroadcastInDim final : public Primitive {
     ShapedArray out = abstract_eval_one(x.aval(), params);
     if (out.shape == x.shape()) return {x};
     const Axes& dims = params.get<Axes>("broadcast_dimensions");
-    std::vector<std::int64_t> in_strides(out.shape.rank(), 0), x_strides = core::strides_of(x.shape());
+    std::vector<std::int64_t> in_strides(out.shape.rank(), 0);
+    const std::vector<std::int64_t> x_strides = core::strides_of(x.shape());
     for (std::size_t i = 0; i < dims.size(); ++i)
       if (x.shape()[i] != 1) in_strides[static_cast<std::size_t>(dims[i])] = x_strides[i];
     return {detail::gather_strided(x, std::move(out), in_strides)};
@@ -365,7 +366,8 @@ inline const ExpandDims expand_dims_p{};
 // ---- jax.numpy's shape functions ------------------------------------------------------------
 
 /// `lax.broadcast_in_dim`; no equation when nothing changes.
-inline Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& broadcast_dimensions) {
+inline Array broadcast_in_dim(const Array& x, const Shape& shape,
+                              const Axes& broadcast_dimensions) {
   if (x.shape() == shape && detail::is_iota(broadcast_dimensions) &&
       broadcast_dimensions.size() == x.ndim())
     return x;

@@ -26,7 +26,8 @@ namespace detail {
 /// in XLA (`-INT_MIN == INT_MIN`), where C++ leaves the overflow undefined.
 template <class Op, class T>
 T unary_element(const T& x) {
-  if constexpr (std::is_integral_v<T> && (std::is_same_v<Op, op::neg> || std::is_same_v<Op, op::abs>)) {
+  constexpr bool neg_or_abs = std::is_same_v<Op, op::neg> || std::is_same_v<Op, op::abs>;
+  if constexpr (std::is_integral_v<T> && neg_or_abs) {
     using U = std::make_unsigned_t<T>;
     const T neg = static_cast<T>(U(0) - static_cast<U>(x));
     return std::is_same_v<Op, op::neg> || x < T(0) ? neg : x;
