@@ -530,7 +530,7 @@ struct JvpX {
 };
 
 /// linearize: the primal part (outputs and residuals) and the linear part (residuals and
-/// tangents to tangent outputs) of the jvp jaxpr.
+/// tangents to tangent outputs) of the jvp jaxpr; the base function is `f`'s jvp.
 template <bool Linear>
 struct PartialEvalX {
   static constexpr int num_stages = 1;
@@ -554,7 +554,7 @@ struct PartialEvalX {
   using result = R;  // not called directly
   template <class F, class... A>
   static constexpr bool check() {
-    return check_callable<F, A...>();
+    return true;
   }
 };
 
@@ -724,7 +724,7 @@ auto primal_and(const Args&... primals) {
     return;
   } else {
     using S = scalar_t<Args...>;
-    using Primal = Transformed<F, PartialEvalX<false>>;
+    using Primal = Transformed<Transformed<F, JvpX>, PartialEvalX<false>>;
     using P = Compiled<program_for<Primal, Args...>>;
     using R = traced_result_t<F, traced_t<Args>...>;
     constexpr auto offsets = leaf_offsets<Args...>;
@@ -745,14 +745,15 @@ auto primal_and(const Args&... primals) {
 /// the linear part, on residuals computed once. See examples/ct_linearize.cpp.
 template <class F, class... Args>
 auto linearize(F, const Args&... primals) {
-  return detail::primal_and<LinearFn, Transformed<F, detail::PartialEvalX<true>>, F>(primals...);
+  using Linear = Transformed<Transformed<F, detail::JvpX>, detail::PartialEvalX<true>>;
+  return detail::primal_and<LinearFn, Linear, F>(primals...);
 }
 
 /// `vjp(f, primals...)`: (f(primals...), f_vjp) where f_vjp(cotangent) gives a tuple with one
 /// cotangent per argument: the transposed linear jaxpr, on residuals computed once.
 template <class F, class... Args>
 auto vjp(F, const Args&... primals) {
-  using Linear = Transformed<F, detail::PartialEvalX<true>>;
+  using Linear = Transformed<Transformed<F, detail::JvpX>, detail::PartialEvalX<true>>;
   return detail::primal_and<VjpFn, Transformed<Linear, detail::VjpX>, F>(primals...);
 }
 

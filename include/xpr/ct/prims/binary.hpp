@@ -29,15 +29,18 @@ struct Rules<op::add> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] + x[1], r);
   }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_zero()) return rules::same(x[0], out);
     if (x[0].is_zero()) return rules::same(x[1], out);
     return {};
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
     return t[0] + t[1];
   }
-  static constexpr void transpose(const Tracer& ct, const Tracer*, const bool* linear, Tracer* ct_x,
+  template <class T>
+  static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
                                   std::int64_t) {
     if (linear[0]) ct_x[0] = ct;
     if (linear[1]) ct_x[1] = ct;
@@ -51,15 +54,18 @@ struct Rules<op::sub> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] - x[1], r);
   }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_zero()) return rules::same(x[0], out);
     if (x[0].is_zero()) return rules::same(-x[1], out);
     return {};
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
     return t[0] - t[1];
   }
-  static constexpr void transpose(const Tracer& ct, const Tracer*, const bool* linear, Tracer* ct_x,
+  template <class T>
+  static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
                                   std::int64_t) {
     if (linear[0]) ct_x[0] = ct;
     if (linear[1]) ct_x[1] = -ct;
@@ -73,10 +79,11 @@ struct Rules<op::mul> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] * x[1], r);
   }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     for (int k = 0; k < 2; ++k) {
-      const Tracer& c = x[k];
-      const Tracer& y = x[1 - k];
+      const T& c = x[k];
+      const T& y = x[1 - k];
       if (!c.is_constant()) continue;
       if (c.value() == 1) return rules::same(y, out);
       if (c.value() == -1) return rules::same(-y, out);
@@ -84,13 +91,15 @@ struct Rules<op::mul> {
     }
     return {};
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     if (t[1].is_zero()) return t[0] * x[1];
     if (t[0].is_zero()) return x[0] * t[1];
     return t[0] * x[1] + x[0] * t[1];
   }
-  static constexpr void transpose(const Tracer& ct, const Tracer* x, const bool* linear,
-                                  Tracer* ct_x, std::int64_t) {
+  template <class T>
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
+                                  T* ct_x, std::int64_t) {
     if (linear[0] && linear[1]) detail::fail("xpr::ct: mul of two tangents is not linear");
     if (linear[0]) ct_x[0] = ct * x[1];
     if (linear[1]) ct_x[1] = x[0] * ct;
@@ -104,19 +113,22 @@ struct Rules<op::div> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] / x[1], r);
   }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_one()) return rules::same(x[0], out);
     if (x[1].is_constant() && x[1].value() == -1) return rules::same(-x[0], out);
     if (x[0].is_zero()) return rules::constant(0, out, x[1].graph());
     return {};
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
     if (t[1].is_zero()) return t[0] / x[1];
-    Tracer rhs = t[1] * (ans / x[1]);
+    T rhs = t[1] * (ans / x[1]);
     return t[0].is_zero() ? -rhs : t[0] / x[1] - rhs;
   }
-  static constexpr void transpose(const Tracer& ct, const Tracer* x, const bool* linear,
-                                  Tracer* ct_x, std::int64_t) {
+  template <class T>
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
+                                  T* ct_x, std::int64_t) {
     if (linear[1]) detail::fail("xpr::ct: div is not linear in its denominator");
     ct_x[0] = ct / x[1];
   }
@@ -127,15 +139,18 @@ namespace rules {
 // where(x == ans, 1, 0) / where(other == ans, 2, 1), so ties split the derivative evenly.
 template <class Op>
 struct extremum : not_linear<Op> {
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (!x[0].is_constant() && x[0].id() == x[1].id()) return same(x[0], out);
     return {};
   }
-  static constexpr Tracer weight(const Tracer& x, const Tracer& ans, const Tracer& other) {
+  template <class T>
+  static constexpr T weight(const T& x, const T& ans, const T& other) {
     return xpr::where(x == ans, 1, 0) / xpr::where(other == ans, 2, 1);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer& ans, const Tracer* t, std::int64_t) {
-    Tracer r;
+  template <class T>
+  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
+    T r;
     if (!t[0].is_zero()) r = t[0] * weight(x[0], ans, x[1]);
     if (!t[1].is_zero()) r = r + t[1] * weight(x[1], ans, x[0]);
     return r;
@@ -167,12 +182,14 @@ struct Rules<op::pow> : rules::not_linear<op::pow> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_pow(x[0], x[1]), r);
   }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_one()) return rules::same(x[0], out);
     return {};
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer& ans, const Tracer* t, std::int64_t) {
-    Tracer r;
+  template <class T>
+  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
+    T r;
     if (!t[0].is_zero()) r = t[0] * (x[1] * xpr::pow(x[0], x[1] - 1));
     if (!t[1].is_zero()) r = r + t[1] * (xpr::log(xpr::where(x[0] == 0, 1, x[0])) * ans);
     return r;

@@ -27,14 +27,16 @@ struct Rules<op::integer_pow> : rules::not_linear<op::integer_pow> {
     XPR_DETAIL_FOLD(op::integer_pow::number(x[0], static_cast<int>(n)), r);
   }
   // x ** 1 = x, x ** 0 = 1
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t n, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t n, WeakDType out) {
     if (n == 1) return rules::same(x[0], out);
     if (n == 0) return rules::constant(1, out, x[0].graph());
     return {};
   }
   // jvp: t * (n * x ** (n - 1))
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t n) {
-    if (n == 0) return Tracer{};
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t n) {
+    if (n == 0) return T{};
     return t[0] * (static_cast<double>(n) * xpr::integer_pow(x[0], n - 1));
   }
 };

@@ -13,7 +13,8 @@ namespace xpr::ct::rules {
 template <class Op>
 struct not_linear {
   static constexpr bool linear = false;
-  static constexpr void transpose(const Tracer&, const Tracer*, const bool*, Tracer*,
+  template <class T>
+  static constexpr void transpose(const T&, const T*, const bool*, T*,
                                   std::int64_t) {
     detail::fail("xpr::ct: Transpose rule for a primitive that is not linear; a tangent jaxpr "
                  "may only use add, sub, neg, mul, div and select_n");
@@ -22,14 +23,16 @@ struct not_linear {
 
 /// Opt-out of the jvp slot: the derivative is zero (comparisons, sign, stop_gradient).
 struct not_differentiable {
-  static constexpr Tracer jvp(const Tracer*, const Tracer&, const Tracer*, std::int64_t) {
-    return Tracer{};
+  template <class T>
+  static constexpr T jvp(const T*, const T&, const T*, std::int64_t) {
+    return T{};
   }
 };
 
 /// Opt-out of the simplify slot.
 struct no_simplification {
-  static constexpr Simplified simplify(const Tracer*, std::int64_t, WeakDType) { return {}; }
+  template <class T>
+  static constexpr Simplified simplify(const T*, std::int64_t, WeakDType) { return {}; }
 };
 
 /// `x`, when it already has the type `out` (a simplification must not change a type).

@@ -19,7 +19,8 @@ struct Rules<op::select> {
     return true;
   }
   // A known predicate picks its branch; equal branches need no predicate.
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[0].is_constant()) return rules::same(x[0].value() != 0 ? x[2] : x[1], out);
     bool same_branches = x[1].is_constant()
                              ? x[2].is_constant() && x[1].value() == x[2].value()
@@ -28,12 +29,14 @@ struct Rules<op::select> {
     return {};
   }
   // jvp: select_n(p, t_false, t_true)
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return xpr::where(x[0], t[2], t[1]);
   }
   // transpose: on_false gets where(p, 0, ct), on_true where(p, ct, 0).
-  static constexpr void transpose(const Tracer& ct, const Tracer* x, const bool* linear,
-                                  Tracer* ct_x, std::int64_t) {
+  template <class T>
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
+                                  T* ct_x, std::int64_t) {
     if (linear[0]) detail::fail("xpr::ct: select_n is not linear in its predicate");
     if (linear[1]) ct_x[1] = xpr::where(x[0], 0, ct);
     if (linear[2]) ct_x[2] = xpr::where(x[0], ct, 0);

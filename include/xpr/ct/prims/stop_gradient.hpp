@@ -17,7 +17,8 @@ struct Rules<op::stop_gradient> : rules::not_linear<op::stop_gradient>, rules::n
     return true;
   }
   // stop_gradient(stop_gradient x) = stop_gradient x
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     Graph* g = x[0].graph();
     if (g && !x[0].is_constant() &&
         (*g)[static_cast<std::size_t>(x[0].id())].prim == Prim::stop_gradient)

@@ -33,16 +33,19 @@ template <>
 struct Rules<op::neg> : rules::no_simplification {
   static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) { XPR_DETAIL_FOLD(-x[0], r); }
-  static constexpr Simplified simplify(const Tracer* x, std::int64_t, WeakDType out) {
+  template <class T>
+  static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     Graph* g = x[0].graph();
     if (g && !x[0].is_constant() && (*g)[static_cast<std::size_t>(x[0].id())].prim == Prim::neg)
       return rules::same(Tracer(g, (*g)[static_cast<std::size_t>(x[0].id())].in[0]), out);
     return {};
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
     return -t[0];
   }
-  static constexpr void transpose(const Tracer& ct, const Tracer*, const bool*, Tracer* ct_x,
+  template <class T>
+  static constexpr void transpose(const T& ct, const T*, const bool*, T* ct_x,
                                   std::int64_t) {
     ct_x[0] = -ct;
   }
@@ -54,7 +57,8 @@ struct Rules<op::sin> : rules::unary<op::sin> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_sin(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return t[0] * xpr::cos(x[0]);
   }
 };
@@ -65,7 +69,8 @@ struct Rules<op::cos> : rules::unary<op::cos> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_cos(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return t[0] * -xpr::sin(x[0]);
   }
 };
@@ -76,7 +81,8 @@ struct Rules<op::tan> : rules::unary<op::tan> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_tan(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] * (1 + xpr::integer_pow(ans, 2));
   }
 };
@@ -87,7 +93,8 @@ struct Rules<op::tanh> : rules::unary<op::tanh> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_tanh(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] * (1 - xpr::integer_pow(ans, 2));
   }
 };
@@ -98,7 +105,8 @@ struct Rules<op::exp> : rules::unary<op::exp> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_exp(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] * ans;
   }
 };
@@ -109,7 +117,8 @@ struct Rules<op::log> : rules::unary<op::log> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_log(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return t[0] / x[0];
   }
 };
@@ -120,7 +129,8 @@ struct Rules<op::log1p> : rules::unary<op::log1p> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_log1p(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return t[0] / (1 + x[0]);
   }
 };
@@ -131,7 +141,8 @@ struct Rules<op::expm1> : rules::unary<op::expm1> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_expm1(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] * (ans + 1);
   }
 };
@@ -142,7 +153,8 @@ struct Rules<op::sqrt> : rules::unary<op::sqrt> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_sqrt(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] / (2 * ans);
   }
 };
@@ -153,7 +165,8 @@ struct Rules<op::rsqrt> : rules::unary<op::rsqrt> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(1 / __builtin_sqrt(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
     return t[0] * (-0.5 * (ans / x[0]));
   }
 };
@@ -164,7 +177,8 @@ struct Rules<op::abs> : rules::unary<op::abs> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_fabs(x[0]), r);
   }
-  static constexpr Tracer jvp(const Tracer* x, const Tracer&, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     return t[0] * xpr::where(x[0] >= 0, 1, -1);
   }
 };
@@ -186,7 +200,8 @@ struct Rules<op::logistic> : rules::unary<op::logistic> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(1 / (1 + __builtin_exp(-x[0])), r);
   }
-  static constexpr Tracer jvp(const Tracer*, const Tracer& ans, const Tracer* t, std::int64_t) {
+  template <class T>
+  static constexpr T jvp(const T*, const T& ans, const T* t, std::int64_t) {
     return t[0] * (ans * (1 - ans));
   }
 };
