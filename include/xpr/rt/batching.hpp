@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "xpr/core/shape.hpp"
@@ -73,6 +74,40 @@ inline Arrays batch_elementwise_operands(std::span<const Array> args,
     out.push_back(std::move(x));
   }
   return out;
+}
+
+/// The batching rule of an elementwise primitive (JAX's `broadcast_batcher`): operands aligned
+/// as above, the primitive applied once, the result batched along axis 0 — or along the common
+/// batch axis when every batched operand already has it and the same shape.
+inline std::pair<Arrays, BatchDims> batch_elementwise(const Primitive& prim,
+                                                      std::span<const Array> args,
+                                                      std::span<const BatchDim> dims,
+                                                      std::int64_t n, const Params& params) {
+  const Array* first = nullptr;
+  BatchDim common;
+  bool aligned = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!dims[i]) {
+      aligned = aligned && args[i].ndim() == 0;
+      continue;
+    }
+    if (!first) {
+      first = &args[i];
+      common = dims[i];
+    } else {
+      aligned = aligned && dims[i] == common && args[i].shape() == first->shape();
+    }
+  }
+  if (!first) {  // nothing batched: apply as is
+    Arrays out = rt::bind(prim, args, params);
+    return {std::move(out), BatchDims(out.size())};
+  }
+  if (aligned) {
+    Arrays out = rt::bind(prim, args, params);
+    return {std::move(out), BatchDims(out.size(), common)};
+  }
+  Arrays out = rt::bind(prim, batch_elementwise_operands(args, dims, n), params);
+  return {std::move(out), BatchDims(out.size(), 0)};
 }
 
 }  // namespace xpr::rt

@@ -225,7 +225,7 @@ inline Arrays bind(const Primitive& prim, std::span<const Array> args, const Par
 /// `bind` for single-result primitives.
 inline Array bind1(const Primitive& prim, std::initializer_list<Array> args,
                    const Params& params = {}) {
-  Arrays out = bind(prim, std::span<const Array>(args.begin(), args.size()), params);
+  Arrays out = rt::bind(prim, std::span<const Array>(args.begin(), args.size()), params);
   return std::move(out.front());
 }
 

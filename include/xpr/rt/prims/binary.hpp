@@ -15,7 +15,9 @@
 
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
 
@@ -70,6 +72,60 @@ T binary_element(const T& a, const T& b) {
 
 }  // namespace detail
 
+/// The tangent of `ans = op(x, y)` along `(tx, ty)`, for each binary primitive. Templates, so the
+/// jax.numpy-level operators they use (numpy_elementwise.hpp) resolve where a rule is used.
+template <class Op>
+struct binary_jvp;
+template <>
+struct binary_jvp<op::add> {
+  template <class A> static A tangent(const A&, const A&, const A&, const A& tx, const A& ty) {
+    return tx + ty;
+  }
+};
+template <>
+struct binary_jvp<op::sub> {
+  template <class A> static A tangent(const A&, const A&, const A&, const A& tx, const A& ty) {
+    return tx - ty;
+  }
+};
+template <>
+struct binary_jvp<op::mul> {
+  template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
+    return tx * y + x * ty;
+  }
+};
+template <>
+struct binary_jvp<op::div> {  // d(x/y) = dx/y - dy x/y^2
+  template <class A> static A tangent(const A&, const A& y, const A& ans, const A& tx, const A& ty) {
+    return tx / y - ty * (ans / y);
+  }
+};
+/// max and min: the tangent of the chosen operand; at ties, half of each (JAX's balanced rule).
+template <>
+struct binary_jvp<op::max> {
+  template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
+    A wx = xpr::where(x > y, 1.0, xpr::where(x == y, 0.5, 0.0));
+    return tx * xpr::astype(wx, tx.dtype()) + ty * xpr::astype(1.0 - wx, ty.dtype());
+  }
+};
+template <>
+struct binary_jvp<op::min> {
+  template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
+    A wx = xpr::where(x < y, 1.0, xpr::where(x == y, 0.5, 0.0));
+    return tx * xpr::astype(wx, tx.dtype()) + ty * xpr::astype(1.0 - wx, ty.dtype());
+  }
+};
+/// d(x^y) = y x^(y-1) dx + log(x) x^y dy, with the dy term 0 where x == 0 (as in JAX).
+template <>
+struct binary_jvp<op::pow> {
+  template <class A> static A tangent(const A& x, const A& y, const A& ans, const A& tx, const A& ty) {
+    A dx = tx * (y * xpr::pow(x, y - 1));
+    A zero = x == 0;
+    A dy = ty * xpr::where(zero, 0.0, xpr::log(xpr::where(zero, 1.0, x)) * ans);
+    return dx + dy;
+  }
+};
+
 /// A binary elementwise primitive computing `Op` on every pair of elements.
 ///
 /// abstract_eval: equal dtypes among those `accepts` allows, equal shapes or rank 0; the result is
@@ -99,6 +155,19 @@ class BinaryElementwise final : public Primitive {
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     check_arity(args.size());
     return {abstract_eval_one(args, params)};
+  }
+
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params&) const override {
+    Array ans = bind1(*this, {primals[0], primals[1]});
+    Array t = binary_jvp<Op>::tangent(primals[0], primals[1], ans, tangents[0], tangents[1]);
+    if (t.shape() != ans.shape()) t = broadcast_to(t, ans.shape());  // both tangents rank 0
+    return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t n, const Params& params) const override {
+    return batch_elementwise(*this, args, dims, n, params);
   }
 
  private:
@@ -133,3 +202,7 @@ template <> inline constexpr const Primitive* binary_primitive<op::pow> = &pow_p
 }  // namespace detail
 
 }  // namespace xpr::rt
+
+// The rules above use jax.numpy-level functions; included last, after the table they build on.
+#include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/prims/unary.hpp"

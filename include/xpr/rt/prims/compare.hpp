@@ -10,7 +10,9 @@
 
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/zeros.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
 
@@ -38,6 +40,19 @@ class Comparison final : public Primitive {
                                   [](T x, T y) { return Op::number(x, y); });
     });
     return {std::move(out).finish()};
+  }
+
+  /// Comparisons are piecewise constant: the tangent is zero.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
+                                const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    Array zero = zeros_like_aval(out[0].aval());
+    return {std::move(out), {std::move(zero)}};
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t n, const Params& params) const override {
+    return batch_elementwise(*this, args, dims, n, params);
   }
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {

@@ -11,6 +11,7 @@
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -40,6 +41,22 @@ class ConvertElementType final : public Primitive {
       });
     });
     return {std::move(b).finish()};
+  }
+
+  /// Linear between floating dtypes; a conversion to an integer or bool dtype has zero tangent.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    const ShapedArray& a = out[0].aval();
+    Array t = core::is_floating(a.dtype) && core::is_floating(tangents[0].dtype())
+                  ? rt::bind(*this, tangents, params)[0]
+                  : zeros_like_aval(a);
+    return {std::move(out), {std::move(t)}};
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    return {rt::bind(*this, args, params), {dims[0]}};
   }
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {

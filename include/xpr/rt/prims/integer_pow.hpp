@@ -84,7 +84,27 @@ class IntegerPow final : public Primitive {
     return {abstract_eval_one(args, params)};
   }
 
+  /// d(x^y) = y x^(y-1) dx.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return jvp_rule(primals[0], tangents[0], params.get<std::int64_t>("y"));
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    return {rt::bind(*this, args, params), {dims[0]}};
+  }
+
  private:
+  // A template, so the jax.numpy operators it uses resolve where it is used.
+  template <class A>
+  std::pair<Arrays, Arrays> jvp_rule(const A& x, const A& t, std::int64_t y) const {
+    A ans = bind1(*this, {x}, {{"y", y}});
+    if (y == 0) return {{ans}, {t * 0}};
+    A d = y == 1 ? t : t * (static_cast<double>(y) * bind1(*this, {x}, {{"y", y - 1}}));
+    return {{std::move(ans)}, {std::move(d)}};
+  }
+
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
     ShapedArray out = detail::unary_aval(name(), args, detail::Accepts::numeric);
     const std::int64_t y = params.get<std::int64_t>("y");

@@ -12,6 +12,7 @@
 
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
@@ -65,6 +66,22 @@ class SelectN final : public Primitive {
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     return {abstract_eval_one(args, params)};
+  }
+
+  /// Linear in the cases: the tangent selects among the cases' tangents with the same predicate.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    Arrays t_args(tangents.begin(), tangents.end());
+    t_args[0] = primals[0];
+    Array t = rt::bind(*this, t_args, params)[0];
+    if (t.shape() != out[0].shape()) t = broadcast_to(t, out[0].shape());
+    return {std::move(out), {std::move(t)}};
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t n, const Params& params) const override {
+    return batch_elementwise(*this, args, dims, n, params);
   }
 
  private:

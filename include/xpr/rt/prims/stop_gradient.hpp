@@ -11,6 +11,7 @@
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -29,6 +30,19 @@ class StopGradient final : public Primitive {
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
     return {detail::unary_aval(name(), args, detail::Accepts::any)};
+  }
+
+  /// The value passes; derivatives do not.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
+                                const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    Array zero = zeros_like_aval(out[0].aval());
+    return {std::move(out), {std::move(zero)}};
+  }
+
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    return {rt::bind(*this, args, params), {dims[0]}};
   }
 };
 
