@@ -1,12 +1,11 @@
 // Jaxprs as text: read a jaxpr written by hand in JAX's syntax, run it, print it back, compare
 // jaxprs structurally, and see what malformed or ill-typed text reports. docs/jaxpr.md explains
 // the syntax.
+#include <functional>
+#include <iostream>
 #include <xpr/rt/creation.hpp>
 #include <xpr/rt/prims/reduce.hpp>
 #include <xpr/xpr.hpp>
-
-#include <functional>
-#include <iostream>
 
 int main() {
   // func1(first, second) = sum(first + sin(second) * 3.0), as JAX prints its jaxpr.
@@ -20,8 +19,7 @@ int main() {
   std::cout << func1 << "\n";
 
   // Evaluate it: 1 + 2 + 3 + 3 * (sin 0 + sin 0.5 + sin 1).
-  auto out =
-      xpr::eval_jaxpr(func1, {xpr::array({1.0, 2.0, 3.0}), xpr::array({0.0, 0.5, 1.0})});
+  auto out = xpr::eval_jaxpr(func1, {xpr::array({1.0, 2.0, 3.0}), xpr::array({0.0, 0.5, 1.0})});
   std::cout << "func1 = " << xpr::float_repr(out[0].item<double>()) << "\n\n";
 
   // Any layout and any variable names are read; printing uses JAX's names and layout (one line
@@ -31,10 +29,9 @@ int main() {
   std::cout << square_sin << "\n";
 
   // Jaxprs compare structurally: variables by position, literals by value.
-  xpr::ClosedJaxpr renamed = xpr::parse_jaxpr(
-      "{ lambda ; p:f64[]. let q:f64[] = sin p; r:f64[] = mul q q in (r,) }");
-  std::cout << "alpha-equivalent: " << std::boolalpha << (square_sin == renamed)
-            << ", same hash: "
+  xpr::ClosedJaxpr renamed =
+      xpr::parse_jaxpr("{ lambda ; p:f64[]. let q:f64[] = sin p; r:f64[] = mul q q in (r,) }");
+  std::cout << "alpha-equivalent: " << std::boolalpha << (square_sin == renamed) << ", same hash: "
             << (std::hash<xpr::ClosedJaxpr>{}(square_sin) == std::hash<xpr::ClosedJaxpr>{}(renamed))
             << "\n\n";
 

@@ -3,8 +3,6 @@
 // structure; consts by contents), which the jit cache keys on.
 #include "xpr/rt/jaxpr.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/reduce.hpp"
@@ -152,9 +152,7 @@ TEST(JaxprEquality, ParamsByNameAndValueInAnyOrder) {
 }
 
 TEST(JaxprEquality, EveryParamKindComparesByValue) {
-  auto jaxpr_param = [] {
-    return std::make_shared<const ClosedJaxpr>(ClosedJaxpr{func1(), {}});
-  };
+  auto jaxpr_param = [] { return std::make_shared<const ClosedJaxpr>(ClosedJaxpr{func1(), {}}); };
   const std::vector<std::pair<ParamValue, ParamValue>> differing{
       {true, false},
       {std::int64_t{1}, std::int64_t{2}},

@@ -3,8 +3,6 @@
 // offending equation with what was expected and what was found.
 #include "xpr/rt/jaxpr_eval.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -12,6 +10,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/jaxpr_parse.hpp"
 #include "xpr/rt/jaxpr_print.hpp"
@@ -117,7 +117,8 @@ TEST(EvalJaxpr, HandWrittenMatrixProgram) {
       "    h:f64[2,3] = select_n g f a\n"
       "    i:f64[3] = reduce_sum[axes=(0,)] h\n"
       "  in (i, d) }");
-  Arrays out = eval_jaxpr(j, {f64_array({1, -2, 3, 0.5, 2, -1}, {2, 3}), f64_array({1, 2, 3}, {3})});
+  Arrays out =
+      eval_jaxpr(j, {f64_array({1, -2, 3, 0.5, 2, -1}, {2, 3}), f64_array({1, 2, 3}, {3})});
   ASSERT_EQ(out.size(), 2u);
   // By hand: c = (1-4+9, 0.5+4-3) = (6, 1.5) = d; f = d[i] * a[i][j] = (6 -12 18; 0.75 3 -1.5);
   // where a > 1 take a: h = (6 -12 3; 0.75 2 -1.5); column sums (6.75, -10, 1.5).
@@ -163,10 +164,16 @@ TEST(EvalJaxpr, SubJaxprsRunThroughTheirPrimitive) {
 
 TEST(EvalJaxpr, WrongArgumentsThrowTypeError) {
   ClosedJaxpr j = parse_jaxpr(func1_text);
-  expect_type_error([&] { eval_jaxpr(j, {f64_array({1, 2, 3}, {3})}); },
-                    {"expected 2 arguments", "found 1"});
-  expect_type_error([&] { eval_jaxpr(j, {f64_array({1, 2, 3}, {3}), Array(1.0)}); },
-                    {"expected arguments 1 of type f64[3]", "found f64[]"});
+  expect_type_error(
+      [&] {
+        eval_jaxpr(j, {f64_array({1, 2, 3}, {3})});
+      },
+      {"expected 2 arguments", "found 1"});
+  expect_type_error(
+      [&] {
+        eval_jaxpr(j, {f64_array({1, 2, 3}, {3}), Array(1.0)});
+      },
+      {"expected arguments 1 of type f64[3]", "found f64[]"});
   expect_type_error([&] { eval_jaxpr(j.jaxpr, std::vector<Array>{Array(1.0)}, {}); },
                     {"expected 0 consts", "found 1"});
 }
@@ -174,19 +181,18 @@ TEST(EvalJaxpr, WrongArgumentsThrowTypeError) {
 TEST(EvalJaxpr, RunsUnderTransformations) {
   // make_jaxpr of eval_jaxpr stages the same equations out again.
   ClosedJaxpr j = parse_jaxpr(func1_text);
-  ClosedJaxpr staged = make_jaxpr_flat(
-      [&](std::span<const Array> args) { return eval_jaxpr(j.jaxpr, {}, args); },
-      j.jaxpr.in_avals());
+  ClosedJaxpr staged =
+      make_jaxpr_flat([&](std::span<const Array> args) { return eval_jaxpr(j.jaxpr, {}, args); },
+                      j.jaxpr.in_avals());
   EXPECT_TRUE(staged == j) << staged;
   EXPECT_EQ(pretty_print(staged.jaxpr), func1_text);
 
   // jvp of eval_jaxpr uses the primitive's derivative rule: d(x^2) = 2 x t.
-  ClosedJaxpr sq =
-      parse_jaxpr("{ lambda ; a:f64[3]. let b:f64[3] = eval_test_square a in (b,) }");
+  ClosedJaxpr sq = parse_jaxpr("{ lambda ; a:f64[3]. let b:f64[3] = eval_test_square a in (b,) }");
   std::vector<Array> primals{f64_array({1, 2, 3}, {3})}, tangents{f64_array({1, 0.5, -1}, {3})};
-  auto [ys, ts] = jvp_flat(
-      [&](std::span<const Array> args) { return eval_jaxpr(sq.jaxpr, {}, args); }, primals,
-      tangents);
+  auto [ys, ts] =
+      jvp_flat([&](std::span<const Array> args) { return eval_jaxpr(sq.jaxpr, {}, args); }, primals,
+               tangents);
   expect_values(ys[0], {3}, {1, 4, 9});
   expect_values(ts[0], {3}, {2, 2, -6});
 }
@@ -206,10 +212,10 @@ TEST(TypecheckJaxpr, NamesTheOffendingEquation) {
     j.invars = {a};
     j.eqns.push_back(Eqn{&sin_p, {free}, {}, {Var(f64({3}))}});
     j.outvars = {j.eqns[0].outputs[0]};
-    expect_type_error([&] { typecheck_jaxpr(j); },
-                      {"equation 1 of 1", "`b:f64[3] = sin c`",
-                       "expected every operand to be defined before it is used",
-                       "found c:f64[3] undefined"});
+    expect_type_error(
+        [&] { typecheck_jaxpr(j); },
+        {"equation 1 of 1", "`b:f64[3] = sin c`",
+         "expected every operand to be defined before it is used", "found c:f64[3] undefined"});
   }
   {  // used before it is defined
     Var b(f64({3})), c(f64({3}));
@@ -225,10 +231,10 @@ TEST(TypecheckJaxpr, NamesTheOffendingEquation) {
     j.invars = {a};
     j.eqns.push_back(Eqn{&mul_p, {a, Literal{Array(2.0)}}, {}, {Var(f64({}))}});
     j.outvars = {j.eqns[0].outputs[0]};
-    expect_type_error([&] { typecheck_jaxpr(j); },
-                      {"`b:f64[] = mul a 2.0:f64[]`",
-                       "expected result 0 of type f64[3] (from mul's abstract evaluation)",
-                       "found b:f64[]"});
+    expect_type_error(
+        [&] { typecheck_jaxpr(j); },
+        {"`b:f64[] = mul a 2.0:f64[]`",
+         "expected result 0 of type f64[3] (from mul's abstract evaluation)", "found b:f64[]"});
   }
   {  // the wrong number of results
     Jaxpr j;
@@ -292,10 +298,16 @@ TEST(TypecheckJaxpr, SubJaxprsConstsAndInputTypes) {
 
   // The consts of a closed jaxpr must match its constvars.
   Jaxpr open = parse_open_jaxpr("{ lambda a:f64[3]; b:f64[]. let c:f64[3] = mul a b in (c,) }");
-  expect_type_error([&] { typecheck_jaxpr(ClosedJaxpr{open, {}}); },
-                    {"expected 1 consts", "found 0"});
-  expect_type_error([&] { typecheck_jaxpr(ClosedJaxpr{open, {Array(1.0)}}); },
-                    {"expected consts 0 of type f64[3]", "found f64[]"});
+  expect_type_error(
+      [&] {
+        typecheck_jaxpr(ClosedJaxpr{open, {}});
+      },
+      {"expected 1 consts", "found 0"});
+  expect_type_error(
+      [&] {
+        typecheck_jaxpr(ClosedJaxpr{open, {Array(1.0)}});
+      },
+      {"expected consts 0 of type f64[3]", "found f64[]"});
   EXPECT_NO_THROW(typecheck_jaxpr(ClosedJaxpr{open, {f64_array({1, 2, 3}, {3})}}));
 
   // Input types, when given, must match the invars.

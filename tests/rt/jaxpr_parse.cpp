@@ -4,8 +4,6 @@
 // at the right line and column, and ill-typed equations throw type_error.
 #include "xpr/rt/jaxpr_parse.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -14,6 +12,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/jaxpr_print.hpp"
@@ -87,8 +87,8 @@ void expect_round_trip(const std::string& text) {
 TEST(JaxprParse, EveryPrimitivesPrintedFormRoundTrips) {
   // Inputs a..g of the types each primitive needs; the equation's result is h.
   const std::vector<ShapedArray> in_types{
-      f64({3}),     f64({3}), f64({2, 3}), aval(DType::bool_, {3}), aval(DType::int32, {}),
-      f64({2}),     f64({3, 1})};
+      f64({3}), f64({3}),   f64({2, 3}), aval(DType::bool_, {3}), aval(DType::int32, {}),
+      f64({2}), f64({3, 1})};
   struct Case {
     std::function<Eqn(const std::vector<Var>&)> make;
     std::string printed;  // the equation as JAX prints it
@@ -128,15 +128,25 @@ TEST(JaxprParse, EveryPrimitivesPrintedFormRoundTrips) {
       {binary(le_p), "h:bool[3] = le a b"},
       {binary(gt_p), "h:bool[3] = gt a b"},
       {binary(ge_p), "h:bool[3] = ge a b"},
-      {[](const auto& v) { return eqn(integer_pow_p, {v[0]}, {{"y", std::int64_t{3}}}); },
+      {[](const auto& v) {
+         return eqn(integer_pow_p, {v[0]}, {{"y", std::int64_t{3}}});
+       },
        "h:f64[3] = integer_pow[y=3] a"},
-      {[](const auto& v) { return eqn(select_n_p, {v[3], v[0], v[1]}); },
+      {[](const auto& v) {
+         return eqn(select_n_p, {v[3], v[0], v[1]});
+       },
        "h:f64[3] = select_n d a b"},
-      {[](const auto& v) { return eqn(reduce_sum_p, {v[2]}, {{"axes", Axes{0, 1}}}); },
+      {[](const auto& v) {
+         return eqn(reduce_sum_p, {v[2]}, {{"axes", Axes{0, 1}}});
+       },
        "h:f64[] = reduce_sum[axes=(0, 1)] c"},
-      {[](const auto& v) { return eqn(reduce_max_p, {v[2]}, {{"axes", Axes{1}}}); },
+      {[](const auto& v) {
+         return eqn(reduce_max_p, {v[2]}, {{"axes", Axes{1}}});
+       },
        "h:f64[2] = reduce_max[axes=(1,)] c"},
-      {[](const auto& v) { return eqn(reduce_min_p, {v[2]}, {{"axes", Axes{0}}}); },
+      {[](const auto& v) {
+         return eqn(reduce_min_p, {v[2]}, {{"axes", Axes{0}}});
+       },
        "h:f64[3] = reduce_min[axes=(0,)] c"},
       {[](const auto& v) {
          return eqn(broadcast_in_dim_p, {v[0]},
@@ -151,11 +161,17 @@ TEST(JaxprParse, EveryPrimitivesPrintedFormRoundTrips) {
          return eqn(reshape_p, {v[2]}, {{"new_sizes", Shape{6}}, {"dimensions", Axes{1, 0}}});
        },
        "h:f64[6] = reshape[dimensions=(1, 0) new_sizes=(6,)] c"},
-      {[](const auto& v) { return eqn(transpose_p, {v[2]}, {{"permutation", Axes{1, 0}}}); },
+      {[](const auto& v) {
+         return eqn(transpose_p, {v[2]}, {{"permutation", Axes{1, 0}}});
+       },
        "h:f64[3,2] = transpose[permutation=(1, 0)] c"},
-      {[](const auto& v) { return eqn(squeeze_p, {v[6]}, {{"dimensions", Axes{1}}}); },
+      {[](const auto& v) {
+         return eqn(squeeze_p, {v[6]}, {{"dimensions", Axes{1}}});
+       },
        "h:f64[3] = squeeze[dimensions=(1,)] g"},
-      {[](const auto& v) { return eqn(expand_dims_p, {v[0]}, {{"dimensions", Axes{0}}}); },
+      {[](const auto& v) {
+         return eqn(expand_dims_p, {v[0]}, {{"dimensions", Axes{0}}});
+       },
        "h:f64[1,3] = expand_dims[dimensions=(0,)] a"},
       {[](const auto& v) {
          return eqn(dot_general_p, {v[2], v[2]},
@@ -177,9 +193,13 @@ TEST(JaxprParse, EveryPrimitivesPrintedFormRoundTrips) {
                     {{"padding_config", PaddingConfig{{{1, 2, 1}}}}});
        },
        "h:f64[8] = pad[padding_config=((1, 2, 1),)] a 0.0:f64[]"},
-      {[](const auto& v) { return eqn(dynamic_slice_p, {v[0], v[4]}, {{"slice_sizes", Axes{2}}}); },
+      {[](const auto& v) {
+         return eqn(dynamic_slice_p, {v[0], v[4]}, {{"slice_sizes", Axes{2}}});
+       },
        "h:f64[2] = dynamic_slice[slice_sizes=(2,)] a e"},
-      {[](const auto& v) { return eqn(dynamic_update_slice_p, {v[0], v[5], v[4]}); },
+      {[](const auto& v) {
+         return eqn(dynamic_update_slice_p, {v[0], v[5], v[4]});
+       },
        "h:f64[3] = dynamic_update_slice a f e"},
       {[](const auto& v) {
          return eqn(concatenate_p, {v[0], v[1], v[5]}, {{"dimension", std::int64_t{0}}});
@@ -191,8 +211,9 @@ TEST(JaxprParse, EveryPrimitivesPrintedFormRoundTrips) {
        },
        "h:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] a"},
       {[](const auto&) {
-         return eqn(iota_p, {},
-                    {{"dtype", DType::int64}, {"shape", Shape{2, 3}}, {"dimension", std::int64_t{1}}});
+         return eqn(
+             iota_p, {},
+             {{"dtype", DType::int64}, {"shape", Shape{2, 3}}, {"dimension", std::int64_t{1}}});
        },
        "h:i64[2,3] = iota[dimension=1 dtype=int64 shape=(2, 3)] "},
   };
@@ -444,11 +465,17 @@ struct BadText {
 
 TEST(JaxprParse, MalformedTextThrowsParseErrorWithLineAndColumn) {
   const std::vector<BadText> cases{
-      {"{ lambda ; a:f64[]. let\n    b:f64[] = foo a\n  in (b,) }", 2, 15,
+      {"{ lambda ; a:f64[]. let\n    b:f64[] = foo a\n  in (b,) }",
+       2,
+       15,
        {"expected a primitive name", "unknown primitive 'foo'"}},
-      {"{ lambda ; a:f64[]. let\n    b:f64[] = sin c\n  in (b,) }", 2, 19,
+      {"{ lambda ; a:f64[]. let\n    b:f64[] = sin c\n  in (b,) }",
+       2,
+       19,
        {"expected a defined variable", "'c', which is not defined"}},
-      {"{ lambda ; a:f16[]. let b:f64[] = sin a in (b,) }", 1, 14,
+      {"{ lambda ; a:f16[]. let b:f64[] = sin a in (b,) }",
+       1,
+       14,
        {"expected a dtype", "found 'f16'"}},
       {"{ lambda ; a:f64[]. let\n    b:f64[] = sin a\n  (b,) }", 3, 3, {"'in'", "found '('"}},
       {"{ lambda ; a:f64[n]. let  in (a,) }", 1, 18, {"dimension size", "found 'n'"}},
@@ -457,36 +484,60 @@ TEST(JaxprParse, MalformedTextThrowsParseErrorWithLineAndColumn) {
       {"{ lambda ; a:f64[]. let  in (a,) } b", 1, 36, {"end of text after the jaxpr", "'b'"}},
       {"{ lambda ; a:f64[] a:f64[]. let  in (a,) }", 1, 20, {"already defined"}},
       {"{ lambda ; a:f64[]. let a:f64[] = sin a in (a,) }", 1, 25, {"already defined"}},
-      {"{ lambda ; a:i32[]. let b:i32[] = add a 1.5:i32[] in (b,) }", 1, 41,
+      {"{ lambda ; a:i32[]. let b:i32[] = add a 1.5:i32[] in (b,) }",
+       1,
+       41,
        {"an integer", "'1.5'"}},
-      {"{ lambda ; a:i32[]. let b:i32[] = add a 3000000000:i32[] in (b,) }", 1, 41,
+      {"{ lambda ; a:i32[]. let b:i32[] = add a 3000000000:i32[] in (b,) }",
+       1,
+       41,
        {"range of int32", "'3000000000'"}},
-      {"{ lambda ; a:bool[]. let b:bool[] = ne a 1:bool[] in (b,) }", 1, 42,
+      {"{ lambda ; a:bool[]. let b:bool[] = ne a 1:bool[] in (b,) }",
+       1,
+       42,
        {"True or False", "'1'"}},
-      {"{ lambda ; a:f64[3]. let b:f64[3] = add a 1.0:f64[3] in (b,) }", 1, 47,
+      {"{ lambda ; a:f64[3]. let b:f64[3] = add a 1.0:f64[3] in (b,) }",
+       1,
+       47,
        {"rank-0 type", "'f64[3]'"}},
-      {"{ lambda ; a:f64[3]. let b:f64[] = reduce_sum[axes=float32] a in (b,) }", 1, 52,
+      {"{ lambda ; a:f64[3]. let b:f64[] = reduce_sum[axes=float32] a in (b,) }",
+       1,
+       52,
        {"'axes'", "'float32'"}},
-      {"{ lambda ; a:f64[3]. let b:f64[] = reduce_sum[axes=(0,) axes=(0,)] a in (b,) }", 1, 57,
+      {"{ lambda ; a:f64[3]. let b:f64[] = reduce_sum[axes=(0,) axes=(0,)] a in (b,) }",
+       1,
+       57,
        {"each parameter once", "'axes' a second time"}},
       {"{ lambda ; a:f64[]. let b:f64[] = parse_test_call[jaxpr={ lambda c:f64[]; d:f64[]. let  "
        "in (d,) }] a in (b,) }",
-       1, 66, {"no constvars in a sub-jaxpr", "found 1"}},
-      {"{ lambda ; a:f64[]. let b:f64[] = parse_test_call[jaxpr=foo] a in (b,) }", 1, 57,
+       1,
+       66,
+       {"no constvars in a sub-jaxpr", "found 1"}},
+      {"{ lambda ; a:f64[]. let b:f64[] = parse_test_call[jaxpr=foo] a in (b,) }",
+       1,
+       57,
        {"name of a shared jaxpr", "'foo'"}},
       {"{ a:f64[]. let  in (a,) }", 1, 3, {"'lambda'", "'a'"}},
       {"{ lambda ; a:. let  in (a,) }", 1, 14, {"a type", "'.'"}},
       {"let jaxpr = { lambda ; a:f64[]. let b:f64[] = parse_test_call[jaxpr=jaxpr] a in (b,) } "
        "in\n{ lambda ; a:f64[]. let b:f64[] = parse_test_call[jaxpr=jaxpr] a in (b,) }",
-       1, 69, {"does not contain itself", "inside its own definition"}},
+       1,
+       69,
+       {"does not contain itself", "inside its own definition"}},
       {"let jaxpr = { lambda ; . let  in () } in\nlet jaxpr = { lambda ; . let  in () } in\n"
        "{ lambda ; . let  in () }",
-       2, 5, {"new name for a shared jaxpr", "already defined"}},
-      {"let jaxpr = { lambda ; . let\n  in", 2, 5,
+       2,
+       5,
+       {"new name for a shared jaxpr", "already defined"}},
+      {"let jaxpr = { lambda ; . let\n  in",
+       2,
+       5,
        {"'}' closing the jaxpr that starts at line 1, column 13", "end of text"}},
       {"{ lambda ; a:f64[]. let b:f64[] = convert_element_type[new_dtype=float32 weak_type=1] a "
        "in (b,) }",
-       1, 84, {"True or False for 'weak_type'", "'1'"}},
+       1,
+       84,
+       {"True or False for 'weak_type'", "'1'"}},
   };
   for (const BadText& c : cases) {
     try {

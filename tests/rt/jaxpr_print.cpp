@@ -3,15 +3,15 @@
 // groups that fit in 80 columns print flat) and Python's repr of numbers.
 #include "xpr/rt/jaxpr_print.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -156,7 +156,8 @@ TEST(JaxprPrint, SeveralOutputsAndLiteralOutputs) {
   j.eqns.push_back(eqn(sin_p, {a}));
   j.eqns.push_back(eqn(cos_p, {a}));
   j.outvars = {j.eqns[0].outputs[0], j.eqns[1].outputs[0], Literal{Array(1.0)}};
-  EXPECT_EQ(str(j), "{ lambda ; a:f64[]. let b:f64[] = sin a; c:f64[] = cos a in (b, c, 1.0:f64[]) }");
+  EXPECT_EQ(str(j),
+            "{ lambda ; a:f64[]. let b:f64[] = sin a; c:f64[] = cos a in (b, c, 1.0:f64[]) }");
 
   Jaxpr lit;
   lit.invars = {a};
@@ -187,16 +188,16 @@ TEST(JaxprPrint, ParamsSortedAndSpelledAsPython) {
   Jaxpr j;
   j.invars = {a, b};
   // Given out of order: JAX's printer sorts parameters by name.
-  j.eqns.push_back(eqn(broadcast_in_dim_p, {a},
-                       {{"shape", Shape{3, 4}}, {"broadcast_dimensions", Axes{0}}}));
+  j.eqns.push_back(
+      eqn(broadcast_in_dim_p, {a}, {{"shape", Shape{3, 4}}, {"broadcast_dimensions", Axes{0}}}));
   j.eqns.push_back(eqn(convert_element_type_p, {j.eqns[0].outputs[0]},
                        {{"weak_type", false}, {"new_dtype", DType::float32}}));
-  j.eqns.push_back(eqn(dot_general_p, {b, b},
-                       {{"dimension_numbers", DotDimensionNumbers{{1}, {1}, {}, {}}}}));
+  j.eqns.push_back(
+      eqn(dot_general_p, {b, b}, {{"dimension_numbers", DotDimensionNumbers{{1}, {1}, {}, {}}}}));
   j.eqns.push_back(
       eqn(pad_p, {a, Literal{Array(0.0)}}, {{"padding_config", PaddingConfig{{{1, 2, 0}}}}}));
-  j.eqns.push_back(eqn(iota_p, {},
-                       {{"dtype", DType::int32}, {"shape", Shape{3}}, {"dimension", std::int64_t{0}}}));
+  j.eqns.push_back(eqn(
+      iota_p, {}, {{"dtype", DType::int32}, {"shape", Shape{3}}, {"dimension", std::int64_t{0}}}));
   j.eqns.push_back(eqn(transpose_p, {b}, {{"permutation", Axes{1, 0}}}));
   for (const Eqn& e : j.eqns) j.outvars.push_back(e.outputs[0]);
   // iota has no operands: JAX still prints the space before the (empty) operand list.
@@ -396,11 +397,12 @@ TEST(JaxprPrint, LongBinderListsWrap) {
   for (int k = 0; k < 8; ++k) j.invars.emplace_back(f64({100, 100}));
   j.eqns.push_back(eqn(add_p, {j.invars[0], j.invars[7]}));
   j.outvars = {j.eqns[0].outputs[0]};
-  EXPECT_EQ(str(j),
-            "{ lambda ; a:f64[100,100] b:f64[100,100] c:f64[100,100] d:f64[100,100] e:f64[100,100]\n"
-            "    f:f64[100,100] g:f64[100,100] h:f64[100,100]. let\n"
-            "    i:f64[100,100] = add a h\n"
-            "  in (i,) }");
+  EXPECT_EQ(
+      str(j),
+      "{ lambda ; a:f64[100,100] b:f64[100,100] c:f64[100,100] d:f64[100,100] e:f64[100,100]\n"
+      "    f:f64[100,100] g:f64[100,100] h:f64[100,100]. let\n"
+      "    i:f64[100,100] = add a h\n"
+      "  in (i,) }");
 }
 
 TEST(JaxprPrint, NamesPastZ) {

@@ -243,7 +243,8 @@ inline std::vector<const Params::value_type*> sorted_params(const Params& p) {
   std::vector<const Params::value_type*> out;
   out.reserve(p.size());
   for (const auto& item : p) out.push_back(&item);
-  std::sort(out.begin(), out.end(), [](const auto* x, const auto* y) { return x->first < y->first; });
+  std::sort(out.begin(), out.end(),
+            [](const auto* x, const auto* y) { return x->first < y->first; });
   return out;
 }
 
@@ -295,8 +296,8 @@ inline bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b,
 inline std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n) {
   if (const Var* v = std::get_if<Var>(&a)) {
     std::int64_t i = n[*v];
-    return hash_combine(hash_combine(h, 1), i < 0 ? std::hash<const void*>{}(v->id())
-                                                  : static_cast<std::size_t>(i));
+    return hash_combine(hash_combine(h, 1),
+                        i < 0 ? std::hash<const void*>{}(v->id()) : static_cast<std::size_t>(i));
   }
   return hash_combine(hash_combine(h, 2), hash_array(std::get<Literal>(a).value));
 }

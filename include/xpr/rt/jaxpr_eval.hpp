@@ -78,7 +78,8 @@ inline Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
                        " is used but never defined (check the jaxpr with typecheck_jaxpr)");
     return it->second;
   };
-  for (std::size_t i = 0; i < consts.size(); ++i) env.insert_or_assign(jaxpr.constvars[i].id(), consts[i]);
+  for (std::size_t i = 0; i < consts.size(); ++i)
+    env.insert_or_assign(jaxpr.constvars[i].id(), consts[i]);
   for (std::size_t i = 0; i < args.size(); ++i) env.insert_or_assign(jaxpr.invars[i].id(), args[i]);
 
   Arrays ins;
@@ -156,8 +157,9 @@ inline void typecheck(const Jaxpr& jaxpr) {
     for (const Atom& a : e.inputs) {
       if (const Var* v = std::get_if<Var>(&a)) {
         if (!defined.count(v->id()))
-          typecheck_fail(jaxpr, i, "expected every operand to be defined before it is used, found " + var_name(*v) +
-                      ":" + v->aval().str() + " undefined");
+          typecheck_fail(jaxpr, i,
+                         "expected every operand to be defined before it is used, found " +
+                             var_name(*v) + ":" + v->aval().str() + " undefined");
       } else if (!std::get<Literal>(a).value.is_concrete()) {
         typecheck_fail(jaxpr, i, "expected literals to be concrete, found a traced value");
       }
@@ -180,17 +182,20 @@ inline void typecheck(const Jaxpr& jaxpr) {
     try {
       out_avals = e.primitive->abstract_eval(in_avals, e.params);
     } catch (const core::error& err) {
-      typecheck_fail(jaxpr, i, std::string(e.primitive->name()) + " rejects operands " + avals_str(in_avals) +
-                  ": " + err.what());
+      typecheck_fail(jaxpr, i,
+                     std::string(e.primitive->name()) + " rejects operands " + avals_str(in_avals) +
+                         ": " + err.what());
     }
     if (out_avals.size() != e.outputs.size())
-      typecheck_fail(jaxpr, i, "expected " + std::to_string(out_avals.size()) + " results from " +
-                  e.primitive->name() + ", found " + std::to_string(e.outputs.size()));
+      typecheck_fail(jaxpr, i,
+                     "expected " + std::to_string(out_avals.size()) + " results from " +
+                         e.primitive->name() + ", found " + std::to_string(e.outputs.size()));
     for (std::size_t k = 0; k < out_avals.size(); ++k)
       if (!out_avals[k].same_type(e.outputs[k].aval()))
-        typecheck_fail(jaxpr, i, "expected result " + std::to_string(k) + " of type " + out_avals[k].str() +
-                    " (from " + e.primitive->name() + "'s abstract evaluation), found " +
-                    var_name(e.outputs[k]) + ":" + e.outputs[k].aval().str());
+        typecheck_fail(jaxpr, i,
+                       "expected result " + std::to_string(k) + " of type " + out_avals[k].str() +
+                           " (from " + e.primitive->name() + "'s abstract evaluation), found " +
+                           var_name(e.outputs[k]) + ":" + e.outputs[k].aval().str());
     for (const Var& v : e.outputs) define(v, "result");
   }
   for (std::size_t k = 0; k < jaxpr.outvars.size(); ++k)
@@ -219,9 +224,8 @@ inline void typecheck_jaxpr(const Jaxpr& jaxpr, std::span<const ShapedArray> in_
   if (jaxpr.invars.size() != in_avals.size() ||
       !std::equal(in_avals.begin(), in_avals.end(), jaxpr.invars.begin(),
                   [](const ShapedArray& a, const Var& v) { return a.same_type(v.aval()); }))
-    throw type_error("typecheck_jaxpr: expected inputs of types " +
-                     detail::avals_str(in_avals) + ", found invars of types " +
-                     detail::avals_str(jaxpr.in_avals()));
+    throw type_error("typecheck_jaxpr: expected inputs of types " + detail::avals_str(in_avals) +
+                     ", found invars of types " + detail::avals_str(jaxpr.in_avals()));
   detail::typecheck(jaxpr);
 }
 

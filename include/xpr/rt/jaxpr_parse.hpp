@@ -39,18 +39,18 @@ namespace xpr::rt {
 /// The ParamValue alternative a parameter's text is read as. `Shape` and `Axes` print alike
 /// (`(3, 4)`), as do `int` and a one-element tuple's contents, so the kind comes from the name.
 enum class ParamKind : std::uint8_t {
-  inferred,   ///< not in the table: read by its syntax (tuples of integers become Axes)
-  boolean,    ///< `True`, `False`
-  integer,    ///< `0`, `-2`
-  floating,   ///< `0.5`, `1e-05`, `inf`
-  dtype,      ///< `float32`
-  shape,      ///< `(3, 4)` as core::Shape
-  axes,       ///< `(0, 1)` as Axes
-  padding,    ///< `((1, 2, 0),)`
+  inferred,               ///< not in the table: read by its syntax (tuples of integers become Axes)
+  boolean,                ///< `True`, `False`
+  integer,                ///< `0`, `-2`
+  floating,               ///< `0.5`, `1e-05`, `inf`
+  dtype,                  ///< `float32`
+  shape,                  ///< `(3, 4)` as core::Shape
+  axes,                   ///< `(0, 1)` as Axes
+  padding,                ///< `((1, 2, 0),)`
   dot_dimension_numbers,  ///< `(([1], [0]), ([], []))`
-  jaxpr,      ///< `{ lambda ; ... }`
-  jaxprs,     ///< `({ lambda ; ... } { lambda ; ... })`
-  dim,        ///< a dimension variable's name, `n`
+  jaxpr,                  ///< `{ lambda ; ... }`
+  jaxprs,                 ///< `({ lambda ; ... } { lambda ; ... })`
+  dim,                    ///< a dimension variable's name, `n`
 };
 
 namespace detail {
@@ -173,9 +173,9 @@ inline std::vector<Token> tokenize(std::string_view src) {
     if (is_ident_start(c)) {
       advance(ident_at(i).size());
       kind = Token::Kind::ident;
-    } else if (is_digit(c) || (c == '-' && i + 1 < src.size() &&
-                               (is_digit(src[i + 1]) || ident_at(i + 1) == "inf" ||
-                                ident_at(i + 1) == "nan"))) {
+    } else if (is_digit(c) ||
+               (c == '-' && i + 1 < src.size() &&
+                (is_digit(src[i + 1]) || ident_at(i + 1) == "inf" || ident_at(i + 1) == "nan"))) {
       if (c == '-') advance(1);
       if (!is_digit(src[i])) {
         advance(3);  // -inf, -nan
@@ -226,8 +226,8 @@ class Parser {
       next();
       const Token& name = expect_ident("a name for a shared jaxpr after 'let'");
       if (shared_.count(name.text))
-        fail(name, "a new name for a shared jaxpr", "'" + std::string(name.text) +
-                                                        "', which is already defined");
+        fail(name, "a new name for a shared jaxpr",
+             "'" + std::string(name.text) + "', which is already defined");
       expect("=", "'=' after 'let " + std::string(name.text) + "'");
       shared_.emplace(std::string(name.text), Shared{pos_, nullptr, false});
       skip_jaxpr();
@@ -299,9 +299,11 @@ class Parser {
   ShapedArray type() {
     const Token& t = peek();
     if (t.kind != Token::Kind::ident) fail(t, "a type such as f32[3,4]");
-    static constexpr std::pair<std::string_view, DType> dtypes[] = {
-        {"bool", DType::bool_}, {"i32", DType::int32}, {"i64", DType::int64},
-        {"f32", DType::float32}, {"f64", DType::float64}};
+    static constexpr std::pair<std::string_view, DType> dtypes[] = {{"bool", DType::bool_},
+                                                                    {"i32", DType::int32},
+                                                                    {"i64", DType::int64},
+                                                                    {"f32", DType::float32},
+                                                                    {"f64", DType::float64}};
     std::optional<DType> dtype;
     for (const auto& [n, d] : dtypes)
       if (t.text == n) dtype = d;
@@ -346,8 +348,10 @@ class Parser {
     expect(":", "':' and a type after the variable '" + std::string(name.text) + "'");
     Var v(type());
     if (name.text != "_" && !scope.emplace(std::string(name.text), v).second)
-      fail(name, "a new variable name", "'" + std::string(name.text) + "', which is already "
-                                            "defined in this jaxpr");
+      fail(name, "a new variable name",
+           "'" + std::string(name.text) +
+               "', which is already "
+               "defined in this jaxpr");
     return v;
   }
 
@@ -370,9 +374,8 @@ class Parser {
         std::int64_t v = 0;
         if (t.kind != Token::Kind::number || !to_int(s, v))
           fail(t, "an integer for a literal of type " + aval.str());
-        if (aval.dtype == DType::int32 &&
-            (v < std::numeric_limits<std::int32_t>::min() ||
-             v > std::numeric_limits<std::int32_t>::max()))
+        if (aval.dtype == DType::int32 && (v < std::numeric_limits<std::int32_t>::min() ||
+                                           v > std::numeric_limits<std::int32_t>::max()))
           fail(t, "an integer in the range of int32", "'" + std::string(s) + "'");
         return aval.dtype == DType::int32 ? Array(static_cast<std::int32_t>(v)) : Array(v);
       }
@@ -403,11 +406,15 @@ class Parser {
     if (t.kind == Token::Kind::number || (t.kind == Token::Kind::ident && is_punct(":", 1)))
       return literal();
     if (t.kind != Token::Kind::ident)
-      fail(t, "an operand (a variable, or a literal such as 1.0:f32[]), the next equation or "
-              "'in' before the outputs");
+      fail(t,
+           "an operand (a variable, or a literal such as 1.0:f32[]), the next equation or "
+           "'in' before the outputs");
     auto it = scope.find(t.text);
-    if (it == scope.end()) fail(t, "a defined variable", "'" + std::string(t.text) + "', which "
-                                                          "is not defined in this jaxpr");
+    if (it == scope.end())
+      fail(t, "a defined variable",
+           "'" + std::string(t.text) +
+               "', which "
+               "is not defined in this jaxpr");
     next();
     return it->second;
   }
@@ -478,8 +485,8 @@ class Parser {
       Shared& s = it->second;
       if (s.parsed) return s.parsed;
       if (s.in_progress)
-        fail(t, "a jaxpr that does not contain itself", "'" + std::string(t.text) +
-                                                           "' used inside its own definition");
+        fail(t, "a jaxpr that does not contain itself",
+             "'" + std::string(t.text) + "' used inside its own definition");
       s.in_progress = true;
       std::size_t resume = pos_;
       pos_ = s.start;
@@ -500,7 +507,7 @@ class Parser {
     const Token& t = peek();
     if (t.kind == Token::Kind::number) {
       return t.text.find_first_of(".eEn") == std::string_view::npos ? ParamKind::integer
-                                                                   : ParamKind::floating;
+                                                                    : ParamKind::floating;
     }
     if (t.kind == Token::Kind::ident) {
       if (t.text == "True" || t.text == "False") return ParamKind::boolean;
@@ -513,8 +520,8 @@ class Parser {
     if (is_punct("{")) return ParamKind::jaxpr;
     if (is_punct("(")) {
       if (is_punct("{", 1) || shared_name(peek(1))) return ParamKind::jaxprs;
-      if (is_punct("(", 1)) return is_punct("[", 2) ? ParamKind::dot_dimension_numbers
-                                                     : ParamKind::padding;
+      if (is_punct("(", 1))
+        return is_punct("[", 2) ? ParamKind::dot_dimension_numbers : ParamKind::padding;
       return ParamKind::axes;
     }
     return ParamKind::inferred;
@@ -533,7 +540,8 @@ class Parser {
         if (!is_ident("True") && !is_ident("False")) fail(t, "True or False for '" + name + "'");
         next();
         return t.text == "True";
-      case ParamKind::integer: return integer("an integer for '" + name + "'");
+      case ParamKind::integer:
+        return integer("an integer for '" + name + "'");
       case ParamKind::floating: {
         double v = 0;
         if ((t.kind != Token::Kind::number && !is_ident("inf") && !is_ident("nan")) ||
@@ -556,7 +564,8 @@ class Parser {
           if (d < 0) fail(open, "non-negative sizes in the shape '" + name + "'");
         return Shape(std::move(dims));
       }
-      case ParamKind::axes: return Axes(int_sequence(name, "(", ")"));
+      case ParamKind::axes:
+        return Axes(int_sequence(name, "(", ")"));
       case ParamKind::padding: {
         PaddingConfig cfg;
         expect("(", "'(' starting the padding tuples of '" + name + "'");
@@ -588,7 +597,8 @@ class Parser {
         expect(")", what);
         return dn;
       }
-      case ParamKind::jaxpr: return sub_jaxpr(name);
+      case ParamKind::jaxpr:
+        return sub_jaxpr(name);
       case ParamKind::jaxprs: {
         JaxprTuple js;
         expect("(", "'(' starting the jaxprs of '" + name + "'");
@@ -600,7 +610,8 @@ class Parser {
         if (t.kind != Token::Kind::ident) fail(t, "a dimension variable's name for '" + name + "'");
         next();
         return Dim{std::string(t.text)};
-      case ParamKind::inferred: break;
+      case ParamKind::inferred:
+        break;
     }
     fail(t, "a parameter value for '" + name + "'");
   }
@@ -611,8 +622,7 @@ class Parser {
     while (!is_punct("]")) {
       const Token& k = expect_ident("a parameter name or ']'");
       std::string name(k.text);
-      if (ps.contains(name))
-        fail(k, "each parameter once", "'" + name + "' a second time");
+      if (ps.contains(name)) fail(k, "each parameter once", "'" + name + "' a second time");
       expect("=", "'=' after the parameter name '" + name + "'");
       ps.set(name, param_value(name));
     }
@@ -634,8 +644,8 @@ class Parser {
     }
     const Token& prim_tok = expect_ident("a primitive name");
     const Primitive* prim = find_primitive(prim_tok.text);
-    if (!prim) fail(prim_tok, "a primitive name", "unknown primitive '" +
-                                                      std::string(prim_tok.text) + "'");
+    if (!prim)
+      fail(prim_tok, "a primitive name", "unknown primitive '" + std::string(prim_tok.text) + "'");
     Eqn e{prim, {}, {}, {}};
     if (is_punct("[")) e.params = params();
     while (!operands_end(scope)) e.inputs.push_back(atom(scope));
@@ -655,9 +665,8 @@ class Parser {
       throw type_error(where() + prim->name() + " rejects these operands: " + err.what());
     }
     if (out_avals.size() != outs.size())
-      throw type_error(where() + "expected " + std::to_string(out_avals.size()) +
-                       " results from " + prim->name() + ", found " +
-                       std::to_string(outs.size()));
+      throw type_error(where() + "expected " + std::to_string(out_avals.size()) + " results from " +
+                       prim->name() + ", found " + std::to_string(outs.size()));
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const auto& [tok, declared] = outs[k];
       if (!declared.same_type(out_avals[k]))
@@ -666,8 +675,10 @@ class Parser {
                          " (from its abstract evaluation), found " + declared.str());
       Var v(out_avals[k]);  // the weak-type flag comes from abstract evaluation
       if (tok.text != "_" && !scope.emplace(std::string(tok.text), v).second)
-        fail(tok, "a new variable name", "'" + std::string(tok.text) + "', which is already "
-                                             "defined in this jaxpr");
+        fail(tok, "a new variable name",
+             "'" + std::string(tok.text) +
+                 "', which is already "
+                 "defined in this jaxpr");
       e.outputs.push_back(std::move(v));
     }
     return e;
@@ -735,11 +746,10 @@ inline Jaxpr parse_open_jaxpr(std::string_view text) {
 inline ClosedJaxpr parse_jaxpr(std::string_view text, std::vector<Array> consts = {}) {
   Jaxpr j = parse_open_jaxpr(text);
   if (consts.size() != j.constvars.size())
-    throw type_error("parse_jaxpr: expected " + std::to_string(j.constvars.size()) +
-                     " consts for the constvars of the jaxpr, found " +
-                     std::to_string(consts.size()) +
-                     (j.constvars.empty() ? std::string()
-                                          : " (use parse_open_jaxpr to read it without them)"));
+    throw type_error(
+        "parse_jaxpr: expected " + std::to_string(j.constvars.size()) +
+        " consts for the constvars of the jaxpr, found " + std::to_string(consts.size()) +
+        (j.constvars.empty() ? std::string() : " (use parse_open_jaxpr to read it without them)"));
   for (std::size_t i = 0; i < consts.size(); ++i)
     if (!consts[i].aval().same_type(j.constvars[i].aval()))
       throw type_error("parse_jaxpr: expected const " + std::to_string(i) + " of type " +

@@ -172,11 +172,14 @@ inline std::ostream& operator<<(std::ostream& os, const ParamValue& value) {
 inline std::string literal_value_str(const Array& value) {
   if (value.ndim() != 0 || !value.is_concrete()) return "[...]";
   switch (value.dtype()) {
-    case DType::bool_: return value.item<bool>() ? "True" : "False";
+    case DType::bool_:
+      return value.item<bool>() ? "True" : "False";
     case DType::int32:
-    case DType::int64: return std::to_string(value.item<std::int64_t>());
+    case DType::int64:
+      return std::to_string(value.item<std::int64_t>());
     case DType::float32:
-    case DType::float64: return float_repr(value.item<double>());
+    case DType::float64:
+      return float_repr(value.item<double>());
   }
   return "?";
 }
@@ -192,8 +195,8 @@ using Doc = std::shared_ptr<const Node>;
 
 struct Node {
   enum class Kind : std::uint8_t { text, concat, brk, group, nest } kind;
-  std::string text;         // text, and what a break prints when its group is flat
-  int indent = 0;           // nest
+  std::string text;           // text, and what a break prints when its group is flat
+  int indent = 0;             // nest
   std::vector<Doc> children;  // concat; group and nest have one
 };
 
@@ -233,13 +236,17 @@ inline bool fits(const Node* doc, std::ptrdiff_t width) {
     if (!d) continue;
     switch (d->kind) {
       case Node::Kind::text:
-      case Node::Kind::brk: width -= static_cast<std::ptrdiff_t>(d->text.size()); break;
+      case Node::Kind::brk:
+        width -= static_cast<std::ptrdiff_t>(d->text.size());
+        break;
       case Node::Kind::concat:
         for (auto it = d->children.rbegin(); it != d->children.rend(); ++it)
           agenda.push_back(it->get());
         break;
       case Node::Kind::group:
-      case Node::Kind::nest: agenda.push_back(d->children[0].get()); break;
+      case Node::Kind::nest:
+        agenda.push_back(d->children[0].get());
+        break;
     }
   }
   return width >= 0;
@@ -284,8 +291,8 @@ inline std::string format(const Doc& doc, std::ptrdiff_t width = 80) {
         agenda.push_back({item.indent + d->indent, item.flat, d->children[0].get()});
         break;
       case Node::Kind::group:
-        agenda.push_back({item.indent, fits(d->children[0].get(), width - column),
-                          d->children[0].get()});
+        agenda.push_back(
+            {item.indent, fits(d->children[0].get(), width - column), d->children[0].get()});
         break;
     }
   }
@@ -410,13 +417,13 @@ class JaxprPrinter {
     for (const Eqn& e : j.eqns) es.push_back(eqn(e));
     Doc eqns = pp::join(pp::brk("; "), es);
     for (const Atom& a : j.outvars) os.push_back(atom(a));
-    Doc outvars = pp::concat({pp::text("("), vars(os, ","),
-                              pp::text(j.outvars.size() == 1 ? ",)" : ")")});
+    Doc outvars =
+        pp::concat({pp::text("("), vars(os, ","), pp::text(j.outvars.size() == 1 ? ",)" : ")")});
     return pp::concat(
-        {pp::group(pp::nest(
-             2, pp::concat({pp::text("{ "), pp::text("lambda "), constvars, pp::text("; "), invars,
-                            pp::text(". "), pp::text("let"), pp::nest(2, pp::concat({pp::brk(), eqns})),
-                            pp::brk(), pp::text("in "), outvars}))),
+        {pp::group(pp::nest(2, pp::concat({pp::text("{ "), pp::text("lambda "), constvars,
+                                           pp::text("; "), invars, pp::text(". "), pp::text("let"),
+                                           pp::nest(2, pp::concat({pp::brk(), eqns})), pp::brk(),
+                                           pp::text("in "), outvars}))),
          pp::text(" }")});
   }
 
