@@ -4,12 +4,12 @@
 // product against Eigen, and every error path.
 #include "xpr/rt/prims/dot_general.hpp"
 
-#include <gtest/gtest.h>
-
-#include <Eigen/Core>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <Eigen/Core>
+#include <gtest/gtest.h>
 
 #include "xpr/rt/trace.hpp"
 
@@ -65,7 +65,8 @@ std::vector<double> reference(const std::vector<double>& l, const Shape& ls,
   auto free_of = [](const Shape& s, const Axes& b, const Axes& c) {
     Axes f;
     for (std::int64_t d = 0; d < static_cast<std::int64_t>(s.rank()); ++d)
-      if (std::find(b.begin(), b.end(), d) == b.end() && std::find(c.begin(), c.end(), d) == c.end())
+      if (std::find(b.begin(), b.end(), d) == b.end() &&
+          std::find(c.begin(), c.end(), d) == c.end())
         f.push_back(d);
     return f;
   };
@@ -96,7 +97,8 @@ std::vector<double> reference(const std::vector<double>& l, const Shape& ls,
         li[static_cast<std::size_t>(dn.lhs_contracting[i])] = ci[i];
         ri[static_cast<std::size_t>(dn.rhs_contracting[i])] = ci[i];
       }
-      double t = l[static_cast<std::size_t>(ravel(li, ls))] * r[static_cast<std::size_t>(ravel(ri, rs))];
+      double t =
+          l[static_cast<std::size_t>(ravel(li, ls))] * r[static_cast<std::size_t>(ravel(ri, rs))];
       acc = logical ? (acc != 0 || t != 0) : acc + t;
     }
     out[static_cast<std::size_t>(o)] = acc;
@@ -139,8 +141,8 @@ TEST(DotGeneral, TableOfContractionsInEveryDtypeMatchesTheDefinition) {
       SCOPED_TRACE(std::string(c.what) + " in " + std::string(xpr::core::name(dtype)));
       auto lv = sample(dtype, c.lhs.size(), 1), rv = sample(dtype, c.rhs.size(), 2);
       Shape want_shape;
-      std::vector<double> want = reference(lv, c.lhs, rv, c.rhs, c.dn, dtype == xpr::bool_,
-                                           want_shape);
+      std::vector<double> want =
+          reference(lv, c.lhs, rv, c.rhs, c.dn, dtype == xpr::bool_, want_shape);
       Array out = xpr::rt::dot_general(make(dtype, lv, c.lhs), make(dtype, rv, c.rhs), c.dn);
       EXPECT_EQ(out.shape(), want_shape);
       EXPECT_EQ(out.dtype(), dtype);
@@ -174,7 +176,8 @@ TEST(DotGeneral, AgreesWithEigenOnInexactValues) {
 }
 
 TEST(DotGeneral, OutputIsWeakOnlyWhenBothOperandsAre) {
-  Array a = make(xpr::float64, {1, 2}, Shape{2}, true), b = make(xpr::float64, {3, 4}, Shape{2}, true);
+  Array a = make(xpr::float64, {1, 2}, Shape{2}, true),
+        b = make(xpr::float64, {3, 4}, Shape{2}, true);
   Array c = make(xpr::float64, {3, 4}, Shape{2});
   DotDimensionNumbers dn{{0}, {0}, {}, {}};
   EXPECT_TRUE(xpr::rt::dot_general(a, b, dn).weak_type());

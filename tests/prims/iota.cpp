@@ -2,11 +2,11 @@
 // numeric dtype against the index formula, lax.iota and broadcasted_iota, and the error paths.
 #include "xpr/rt/prims/iota.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -41,11 +41,12 @@ TEST(Iota, LaxIota) {
   EXPECT_EQ(f.dtype(), xpr::float32);
   EXPECT_EQ(f.to_vector<float>(), (std::vector<float>{0, 1, 2}));
   EXPECT_EQ(xpr::iota(xpr::int64, 0).shape(), (Shape{0}));
-  EXPECT_EQ(rt::iota_p.abstract_eval({}, {{"dtype", xpr::float64},
-                                          {"shape", Shape{2, 7}},
-                                          {"dimension", std::int64_t{1}}})
-                .at(0),
-            (ShapedArray{Shape{2, 7}, xpr::float64, false}));
+  EXPECT_EQ(
+      rt::iota_p
+          .abstract_eval(
+              {}, {{"dtype", xpr::float64}, {"shape", Shape{2, 7}}, {"dimension", std::int64_t{1}}})
+          .at(0),
+      (ShapedArray{Shape{2, 7}, xpr::float64, false}));
 }
 
 template <class E>
@@ -61,10 +62,12 @@ void expect_error(auto f, std::initializer_list<const char*> parts) {
 
 TEST(Iota, Errors) {
   expect_error<xpr::dtype_error>([] { xpr::iota(xpr::bool_, 3); }, {"numeric dtype", "bool"});
-  expect_error<xpr::index_error>([] { xpr::broadcasted_iota(xpr::int32, Shape{2, 3}, 2); },
-                                 {"dimension 2", "(2, 3)", "rank 2"});
-  expect_error<xpr::index_error>([] { xpr::broadcasted_iota(xpr::int32, Shape{}, 0); },
-                                 {"rank 0"});
+  expect_error<xpr::index_error>(
+      [] {
+        xpr::broadcasted_iota(xpr::int32, Shape{2, 3}, 2);
+      },
+      {"dimension 2", "(2, 3)", "rank 2"});
+  expect_error<xpr::index_error>([] { xpr::broadcasted_iota(xpr::int32, Shape{}, 0); }, {"rank 0"});
   expect_error<xpr::index_error>([] { xpr::broadcasted_iota(xpr::int32, Shape{3}, -1); },
                                  {"dimension -1"});
   expect_error<xpr::value_error>([] { xpr::iota(xpr::int32, -1); },

@@ -3,13 +3,13 @@
 // every dtype, against a reference loop written here; NaN propagation; every error path.
 #include "xpr/rt/prims/reduce.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/trace.hpp"
 
@@ -76,9 +76,12 @@ std::vector<double> reference(Kind k, const std::vector<double>& in, const Shape
       if (!red[i]) o = o * shape[i] + idx[i];
     double& acc = out[static_cast<std::size_t>(o)];
     double x = in[static_cast<std::size_t>(flat)];
-    if (k == Kind::sum) acc += x;
-    else if (std::isnan(acc)) acc = x;  // the first element seen
-    else acc = k == Kind::max ? std::max(acc, x) : std::min(acc, x);
+    if (k == Kind::sum)
+      acc += x;
+    else if (std::isnan(acc))
+      acc = x;  // the first element seen
+    else
+      acc = k == Kind::max ? std::max(acc, x) : std::min(acc, x);
   }
   return out;
 }
@@ -101,8 +104,8 @@ std::vector<Axes> axis_subsets(std::size_t rank) {
 }
 
 TEST(Reduce, EverySubsetOfAxesInEveryDtypeMatchesTheReferenceLoop) {
-  const std::vector<Shape> shapes = {Shape{},        Shape{7},         Shape{64},
-                                     Shape{3, 5},    Shape{33, 9},     Shape{2, 3, 4},
+  const std::vector<Shape> shapes = {Shape{},         Shape{7},        Shape{64},
+                                     Shape{3, 5},     Shape{33, 9},    Shape{2, 3, 4},
                                      Shape{3, 1, 37}, Shape{5, 2, 17}, Shape{1, 1, 1}};
   int cases = 0;
   for (DType dtype : all_dtypes)

@@ -3,11 +3,11 @@
 // empty operands), in every dtype, against index formulas evaluated here; every error path.
 #include "xpr/rt/prims/slicing.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/trace.hpp"
 
@@ -38,7 +38,8 @@ Array make(DType dtype, const std::vector<double>& values, const Shape& shape, b
 std::vector<double> sample(DType dtype, std::int64_t n, double offset = 1) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i)
-    v[static_cast<std::size_t>(i)] = dtype == xpr::bool_ ? (i % 3 == 1) : offset + static_cast<double>(i);
+    v[static_cast<std::size_t>(i)] =
+        dtype == xpr::bool_ ? (i % 3 == 1) : offset + static_cast<double>(i);
   return v;
 }
 
@@ -100,16 +101,17 @@ TEST(Slice, MatchesTheIndexFormulaInEveryDtype) {
         auto idx = unravel(o, out.shape());
         for (std::size_t i = 0; i < idx.size(); ++i)
           idx[i] = c.start[i] + idx[i] * (c.strides.empty() ? 1 : c.strides[i]);
-        EXPECT_EQ(got[static_cast<std::size_t>(o)], in[static_cast<std::size_t>(ravel(idx, c.shape))]);
+        EXPECT_EQ(got[static_cast<std::size_t>(o)],
+                  in[static_cast<std::size_t>(ravel(idx, c.shape))]);
       }
     }
 }
 
 TEST(Slice, HandComputedCase) {
   Array x = make(xpr::float64, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, Shape{3, 4});
-  Array s = rt::bind1(rt::slice_p, {x},
-                      {{"start_indices", Axes{0, 1}}, {"limit_indices", Axes{3, 4}},
-                       {"strides", Axes{2, 2}}});
+  Array s = rt::bind1(
+      rt::slice_p, {x},
+      {{"start_indices", Axes{0, 1}}, {"limit_indices", Axes{3, 4}}, {"strides", Axes{2, 2}}});
   EXPECT_EQ(s.shape(), (Shape{2, 2}));
   EXPECT_EQ(s.to_vector<double>(), (std::vector<double>{1, 3, 9, 11}));
 }
@@ -135,7 +137,8 @@ std::vector<double> pad_reference(const std::vector<double>& in, const Shape& sh
       inside = inside && j >= 0 && j % step == 0 && j / step < shape[i];
       idx[i] = inside ? j / step : 0;
     }
-    out[static_cast<std::size_t>(o)] = inside ? in[static_cast<std::size_t>(ravel(idx, shape))] : value;
+    out[static_cast<std::size_t>(o)] =
+        inside ? in[static_cast<std::size_t>(ravel(idx, shape))] : value;
   }
   return out;
 }
@@ -189,20 +192,20 @@ TEST(DynamicSlice, ClampsStartIndicesIntoTheOperand) {
   struct Case {
     std::int64_t i, j, si, sj;
   };
-  const Case cases[] = {{1, 2, 2, 3}, {0, 0, 4, 6}, {3, 5, 2, 2},  {-2, 1, 2, 2},
+  const Case cases[] = {{1, 2, 2, 3},  {0, 0, 4, 6}, {3, 5, 2, 2}, {-2, 1, 2, 2},
                         {9, -9, 1, 6}, {2, 4, 0, 2}, {1, 1, 4, 1}};
   for (DType dtype : all_dtypes)
     for (DType index_dtype : {xpr::int32, xpr::int64})
       for (const Case& c : cases) {
-        SCOPED_TRACE(std::string(xpr::core::name(dtype)) + " start (" + std::to_string(c.i) +
-                     ", " + std::to_string(c.j) + ")");
+        SCOPED_TRACE(std::string(xpr::core::name(dtype)) + " start (" + std::to_string(c.i) + ", " +
+                     std::to_string(c.j) + ")");
         std::vector<double> in = sample(dtype, shape.size());
-        Array out = rt::bind(rt::dynamic_slice_p,
-                             std::vector<Array>{make(dtype, in, shape),
-                                                scalar_index(c.i, index_dtype),
-                                                scalar_index(c.j, index_dtype)},
-                             {{"slice_sizes", Axes{c.si, c.sj}}})
-                        .at(0);
+        Array out =
+            rt::bind(rt::dynamic_slice_p,
+                     std::vector<Array>{make(dtype, in, shape), scalar_index(c.i, index_dtype),
+                                        scalar_index(c.j, index_dtype)},
+                     {{"slice_sizes", Axes{c.si, c.sj}}})
+                .at(0);
         ASSERT_EQ(out.shape(), (Shape{c.si, c.sj}));
         std::int64_t i0 = std::min(std::max<std::int64_t>(c.i, 0), 4 - c.si);
         std::int64_t j0 = std::min(std::max<std::int64_t>(c.j, 0), 6 - c.sj);
@@ -220,7 +223,7 @@ TEST(DynamicUpdateSlice, ClampsStartIndicesAndLeavesTheRestUnchanged) {
     std::int64_t i, j;
     Shape update;
   };
-  const Case cases[] = {{1, 1, {2, 3}}, {0, 0, {3, 5}}, {2, 4, {2, 2}},
+  const Case cases[] = {{1, 1, {2, 3}},  {0, 0, {3, 5}}, {2, 4, {2, 2}},
                         {-1, 7, {1, 3}}, {1, 2, {0, 2}}, {0, 3, {3, 1}}};
   for (DType dtype : all_dtypes)
     for (const Case& c : cases) {
@@ -276,15 +279,18 @@ TEST(Concatenate, AlongEveryAxisMatchesTheIndexFormula) {
       Array out = rt::bind(rt::concatenate_p, xs, {{"dimension", c.dim}}).at(0);
       std::vector<std::int64_t> od = c.shapes[0].dims();
       od[static_cast<std::size_t>(c.dim)] = 0;
-      for (const Shape& s : c.shapes) od[static_cast<std::size_t>(c.dim)] += s[static_cast<std::size_t>(c.dim)];
+      for (const Shape& s : c.shapes)
+        od[static_cast<std::size_t>(c.dim)] += s[static_cast<std::size_t>(c.dim)];
       ASSERT_EQ(out.shape(), Shape(od));
       std::vector<double> got = out.to_vector<double>();
       for (std::int64_t o = 0; o < out.size(); ++o) {
         auto idx = unravel(o, out.shape());
         std::size_t k = 0;  // which operand holds this index along `dim`
         auto& j = idx[static_cast<std::size_t>(c.dim)];
-        while (j >= c.shapes[k][static_cast<std::size_t>(c.dim)]) j -= c.shapes[k++][static_cast<std::size_t>(c.dim)];
-        EXPECT_EQ(got[static_cast<std::size_t>(o)], vals[k][static_cast<std::size_t>(ravel(idx, c.shapes[k]))]);
+        while (j >= c.shapes[k][static_cast<std::size_t>(c.dim)])
+          j -= c.shapes[k++][static_cast<std::size_t>(c.dim)];
+        EXPECT_EQ(got[static_cast<std::size_t>(o)],
+                  vals[k][static_cast<std::size_t>(ravel(idx, c.shapes[k]))]);
       }
     }
 }
@@ -357,9 +363,8 @@ TEST(Slicing, Errors) {
                                 {"expected 2 start indices", "found 1"});
   expect_error<xpr::dtype_error>(rt::dynamic_slice_p, {m, vi, v}, sizes,
                                  {"integer dtype", "index 1 of dtype float32"});
-  expect_error<xpr::shape_error>(rt::dynamic_slice_p,
-                                 {m, vi, make(xpr::int32, {0, 0}, Shape{2})}, sizes,
-                                 {"rank-0 start indices", "index 1 of shape (2,)"});
+  expect_error<xpr::shape_error>(rt::dynamic_slice_p, {m, vi, make(xpr::int32, {0, 0}, Shape{2})},
+                                 sizes, {"rank-0 start indices", "index 1 of shape (2,)"});
   expect_error<xpr::shape_error>(rt::dynamic_slice_p, {m, vi, vi}, {{"slice_sizes", Axes{2, 5}}},
                                  {"slice_sizes <= operand shape", "slice size 5"});
   expect_error<xpr::shape_error>(rt::dynamic_slice_p, {m, vi, vi}, {{"slice_sizes", Axes{2}}},
@@ -373,10 +378,10 @@ TEST(Slicing, Errors) {
   expect_error<xpr::shape_error>(rt::dynamic_update_slice_p,
                                  {m, make(xpr::float32, {1, 2}, Shape{2}), vi, vi}, {},
                                  {"operand's rank 2", "(2,)"});
-  expect_error<xpr::shape_error>(rt::dynamic_update_slice_p,
-                                 {m, make(xpr::float32, sample(xpr::float32, 5), Shape{1, 5}), vi,
-                                  vi},
-                                 {}, {"no larger than the operand", "(1, 5)", "(3, 4)"});
+  expect_error<xpr::shape_error>(
+      rt::dynamic_update_slice_p,
+      {m, make(xpr::float32, sample(xpr::float32, 5), Shape{1, 5}), vi, vi}, {},
+      {"no larger than the operand", "(1, 5)", "(3, 4)"});
   expect_error<xpr::type_error>(rt::dynamic_update_slice_p, {m, u, vi}, {},
                                 {"expected 2 start indices", "found 1"});
   expect_error<xpr::type_error>(rt::dynamic_update_slice_p, {m}, {},
@@ -387,8 +392,8 @@ TEST(Slicing, Errors) {
   expect_error<xpr::index_error>(rt::concatenate_p, {m, m}, dim(2),
                                  {"dimension 2", "rank 2", "0 <= dimension < 2"});
   expect_error<xpr::index_error>(rt::concatenate_p, {v, v}, dim(0), {"rank 0"});
-  expect_error<xpr::dtype_error>(rt::concatenate_p, {m, make(xpr::int32, {0}, Shape{1, 4})},
-                                 dim(0), {"one dtype", "float32", "int32"});
+  expect_error<xpr::dtype_error>(rt::concatenate_p, {m, make(xpr::int32, {0}, Shape{1, 4})}, dim(0),
+                                 {"one dtype", "float32", "int32"});
   expect_error<xpr::shape_error>(rt::concatenate_p, {m, u}, dim(0),
                                  {"equal shapes except along dimension 0", "(3, 4)", "(1, 2)"});
   expect_error<xpr::shape_error>(rt::concatenate_p, {m, make(xpr::float32, {1, 2, 3}, Shape{3})},

@@ -52,12 +52,13 @@ inline DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
   if (dn.lhs_batch.size() != dn.rhs_batch.size())
     throw core::shape_error(
         "dot_general requires equal numbers of lhs and rhs batch dimensions, found "
-        "lhs_batch=" + dims_str(dn.lhs_batch) + " and rhs_batch=" + dims_str(dn.rhs_batch));
+        "lhs_batch=" +
+        dims_str(dn.lhs_batch) + " and rhs_batch=" + dims_str(dn.rhs_batch));
   if (dn.lhs_contracting.size() != dn.rhs_contracting.size())
     throw core::shape_error(
         "dot_general requires equal numbers of lhs and rhs contracting dimensions, found "
-        "lhs_contracting=" + dims_str(dn.lhs_contracting) +
-        " and rhs_contracting=" + dims_str(dn.rhs_contracting));
+        "lhs_contracting=" +
+        dims_str(dn.lhs_contracting) + " and rhs_contracting=" + dims_str(dn.rhs_contracting));
   // Marks each side's batch and contracting dimensions, checking range and distinctness.
   auto mark = [](const ShapedArray& x, const char* side, const Axes& batch, const Axes& contract) {
     std::vector<bool> used(x.ndim(), false);
@@ -70,9 +71,10 @@ inline DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
                                   " of rank " + std::to_string(r) + " (expected 0 <= dimension < " +
                                   std::to_string(r) + ")");
         if (used[static_cast<std::size_t>(d)])
-          throw core::value_error("dot_general: expected distinct batch and contracting "
-                                  "dimensions, found " + std::string(side) + " dimension " +
-                                  std::to_string(d) + " more than once");
+          throw core::value_error(
+              "dot_general: expected distinct batch and contracting "
+              "dimensions, found " +
+              std::string(side) + " dimension " + std::to_string(d) + " more than once");
         used[static_cast<std::size_t>(d)] = true;
       }
     Axes free;
@@ -230,14 +232,15 @@ class DotGeneral final : public Primitive {
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     check_arity(args.size());
-    return {detail::dot_layout(args[0], args[1],
-                               params.get<DotDimensionNumbers>("dimension_numbers"))
-                .out};
+    return {
+        detail::dot_layout(args[0], args[1], params.get<DotDimensionNumbers>("dimension_numbers"))
+            .out};
   }
 
  private:
   void check_arity(std::size_t n) const {
-    if (n != 2) throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));
+    if (n != 2)
+      throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));
   }
 };
 

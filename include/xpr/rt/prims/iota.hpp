@@ -54,8 +54,9 @@ class Iota final : public Primitive {
     const Shape& shape = params.get<Shape>("shape");
     std::int64_t dim = params.get<std::int64_t>("dimension");
     if (core::is_bool(dtype))
-      throw core::dtype_error("iota: expected a numeric dtype (int32, int64, float32 or float64), "
-                              "found bool");
+      throw core::dtype_error(
+          "iota: expected a numeric dtype (int32, int64, float32 or float64), "
+          "found bool");
     auto rank = static_cast<std::int64_t>(shape.rank());
     if (dim < 0 || dim >= rank)
       throw core::index_error("iota: dimension " + std::to_string(dim) +

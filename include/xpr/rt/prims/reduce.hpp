@@ -194,8 +194,7 @@ void reduce_kernel(const T* in, const Shape& shape, const std::vector<bool>& red
 }
 
 /// Which axes of a rank-`rank` operand `axes` names, after checking them.
-inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes,
-                                      std::size_t rank) {
+inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes, std::size_t rank) {
   std::vector<bool> flags(rank, false);
   auto r = static_cast<std::int64_t>(rank);
   for (std::int64_t a : axes) {
@@ -258,8 +257,8 @@ class Reduce final : public Primitive {
         throw core::shape_error("zero-size array to reduction operation " +
                                 std::string(Monoid::name) +
                                 " which has no identity: expected reduced axes of size >= 1, "
-                                "found axis " + std::to_string(i) + " of size 0 in shape " +
-                                x.shape.str());
+                                "found axis " +
+                                std::to_string(i) + " of size 0 in shape " + x.shape.str());
       }
     }
     return {Shape(std::move(dims)), x.dtype, x.weak_type};

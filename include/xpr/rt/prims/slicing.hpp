@@ -62,9 +62,9 @@ inline void copy_box(const std::byte* src, const Shape& src_shape, std::byte* ds
   }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    strided_copy(reinterpret_cast<const T*>(src) + so, std::span<const std::int64_t>(ss),
-                 reinterpret_cast<T*>(dst) + doff, std::span<const std::int64_t>(ds),
-                 std::span<const std::int64_t>(box.shape));
+    strided_box_copy(reinterpret_cast<const T*>(src) + so, std::span<const std::int64_t>(ss),
+                     reinterpret_cast<T*>(dst) + doff, std::span<const std::int64_t>(ds),
+                     std::span<const std::int64_t>(box.shape));
   });
 }
 
@@ -87,8 +87,10 @@ inline void check_indices(const std::string& prim, std::span<const ShapedArray> 
                            std::to_string(indices.size()));
   for (std::size_t i = 0; i < indices.size(); ++i) {
     if (!core::is_integer(indices[i].dtype))
-      throw core::dtype_error(prim + ": expected start indices of an integer dtype (int32 or "
-                              "int64), found index " + std::to_string(i) + " of dtype " +
+      throw core::dtype_error(prim +
+                              ": expected start indices of an integer dtype (int32 or "
+                              "int64), found index " +
+                              std::to_string(i) + " of dtype " +
                               std::string(core::name(indices[i].dtype)));
     if (indices[i].ndim() != 0)
       throw core::shape_error(prim + ": expected rank-0 start indices, found index " +
@@ -192,7 +194,8 @@ class Pad final : public Primitive {
     // Each dimension keeps the operand indices whose destination lo + i·(interior + 1) is inside.
     detail::Box box(x.ndim());
     for (std::size_t i = 0; i < x.ndim(); ++i) {
-      std::int64_t lo = cfg.dims[i][0], step = cfg.dims[i][2] + 1, d = x.shape()[i], od = out.shape[i];
+      std::int64_t lo = cfg.dims[i][0], step = cfg.dims[i][2] + 1, d = x.shape()[i],
+                   od = out.shape[i];
       std::int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
       std::int64_t last = od - 1 - lo < 0 ? -1 : std::min(d - 1, (od - 1 - lo) / step);
       if (last < first) return {std::move(b).finish()};
@@ -218,24 +221,22 @@ class Pad final : public Primitive {
                               std::string(core::name(x.dtype)) + ", found " +
                               std::string(core::name(v.dtype)));
     if (v.ndim() != 0)
-      throw core::shape_error("pad: expected a rank-0 padding_value, found shape " +
-                              v.shape.str());
+      throw core::shape_error("pad: expected a rank-0 padding_value, found shape " + v.shape.str());
     detail::check_param_length(name(), "padding_config", cfg.dims.size(), x.ndim());
     std::vector<std::int64_t> dims(x.ndim());
     for (std::size_t i = 0; i < x.ndim(); ++i) {
       auto [lo, hi, interior] = cfg.dims[i];
       if (interior < 0)
         throw core::value_error("pad: expected non-negative interior padding, found " +
-                                std::to_string(interior) + " along dimension " +
-                                std::to_string(i));
+                                std::to_string(interior) + " along dimension " + std::to_string(i));
       std::int64_t d = x.shape[i];
       dims[i] = lo + hi + d + std::max<std::int64_t>(d - 1, 0) * interior;
       if (dims[i] < 0)
-        throw core::shape_error("pad: expected a padded size >= 0, found " +
-                                std::to_string(dims[i]) + " for dimension " + std::to_string(i) +
-                                " of size " + std::to_string(d) + " padded with (low=" +
-                                std::to_string(lo) + ", high=" + std::to_string(hi) +
-                                ", interior=" + std::to_string(interior) + ")");
+        throw core::shape_error(
+            "pad: expected a padded size >= 0, found " + std::to_string(dims[i]) +
+            " for dimension " + std::to_string(i) + " of size " + std::to_string(d) +
+            " padded with (low=" + std::to_string(lo) + ", high=" + std::to_string(hi) +
+            ", interior=" + std::to_string(interior) + ")");
     }
     return {Shape(std::move(dims)), x.dtype, x.weak_type && v.weak_type};
   }
@@ -279,9 +280,11 @@ class DynamicSlice final : public Primitive {
     detail::check_param_length(name(), "slice_sizes", sizes.size(), x.ndim());
     for (std::size_t i = 0; i < x.ndim(); ++i)
       if (sizes[i] < 0 || sizes[i] > x.shape[i])
-        throw core::shape_error("dynamic_slice: expected 0 <= slice_sizes <= operand shape, found "
-                                "slice size " + std::to_string(sizes[i]) + " along dimension " +
-                                std::to_string(i) + " of shape " + x.shape.str());
+        throw core::shape_error(
+            "dynamic_slice: expected 0 <= slice_sizes <= operand shape, found "
+            "slice size " +
+            std::to_string(sizes[i]) + " along dimension " + std::to_string(i) + " of shape " +
+            x.shape.str());
     return {Shape(sizes), x.dtype, x.weak_type};
   }
 };
@@ -302,8 +305,8 @@ class DynamicUpdateSlice final : public Primitive {
     ShapedArray out = abstract_eval_one(avals);
     const Array &x = args[0], &u = args[1];
     ArrayBuilder b(out);
-    std::memcpy(b.bytes(), detail::bytes_of(x), static_cast<std::size_t>(x.size()) *
-                                                    core::itemsize(x.dtype()));
+    std::memcpy(b.bytes(), detail::bytes_of(x),
+                static_cast<std::size_t>(x.size()) * core::itemsize(x.dtype()));
     detail::Box box(x.ndim());
     box.shape = u.shape().dims();
     for (std::size_t i = 0; i < x.ndim(); ++i)
@@ -333,9 +336,10 @@ class DynamicUpdateSlice final : public Primitive {
                               std::to_string(x.ndim()) + ", found shape " + u.shape.str());
     for (std::size_t i = 0; i < x.ndim(); ++i)
       if (u.shape[i] > x.shape[i])
-        throw core::shape_error("dynamic_update_slice: expected an update no larger than the "
-                                "operand in each dimension, found update shape " +
-                                u.shape.str() + " and operand shape " + x.shape.str());
+        throw core::shape_error(
+            "dynamic_update_slice: expected an update no larger than the "
+            "operand in each dimension, found update shape " +
+            u.shape.str() + " and operand shape " + x.shape.str());
     detail::check_indices(name(), args.subspan(2), x.ndim());
     return {x.shape, x.dtype, x.weak_type};
   }
@@ -401,9 +405,10 @@ class Concatenate final : public Primitive {
       for (std::size_t i = 0; same && i < a.ndim(); ++i)
         same = static_cast<std::int64_t>(i) == dim || a.shape[i] == first.shape[i];
       if (!same)
-        throw core::shape_error("concatenate: expected operands of equal shapes except along "
-                                "dimension " + std::to_string(dim) + ", found shapes " +
-                                first.shape.str() + " and " + a.shape.str());
+        throw core::shape_error(
+            "concatenate: expected operands of equal shapes except along "
+            "dimension " +
+            std::to_string(dim) + ", found shapes " + first.shape.str() + " and " + a.shape.str());
       dims[static_cast<std::size_t>(dim)] += a.shape[static_cast<std::size_t>(dim)];
       weak = weak && a.weak_type;
     }

@@ -14,8 +14,9 @@ namespace xpr::rt::detail {
 
 /// dst[i·dst_strides] = src[i·src_strides] for every index i of `shape` (strides in elements).
 template <class T>
-void strided_copy(const T* src, std::span<const std::int64_t> src_strides, T* dst,
-                  std::span<const std::int64_t> dst_strides, std::span<const std::int64_t> shape) {
+void strided_box_copy(const T* src, std::span<const std::int64_t> src_strides, T* dst,
+                      std::span<const std::int64_t> dst_strides,
+                      std::span<const std::int64_t> shape) {
   const std::size_t rank = shape.size();
   for (std::int64_t d : shape)
     if (d == 0) return;
@@ -65,8 +66,9 @@ void permute_copy(const T* src, std::span<const std::int64_t> shape,
     src_strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
   }
   for (std::size_t i = rank; i-- > 1;) dst_strides[i - 1] = dst_strides[i] * out_shape[i];
-  strided_copy(src, std::span<const std::int64_t>(src_strides), dst,
-               std::span<const std::int64_t>(dst_strides), std::span<const std::int64_t>(out_shape));
+  strided_box_copy(src, std::span<const std::int64_t>(src_strides), dst,
+                   std::span<const std::int64_t>(dst_strides),
+                   std::span<const std::int64_t>(out_shape));
 }
 
 }  // namespace xpr::rt::detail

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// jax.numpy's reductions on arrays: `xpr::sum`, `max`, `min`, `mean` over all axes, one axis or
+// several (negative axes count from the end), with `keepdims`. Each canonicalizes its axes, applies
+// jax.numpy's dtype rules (bool sums count in int32, means of integers are f64), then binds one
+// reduction primitive.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/params.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/reduce.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/trace.hpp"
+
+namespace xpr::rt {
+
+/// The `axis=` argument of a reduction: every axis (Python's `None`, the default), one axis
+/// (`xpr::sum(m, 0)`), or several (`xpr::sum(m, {0, 2})`, `xpr::sum(m, Axes{...})`). `Axes{}`
+/// names no axis, as NumPy's `axis=()` does.
+class AxisArg {
+ public:
+  AxisArg() = default;
+  AxisArg(std::nullopt_t) {}  // NOLINT(google-explicit-constructor): spells `axis=None`
+  AxisArg(std::int64_t axis) : axes_(Axes{axis}) {}  // NOLINT(google-explicit-constructor)
+  AxisArg(Axes axes) : axes_(std::move(axes)) {}     // NOLINT(google-explicit-constructor)
+  AxisArg(std::initializer_list<std::int64_t> axes) : axes_(Axes(axes)) {}
+
+  /// The axes normalized against `rank`, sorted; every axis when none were named. Throws
+  /// `index_error` for an axis out of range and `value_error` for a repeated one, naming `fn`.
+  Axes canonical(const char* fn, std::size_t rank) const {
+    Axes out;
+    if (!axes_) {
+      for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
+      return out;
+    }
+    for (std::int64_t a : *axes_) {
+      try {
+        out.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, rank)));
+      } catch (const core::index_error& e) {
+        throw core::index_error(std::string(fn) + ": " + e.what());
+      }
+    }
+    std::sort(out.begin(), out.end());
+    if (std::adjacent_find(out.begin(), out.end()) != out.end())
+      throw core::value_error(std::string(fn) + ": expected distinct axes, found axis " +
+                              std::to_string(*std::adjacent_find(out.begin(), out.end())) +
+                              " named more than once");
+    return out;
+  }
+
+ private:
+  std::optional<Axes> axes_;
+};
+
+namespace detail {
+/// Binds a reduction over `axes` (canonical) and restores them as size-1 axes for `keepdims`.
+inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& axes,
+                            bool keepdims) {
+  Array out = bind1(prim, {x}, {{"axes", axes}});
+  return keepdims ? expand_dims(out, axes) : out;
+}
+}  // namespace detail
+
+/// `jnp.sum(x, axis, keepdims)`: the sum over `axis` (every axis by default). Bools count as
+/// int32; the sum of nothing is 0.
+inline Array sum(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
+  Axes axes = axis.canonical("sum", x.ndim());
+  Array in = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32) : x;
+  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims);
+}
+
+/// `jnp.max(x, axis, keepdims)`: the maximum over `axis` (every axis by default); NaN
+/// propagates. Throws `shape_error` for an empty reduced axis (there is no identity).
+inline Array max(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
+  return detail::bind_reduction(reduce_max_p, x, axis.canonical("max", x.ndim()), keepdims);
+}
+
+/// `jnp.min(x, axis, keepdims)`: the minimum over `axis`, as `max`.
+inline Array min(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
+  return detail::bind_reduction(reduce_min_p, x, axis.canonical("min", x.ndim()), keepdims);
+}
+
+/// `jnp.mean(x, axis, keepdims)`: sum / count. Integer and bool arrays are averaged in f64; the
+/// mean of nothing is NaN (0 / 0).
+inline Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
+  Axes axes = axis.canonical("mean", x.ndim());
+  std::int64_t count = 1;
+  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
+  Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
+  // The count is a C++ number, weakly typed: an f32 mean stays f32.
+  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
+}
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::AxisArg;
+using rt::max;
+using rt::mean;
+using rt::min;
+using rt::sum;
+}  // namespace xpr

@@ -1,0 +1,179 @@
+// Tests of include/xpr/rt/numpy_reductions.hpp: xpr::sum, max, min and mean over all axes, one
+// axis, negative axes and several axes, with keepdims, against hand-computed values and loops
+// written here; jax.numpy's dtype rules (bool sums in int32, integer means in f64); errors.
+#include "xpr/rt/numpy_reductions.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using xpr::Array;
+using xpr::DType;
+using xpr::Shape;
+using xpr::ShapedArray;
+using xpr::rt::Axes;
+
+Array make(DType dtype, const std::vector<double>& values, const Shape& shape) {
+  xpr::rt::ArrayBuilder b(ShapedArray{shape, dtype, false});
+  xpr::rt::dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      b.data<T>()[i] = std::is_same_v<T, bool> ? values[i] != 0 : static_cast<T>(values[i]);
+  });
+  return std::move(b).finish();
+}
+
+// m = [[1, 5, -2],
+//      [4, 0,  3]]
+const std::vector<double> m_values{1, 5, -2, 4, 0, 3};
+
+TEST(NumpyReductions, SumOverAllOneAndNegativeAxes) {
+  for (DType dtype : {xpr::int32, xpr::int64, xpr::float32, xpr::float64}) {
+    SCOPED_TRACE(std::string(xpr::core::name(dtype)));
+    Array m = make(dtype, m_values, Shape{2, 3});
+    Array all = xpr::sum(m);
+    EXPECT_EQ(all.shape(), Shape{});
+    EXPECT_EQ(all.dtype(), dtype);
+    EXPECT_EQ(all.item<double>(), 11.0);
+    EXPECT_EQ(xpr::sum(m, 0).to_vector<double>(), (std::vector<double>{5, 5, 1}));
+    EXPECT_EQ(xpr::sum(m, 1).to_vector<double>(), (std::vector<double>{4, 7}));
+    EXPECT_EQ(xpr::sum(m, -1).to_vector<double>(), (std::vector<double>{4, 7}));
+    EXPECT_EQ(xpr::sum(m, -2).to_vector<double>(), (std::vector<double>{5, 5, 1}));
+    EXPECT_EQ(xpr::sum(m, {0, 1}).item<double>(), 11.0);
+    EXPECT_EQ(xpr::sum(m, {-1, 0}).item<double>(), 11.0);
+    EXPECT_EQ(xpr::sum(m, std::nullopt).item<double>(), 11.0);
+    // No axes: nothing is reduced.
+    EXPECT_EQ(xpr::sum(m, Axes{}).to_vector<double>(), m_values);
+  }
+}
+
+TEST(NumpyReductions, SeveralAxesOfARank3ArrayMatchALoop) {
+  std::vector<double> v(24);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7) % 10);
+  Array x = make(xpr::float64, v, Shape{2, 3, 4});
+  // sum over axes 0 and 2: out[j] = Σ_i Σ_k x[i, j, k]
+  std::vector<double> want(3, 0.0);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k)
+        want[static_cast<std::size_t>(j)] += v[static_cast<std::size_t>(i * 12 + j * 4 + k)];
+  EXPECT_EQ(xpr::sum(x, {0, 2}).to_vector<double>(), want);
+  EXPECT_EQ(xpr::sum(x, {2, -3}).to_vector<double>(), want);
+  Array kept = xpr::sum(x, {0, 2}, true);
+  EXPECT_EQ(kept.shape(), (Shape{1, 3, 1}));
+  EXPECT_EQ(kept.to_vector<double>(), want);
+  // max over axis 1: out[i, k] = max_j x[i, j, k]
+  std::vector<double> mx;
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      double best = -1;
+      for (int j = 0; j < 3; ++j)
+        best = std::max(best, v[static_cast<std::size_t>(i * 12 + j * 4 + k)]);
+      mx.push_back(best);
+    }
+  EXPECT_EQ(xpr::max(x, 1).to_vector<double>(), mx);
+  EXPECT_EQ(xpr::max(x, 1, true).shape(), (Shape{2, 1, 4}));
+}
+
+TEST(NumpyReductions, KeepDims) {
+  Array m = make(xpr::float32, m_values, Shape{2, 3});
+  Array s = xpr::sum(m, 1, true);
+  EXPECT_EQ(s.shape(), (Shape{2, 1}));
+  EXPECT_EQ(s.to_vector<double>(), (std::vector<double>{4, 7}));
+  EXPECT_EQ(xpr::sum(m, std::nullopt, true).shape(), (Shape{1, 1}));
+  EXPECT_EQ(xpr::min(m, 0, true).shape(), (Shape{1, 3}));
+  EXPECT_EQ(xpr::mean(m, -1, true).shape(), (Shape{2, 1}));
+}
+
+TEST(NumpyReductions, MaxAndMin) {
+  for (DType dtype : {xpr::int32, xpr::int64, xpr::float32, xpr::float64}) {
+    Array m = make(dtype, m_values, Shape{2, 3});
+    EXPECT_EQ(xpr::max(m).item<double>(), 5.0);
+    EXPECT_EQ(xpr::min(m).item<double>(), -2.0);
+    EXPECT_EQ(xpr::max(m, 0).to_vector<double>(), (std::vector<double>{4, 5, 3}));
+    EXPECT_EQ(xpr::min(m, -1).to_vector<double>(), (std::vector<double>{-2, 0}));
+    EXPECT_EQ(xpr::max(m, 0).dtype(), dtype);
+  }
+  // bool: any / all
+  Array b = make(xpr::bool_, {1, 0, 0, 0}, Shape{2, 2});
+  EXPECT_EQ(xpr::max(b, 1).to_vector<int>(), (std::vector<int>{1, 0}));
+  EXPECT_EQ(xpr::min(b, 0).to_vector<int>(), (std::vector<int>{0, 0}));
+  EXPECT_EQ(xpr::max(b).dtype(), xpr::bool_);
+}
+
+TEST(NumpyReductions, BoolSumsCountInInt32) {
+  Array b = make(xpr::bool_, {1, 0, 1, 1, 1, 0}, Shape{2, 3});
+  Array s = xpr::sum(b);
+  EXPECT_EQ(s.dtype(), xpr::int32);
+  EXPECT_FALSE(s.weak_type());
+  EXPECT_EQ(s.item<int>(), 4);
+  EXPECT_EQ(xpr::sum(b, 0).to_vector<int>(), (std::vector<int>{2, 1, 1}));
+}
+
+TEST(NumpyReductions, Mean) {
+  Array m32 = make(xpr::float32, m_values, Shape{2, 3});
+  Array mean32 = xpr::mean(m32);
+  EXPECT_EQ(mean32.dtype(), xpr::float32);  // the count is weak: f32 stays f32
+  EXPECT_FLOAT_EQ(mean32.item<float>(), 11.0f / 6.0f);
+  EXPECT_EQ(xpr::mean(m32, 0).to_vector<float>(), (std::vector<float>{2.5f, 2.5f, 0.5f}));
+  for (DType dtype : {xpr::int32, xpr::int64, xpr::bool_}) {
+    Array mi = make(dtype, m_values, Shape{2, 3});
+    Array r = xpr::mean(mi, 1);
+    EXPECT_EQ(r.dtype(), xpr::float64);
+    std::vector<double> want = dtype == xpr::bool_ ? std::vector<double>{1.0, 2.0 / 3}
+                                                   // nonzero: [[1 1 1] [1 0 1]]
+                                                   : std::vector<double>{4.0 / 3, 7.0 / 3};
+    std::vector<double> got = r.to_vector<double>();
+    ASSERT_EQ(got.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(got[i], want[i]);
+  }
+  Array x = make(xpr::float64, {1, 2, 3, 4, 5, 6, 7, 8}, Shape{2, 2, 2});
+  EXPECT_EQ(xpr::mean(x, {0, 2}).to_vector<double>(), (std::vector<double>{3.5, 5.5}));
+  // The mean of nothing is 0 / 0.
+  EXPECT_TRUE(std::isnan(xpr::mean(make(xpr::float64, {}, Shape{0})).item<double>()));
+}
+
+TEST(NumpyReductions, EmptyArrays) {
+  Array e = make(xpr::float64, {}, Shape{0, 3});
+  EXPECT_EQ(xpr::sum(e).item<double>(), 0.0);
+  EXPECT_EQ(xpr::sum(e, 0).to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(xpr::max(e, 1).shape(), (Shape{0}));
+  EXPECT_THROW(xpr::max(e), xpr::shape_error);
+  EXPECT_THROW(xpr::min(e, 0), xpr::shape_error);
+}
+
+template <class E>
+void expect_error(auto f, std::initializer_list<const char*> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    std::string msg = e.what();
+    for (const char* part : parts) EXPECT_NE(msg.find(part), std::string::npos) << msg;
+  }
+}
+
+TEST(NumpyReductions, Errors) {
+  Array m = make(xpr::float64, m_values, Shape{2, 3});
+  expect_error<xpr::index_error>([&] { xpr::sum(m, 2); },
+                                 {"sum:", "axis 2", "rank 2", "-2 <= axis < 2"});
+  expect_error<xpr::index_error>([&] { xpr::max(m, -3); }, {"max:", "axis -3"});
+  expect_error<xpr::index_error>([&] { xpr::mean(m, {0, 5}); }, {"mean:", "axis 5"});
+  expect_error<xpr::value_error>(
+      [&] {
+        xpr::min(m, {1, -1});
+      },
+      {"min:", "distinct axes", "axis 1"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        xpr::max(make(xpr::int32, {}, Shape{2, 0}), 1);
+      },
+      {"zero-size array to reduction operation max"});
+}
+
+}  // namespace
