@@ -352,7 +352,9 @@ class JaxprPrinter {
   const std::string& name(const Var& v) {
     auto it = names_.find(v.id());
     if (it != names_.end()) return it->second;
-    return names_.emplace(v.id(), encode(next_++)).first->second;
+    std::string n = encode(next_++);
+    while (shared_names_.count(n)) n = encode(next_++);  // as JAX: `jaxpr` names a jaxpr
+    return names_.emplace(v.id(), std::move(n)).first->second;
   }
 
  private:
@@ -468,7 +470,9 @@ class JaxprPrinter {
     std::size_t n = 0;
     for (const Jaxpr* j : order) {
       if (counts[j] == 1) continue;
-      shared_.emplace(j, n == 0 ? "jaxpr" : "jaxpr" + std::to_string(n));
+      std::string name = n == 0 ? "jaxpr" : "jaxpr" + std::to_string(n);
+      shared_names_.insert(name);
+      shared_.emplace(j, std::move(name));
       ++n;
       shared.push_back(j);
     }
@@ -477,6 +481,7 @@ class JaxprPrinter {
 
   std::unordered_map<const void*, std::string> names_;
   std::unordered_map<const Jaxpr*, std::string> shared_;
+  std::unordered_set<std::string> shared_names_;
   std::size_t next_ = 0;
 };
 
