@@ -38,6 +38,7 @@ struct SumMonoid {
   static constexpr std::string_view name = "sum";
   static constexpr Accepts accepts = Accepts::numeric;
   static constexpr bool has_identity = true;
+  static constexpr bool nan_on_the_side = false;
   template <class T>
   static T identity() {
     return T(0);
@@ -58,6 +59,7 @@ struct MaxMonoid {
   static constexpr std::string_view name = "max";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;  // for jax.numpy's empty-reduction check
+  static constexpr bool nan_on_the_side = true;
   template <class T>
   static T identity() {
     if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
@@ -71,12 +73,17 @@ struct MaxMonoid {
       return xsimd::select(xsimd::isnan(a) | xsimd::isnan(b), a + b, xsimd::max(a, b));
     }
   }
+  template <class B>
+  static B combine_ignoring_nan(const B& a, const B& b) {
+    return xsimd::max(a, b);
+  }
 };
 
 struct MinMonoid {
   static constexpr std::string_view name = "min";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;
+  static constexpr bool nan_on_the_side = true;
   template <class T>
   static T identity() {
     if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
@@ -90,12 +97,18 @@ struct MinMonoid {
       return xsimd::select(xsimd::isnan(a) | xsimd::isnan(b), a + b, xsimd::min(a, b));
     }
   }
+  template <class B>
+  static B combine_ignoring_nan(const B& a, const B& b) {
+    return xsimd::min(a, b);
+  }
 };
 
 // ---- kernels ----------------------------------------------------------------------------------
 
 /// The monoid's reduction of `n` contiguous elements: four xsimd accumulators for float and
-/// double, a plain loop (which the compiler vectorizes) for integers and bool.
+/// double, a plain loop (which the compiler vectorizes) for integers and bool. Max and min run
+/// the plain SIMD max/min and note NaNs on the side, which is cheaper than the NaN-propagating
+/// combine on every batch.
 template <class M, class T>
 T reduce_contiguous(const T* p, std::int64_t n) {
   T r = M::template identity<T>();
@@ -104,14 +117,24 @@ T reduce_contiguous(const T* p, std::int64_t n) {
     using B = xsimd::batch<T>;
     constexpr auto w = static_cast<std::int64_t>(B::size);
     if (n >= w) {
+      typename B::batch_bool_type nan(false);
+      auto step = [&nan](B& acc, const B& v) {
+        if constexpr (M::nan_on_the_side) {
+          acc = M::combine_ignoring_nan(acc, v);
+          nan = nan | xsimd::isnan(v);
+        } else {
+          acc = M::combine(acc, v);
+        }
+      };
       B a0(r), a1(r), a2(r), a3(r);
       for (; i + 4 * w <= n; i += 4 * w) {
-        a0 = M::combine(a0, B::load_unaligned(p + i));
-        a1 = M::combine(a1, B::load_unaligned(p + i + w));
-        a2 = M::combine(a2, B::load_unaligned(p + i + 2 * w));
-        a3 = M::combine(a3, B::load_unaligned(p + i + 3 * w));
+        step(a0, B::load_unaligned(p + i));
+        step(a1, B::load_unaligned(p + i + w));
+        step(a2, B::load_unaligned(p + i + 2 * w));
+        step(a3, B::load_unaligned(p + i + 3 * w));
       }
-      for (; i + w <= n; i += w) a0 = M::combine(a0, B::load_unaligned(p + i));
+      for (; i + w <= n; i += w) step(a0, B::load_unaligned(p + i));
+      if (xsimd::any(nan)) return std::numeric_limits<T>::quiet_NaN();
       a0 = M::combine(M::combine(a0, a1), M::combine(a2, a3));
       alignas(64) T lanes[B::size];
       a0.store_aligned(lanes);
