@@ -119,3 +119,7 @@ class IntegerPow final : public Primitive {
 inline const IntegerPow integer_pow_p{};
 
 }  // namespace xpr::rt
+
+// The jvp rule above uses jax.numpy-level operators; included last, after integer_pow_p, which
+// numpy_elementwise.hpp builds on (so this header compiles on its own).
+#include "xpr/rt/numpy_elementwise.hpp"
