@@ -11,6 +11,9 @@
 #include <Eigen/Core>
 #include <gtest/gtest.h>
 
+#include "xpr/rt/api_transformations.hpp"
+#include "xpr/rt/jaxpr_eval.hpp"
+
 namespace {
 
 using xpr::Array;
@@ -351,6 +354,25 @@ TEST(LaxSlicing, DynamicUpdateSlice) {
   EXPECT_EQ(x.to_vector<float>(), std::vector<float>(6, 0.0f));  // arrays are immutable
   expect_error<xpr::type_error>([&] { xpr::dynamic_update_slice(x, u, {0}); },
                                 {"dynamic_update_slice", "expected 2 start indices"});
+}
+
+TEST(LaxSlicing, TracedIndicesAreWrappedInTheProgram) {
+  // Staged out, the index is a tracer: the wrap of a negative index is recorded (with where), so
+  // the jaxpr gives the eager answer for every index value.
+  auto f = [](const Array& x, const Array& i) {
+    return xpr::dynamic_update_slice(x, xpr::dynamic_slice(x, {i}, {2}) * 10.0, {i});
+  };
+  Array x = make(xpr::float64, {0, 1, 2, 3, 4}, Shape{5});
+  xpr::rt::ClosedJaxpr j = xpr::make_jaxpr(f)(x, make(xpr::int32, {0}, Shape{}));
+  for (std::int64_t i : {-7, -2, -1, 0, 1, 3, 9}) {
+    SCOPED_TRACE(i);
+    Array idx = make(xpr::int32, {static_cast<double>(i)}, Shape{});
+    Array staged = xpr::rt::eval_jaxpr(j, std::vector<Array>{x, idx}).at(0);
+    EXPECT_EQ(staged.to_vector<double>(), f(x, idx).to_vector<double>());
+  }
+  // -2 -> 3: elements 3 and 4 scaled.
+  EXPECT_EQ(f(x, make(xpr::int32, {-2}, Shape{})).to_vector<double>(),
+            (std::vector<double>{0, 1, 2, 30, 40}));
 }
 
 TEST(LaxSlicing, Iota) {
