@@ -66,3 +66,14 @@ TEST(DType, WeakTypesFollowTheirCxxType) {
 }
 
 }  // namespace
+
+namespace {
+TEST(DType, ItemsizeMatchesTheElementType) {
+  static_assert(xpr::core::itemsize(xpr::bool_) == sizeof(bool));
+  static_assert(xpr::core::itemsize(xpr::int32) == sizeof(std::int32_t));
+  static_assert(xpr::core::itemsize(xpr::int64) == sizeof(std::int64_t));
+  static_assert(xpr::core::itemsize(xpr::float32) == sizeof(float));
+  static_assert(xpr::core::itemsize(xpr::float64) == sizeof(double));
+  EXPECT_EQ(xpr::core::itemsize(xpr::int64), 8u);
+}
+}  // namespace

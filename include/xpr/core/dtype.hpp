@@ -38,7 +38,7 @@ constexpr bool is_floating(DType t) { return t == DType::float32 || t == DType::
 constexpr bool is_integer(DType t) { return t == DType::int32 || t == DType::int64; }
 constexpr bool is_bool(DType t) { return t == DType::bool_; }
 constexpr std::size_t itemsize(DType t) {
-  constexpr std::array<std::size_t, num_dtypes> sizes{1, 4, 4, 8, 8};
+  constexpr std::array<std::size_t, num_dtypes> sizes{1, 4, 8, 4, 8};
   return sizes[static_cast<int>(t)];
 }
 
