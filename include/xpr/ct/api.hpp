@@ -220,8 +220,9 @@ inline constexpr const auto& program_for =
 // ---------------------------------------------------------------------------------------------
 // Calls.
 // ---------------------------------------------------------------------------------------------
+// Inlined into the caller's loop, so that the whole evaluation is one basic block there.
 template <class Fn, class... Args>
-auto call_numbers(const Args&... args) {
+[[gnu::always_inline]] inline auto call_numbers(const Args&... args) {
   using S = scalar_t<Args...>;
   using C = Compiled<program_for<Fn, Args...>>;
   constexpr auto offsets = leaf_offsets<Args...>;
@@ -312,7 +313,7 @@ struct Transformed {
       L, detail::traced_result_t_of<F, typename X::template base_args<traced_t<Args>...>>, Args...>;
 
   template <class... Args>
-  constexpr auto operator()(const Args&... args) const {
+  [[gnu::always_inline]] constexpr auto operator()(const Args&... args) const {
     if constexpr (!detail::check_args<Args...>() ||
                   !X::template check<F, traced_t<Args>...>()) {
       return;  // the static_assert has spoken

@@ -4,6 +4,7 @@
 // Eigen arrays). Each equation computes `Op::number`, the operation's meaning on plain numbers.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -33,11 +34,18 @@ template <class S>
   }
 }
 
-/// Where each equation's value lives: a slot of the value array, or of the mask array for
-/// comparisons. Literals and dead-end slots take none.
+/// One equation as the evaluator reads it: the primitive and the slots of its result and
+/// operands in the value array (or, for comparisons, the mask array). Literals take a value slot
+/// too, filled by a broadcast, so every operand is a plain array read.
+struct Step {
+  Prim prim = Prim::arg;
+  int out = 0, a = 0, b = 0, c = 0;
+  std::int64_t param = 0;
+};
+
 template <std::size_t N>
 struct Layout {
-  int slot[N > 0 ? N : 1] = {};
+  Step steps[N > 0 ? N : 1] = {};
   int num_values = 0;
   int num_masks = 0;
 };
@@ -45,21 +53,23 @@ struct Layout {
 template <class P>
 constexpr auto make_layout(const P& p) {
   Layout<P::num_eqns> l;
+  int slot[P::num_eqns > 0 ? P::num_eqns : 1] = {};
   for (std::size_t i = 0; i < P::num_eqns; ++i) {
     const Eqn& e = p.eqns[i];
-    if (e.prim == Prim::lit)
-      l.slot[i] = -1;
-    else if (is_comparison(e.prim))
-      l.slot[i] = l.num_masks++;
-    else
-      l.slot[i] = l.num_values++;
+    slot[i] = is_comparison(e.prim) ? l.num_masks++ : l.num_values++;
+    Step& s = l.steps[i];
+    s.prim = e.prim;
+    s.out = slot[i];
+    int* operands[3] = {&s.a, &s.b, &s.c};
+    for (int k = 0; k < arity(e.prim); ++k) *operands[k] = slot[e.in[k]];
+    s.param = static_cast<std::int64_t>(e.param);
   }
   return l;
 }
 
 inline constexpr std::size_t block_size = 64;    // equations per fold expression
-inline constexpr std::size_t chunk_size = 256;   // equations per out-of-line function
-inline constexpr std::size_t inline_limit = 512; // larger programs are split into chunks
+inline constexpr std::size_t chunk_size = 128;   // equations per out-of-line function
+inline constexpr std::size_t inline_limit = 1024; // larger programs are split into chunks
 }  // namespace detail
 
 /// A frozen program `P` as straight-line code. `run(in, out)` evaluates it on arrays of a scalar
@@ -79,87 +89,99 @@ class Compiled {
     using M = detail::mask_t<S>;
     S v[layout.num_values > 0 ? layout.num_values : 1];
     M m[layout.num_masks > 0 ? layout.num_masks : 1];
-    for (std::size_t k = 0; k < num_ins; ++k) v[k] = in[k];
+    inputs(v, in, std::make_index_sequence<num_ins>{});
     const S& like = in[0];
-    if constexpr (num_eqns <= detail::inline_limit) {
-      blocks<0, (num_eqns + detail::block_size - 1) / detail::block_size>(v, m, like);
-    } else {
-      [&]<std::size_t... C>(std::index_sequence<C...>) {
-        (chunk<C>(v, m, like), ...);
-      }(std::make_index_sequence<(num_eqns + detail::chunk_size - 1) / detail::chunk_size>{});
-    }
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((out[K] = output<K>(v, m, like)), ...);
-    }(std::make_index_sequence<num_outs>{});
+    if constexpr (num_eqns <= detail::inline_limit)
+      blocks<0>(v, m, like, std::make_index_sequence<num_blocks(num_eqns)>{});
+    else
+      chunks(v, m, like, std::make_index_sequence<(num_eqns + detail::chunk_size - 1) / detail::chunk_size>{});
+    outputs(v, m, like, out, std::make_index_sequence<num_outs>{});
   }
 
  private:
-  template <std::size_t First, std::size_t Count, class S, class M>
-  [[gnu::always_inline]] static inline void blocks(S* v, M* m, const S& like) {
-    [&]<std::size_t... B>(std::index_sequence<B...>) {
-      (block<First + B * detail::block_size>(v, m, like), ...);
-    }(std::make_index_sequence<Count>{});
+  // Helpers are functions rather than lambdas: a lambda would not inherit always_inline, and
+  // the value array must stay local to one function for the optimizer to keep it in registers.
+  static constexpr std::size_t num_blocks(std::size_t n) {
+    return (n + detail::block_size - 1) / detail::block_size;
+  }
+
+  template <std::size_t First, class S, class M, std::size_t... B>
+  [[gnu::always_inline]] static inline void blocks(S* v, M* m, const S& like, std::index_sequence<B...>) {
+    (block<First + B * detail::block_size>(
+         v, m, like, std::make_index_sequence<block_length(First + B * detail::block_size)>{}),
+     ...);
+  }
+
+  template <class S, class M, std::size_t... C>
+  [[gnu::always_inline]] static inline void chunks(S* v, M* m, const S& like, std::index_sequence<C...>) {
+    (chunk<C>(v, m, like), ...);
   }
 
   template <std::size_t C, class S, class M>
   [[gnu::noinline]] static void chunk(S* v, M* m, const S& like) {
     constexpr std::size_t first = C * detail::chunk_size;
-    constexpr std::size_t count = (detail::chunk_size + detail::block_size - 1) / detail::block_size;
-    blocks<first, count>(v, m, like);
+    constexpr std::size_t last = first + detail::chunk_size < num_eqns ? first + detail::chunk_size : num_eqns;
+    blocks<first>(v, m, like, std::make_index_sequence<num_blocks(last - first)>{});
   }
 
-  template <std::size_t First, class S, class M>
-  [[gnu::always_inline]] static inline void block(S* v, M* m, const S& like) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (step<First + I>(v, m, like), ...);
-    }(std::make_index_sequence<(First < num_eqns ? (num_eqns - First < detail::block_size
-                                                        ? num_eqns - First
-                                                        : detail::block_size)
-                                                 : 0)>{});
+  static constexpr std::size_t block_length(std::size_t first) {
+    if (first >= num_eqns) return 0;
+    return num_eqns - first < detail::block_size ? num_eqns - first : detail::block_size;
   }
 
-  /// The value of equation `I` as an operand.
-  template <std::size_t I, class S>
-  [[gnu::always_inline]] static inline decltype(auto) get(const S* v, const S& like) {
-    constexpr const Eqn& e = P.eqns[I];
-    if constexpr (e.prim == Prim::lit)
-      return detail::broadcast<S>(e.value(), like);
-    else
-      return (v[layout.slot[I]]);
+  template <std::size_t First, class S, class M, std::size_t... I>
+  [[gnu::always_inline]] static inline void block(S* v, M* m, const S& like, std::index_sequence<I...>) {
+    (step<layout.steps[First + I].prim>(v, m, like, layout.steps[First + I]), ...);
   }
 
-  template <std::size_t I, class S, class M>
-  [[gnu::always_inline]] static inline void step(S* v, M* m, const S& like) {
-    constexpr const Eqn& e = P.eqns[I];
-    constexpr Prim p = e.prim;
-    if constexpr (p == Prim::arg || p == Prim::lit) {
-      // inputs are already in place; literals are read where they are used
+  template <class S, std::size_t... K>
+  [[gnu::always_inline]] static inline void inputs(S* v, const S* in, std::index_sequence<K...>) {
+    ((v[K] = in[K]), ...);
+  }
+
+  template <class S, class M, std::size_t... K>
+  [[gnu::always_inline]] static inline void outputs(const S* v, const M* m, const S& like, S* out,
+                                                    std::index_sequence<K...>) {
+    ((out[K] = output<K>(v, m, like)), ...);
+  }
+
+  /// One equation: `Op::number` on its operands. Instantiated once per primitive; the slots
+  /// are constants once inlined, so the value array dissolves into registers.
+  template <Prim p, class S, class M>
+  [[gnu::always_inline]] static inline void step(S* v, M* m, const S& like, const detail::Step& s) {
+    // Operands are copied before the call: kernels take them by reference, and an address
+    // taken inside the value array would keep the whole array in memory.
+    if constexpr (p == Prim::arg) {
+      // inputs are already in place
+    } else if constexpr (p == Prim::lit) {
+      v[s.out] = detail::broadcast<S>(std::bit_cast<double>(s.param), like);
     } else if constexpr (p == Prim::select) {
-      v[layout.slot[I]] = op::select::number(m[layout.slot[e.in[0]]],
-                                             get<static_cast<std::size_t>(e.in[2])>(v, like),
-                                             get<static_cast<std::size_t>(e.in[1])>(v, like));
+      const M c = m[s.a];
+      const S on_false = v[s.b], on_true = v[s.c];
+      v[s.out] = op::select::number(c, on_true, on_false);
     } else if constexpr (is_comparison(p)) {
-      m[layout.slot[I]] = op_t<p>::number(get<static_cast<std::size_t>(e.in[0])>(v, like),
-                                          get<static_cast<std::size_t>(e.in[1])>(v, like));
+      const S a = v[s.a], b = v[s.b];
+      m[s.out] = op_t<p>::number(a, b);
     } else if constexpr (p == Prim::integer_pow) {
-      v[layout.slot[I]] = op::integer_pow::number(get<static_cast<std::size_t>(e.in[0])>(v, like),
-                                                  static_cast<int>(static_cast<std::int64_t>(e.param)));
+      const S a = v[s.a];
+      v[s.out] = op::integer_pow::number(a, static_cast<int>(s.param));
     } else if constexpr (arity(p) == 1) {
-      v[layout.slot[I]] = op_t<p>::number(get<static_cast<std::size_t>(e.in[0])>(v, like));
+      const S a = v[s.a];
+      v[s.out] = op_t<p>::number(a);
     } else {
-      v[layout.slot[I]] = op_t<p>::number(get<static_cast<std::size_t>(e.in[0])>(v, like),
-                                          get<static_cast<std::size_t>(e.in[1])>(v, like));
+      const S a = v[s.a], b = v[s.b];
+      v[s.out] = op_t<p>::number(a, b);
     }
   }
 
   template <std::size_t K, class S, class M>
   [[gnu::always_inline]] static inline S output(const S* v, const M* m, const S& like) {
-    constexpr std::size_t o = static_cast<std::size_t>(P.outs[K]);
-    if constexpr (is_comparison(P.eqns[o].prim))
-      return S(op::select::number(m[layout.slot[o]], detail::broadcast<S>(1, like),
+    constexpr const detail::Step& s = layout.steps[P.outs[K]];
+    if constexpr (is_comparison(s.prim))
+      return S(op::select::number(m[s.out], detail::broadcast<S>(1, like),
                                   detail::broadcast<S>(0, like)));
     else
-      return get<o>(v, like);
+      return v[s.out];
   }
 };
 

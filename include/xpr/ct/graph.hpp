@@ -165,18 +165,16 @@ class Graph {
   }
 
  private:
-  static constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-  }
+  // Few operations on small numbers: every distinct integer a constant evaluation computes is
+  // interned by the compiler for the rest of the translation unit, so a cheap hash keeps
+  // compile time and memory down.
   static constexpr std::size_t hash(const Eqn& e) {
-    std::uint64_t h = static_cast<std::uint64_t>(e.prim) | static_cast<std::uint64_t>(e.dtype) << 8 |
-                      static_cast<std::uint64_t>(e.weak) << 16;
-    h = mix(h, static_cast<std::uint32_t>(e.in[0]));
-    h = mix(h, static_cast<std::uint32_t>(e.in[1]));
-    h = mix(h, static_cast<std::uint32_t>(e.in[2]));
-    h = mix(h, e.param);
-    return static_cast<std::size_t>(h ^ (h >> 29));
+    auto lo = static_cast<std::uint32_t>(e.param), hi = static_cast<std::uint32_t>(e.param >> 32);
+    std::uint32_t h = static_cast<std::uint32_t>(e.in[0]) * 0x9e3779b1u ^
+                      static_cast<std::uint32_t>(e.in[1]) * 0x85ebca77u ^
+                      static_cast<std::uint32_t>(e.in[2]) * 0xc2b2ae3du ^ (lo ^ hi ^ (hi >> 13)) ^
+                      (static_cast<std::uint32_t>(e.prim) << 24 | static_cast<std::uint32_t>(e.dtype) << 16);
+    return h ^ (h >> 15);
   }
   constexpr void rehash(std::size_t n) {
     table_ = detail::Buffer<int>(n, -1);

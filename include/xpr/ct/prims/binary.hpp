@@ -22,7 +22,20 @@
 
 namespace xpr::ct {
 
-// add: x + 0 = 0 + x = x; jvp ta + tb; transpose ct, ct.
+namespace rules {
+/// The operand of `x` when `x` is `neg y`, else nothing (a constant or another primitive).
+template <class T>
+constexpr bool negated(const T& x, T& y) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::neg) return false;
+  y = T(g, e.in[0]);
+  return true;
+}
+}  // namespace rules
+
+// add: x + 0 = 0 + x = x, x + -y = x - y, -x + y = y - x; jvp ta + tb; transpose ct, ct.
 template <>
 struct Rules<op::add> {
   static constexpr bool linear = true;
@@ -33,6 +46,9 @@ struct Rules<op::add> {
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_zero()) return rules::same(x[0], out);
     if (x[0].is_zero()) return rules::same(x[1], out);
+    T y;
+    if (rules::negated(x[1], y)) return rules::same(x[0] - y, out);
+    if (rules::negated(x[0], y)) return rules::same(x[1] - y, out);
     return {};
   }
   template <class T>
@@ -47,7 +63,7 @@ struct Rules<op::add> {
   }
 };
 
-// sub: x - 0 = x, 0 - x = -x; jvp ta - tb; transpose ct, -ct.
+// sub: x - 0 = x, 0 - x = -x, x - -y = x + y; jvp ta - tb; transpose ct, -ct.
 template <>
 struct Rules<op::sub> {
   static constexpr bool linear = true;
@@ -58,6 +74,8 @@ struct Rules<op::sub> {
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_zero()) return rules::same(x[0], out);
     if (x[0].is_zero()) return rules::same(-x[1], out);
+    T y;
+    if (rules::negated(x[1], y)) return rules::same(x[0] + y, out);
     return {};
   }
   template <class T>
