@@ -17,6 +17,13 @@ struct Params {
 template <class T>
 struct xpr::pytree_node<Params<T>> : xpr::fields<&Params<T>::w, &Params<T>::b> {};
 
+// A plain struct, registered with the one line docs/pytrees.md shows.
+struct MyParams {
+  double w = 0;
+  double b = 0;
+};
+template <> struct xpr::pytree_node<MyParams> : xpr::fields<&MyParams::w, &MyParams::b> {};
+
 int main() {
   // 1. Flatten: the leaves in order, and the structure.
   std::tuple<double, std::vector<float>, std::map<std::string, xpr::Array>> x{
@@ -48,6 +55,8 @@ int main() {
   // args is a std::tuple<xpr::Array, Params<xpr::Array>>.
   auto args = xpr::tree_unflatten_as_arrays(in_tree, in_leaves);
   std::cout << std::apply(f, args) << "\n";
+
+  std::cout << xpr::tree_structure(MyParams{1.0, 2.0}) << "\n";
 
   // 5. Structures that do not match are a type_error naming both.
   try {
