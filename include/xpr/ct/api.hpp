@@ -720,7 +720,10 @@ template <template <const auto&, class, class, class...> class Fn, class Second,
           class... Args>
 auto primal_and(const Args&... primals) {
   detail::check_function<F>();
-  if constexpr (!check_args<Args...>() ||
+  static_assert(!(has_tracer<Args> || ...),
+                "xpr::ct::linearize / xpr::ct::vjp take numbers; inside a traced function use "
+                "xpr::ct::jvp or xpr::ct::grad, which compose");
+  if constexpr ((has_tracer<Args> || ...) || !check_args<Args...>() ||
                 !check_callable<F, traced_t<Args>...>()) {
     return;
   } else {
@@ -762,8 +765,13 @@ auto vjp(F, const Args&... primals) {
 // make_jaxpr and the compiled program.
 // ---------------------------------------------------------------------------------------------
 
-/// The program `f` compiles to for arguments of types `Args...` (`f` may be transformed):
-/// `run(in, out)` on flat arrays of one scalar type, for loops over SIMD batches.
+/// The frozen jaxpr of `F` (a function type, possibly transformed) for arguments of types
+/// `Args...`: a `Program` value, inputs first, then equations in SSA order.
+template <class F, class... Args>
+inline constexpr const auto& jaxpr_of = detail::program_for<F, Args...>;
+
+/// The program `F` compiles to for arguments of types `Args...`: `run(in, out)` on flat arrays
+/// of one scalar type, for loops over SIMD batches.
 template <class F, class... Args>
 using compiled_t = Compiled<detail::program_for<F, Args...>>;
 
