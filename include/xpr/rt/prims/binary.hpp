@@ -13,6 +13,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "xpr/core/dtype.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
@@ -20,6 +21,7 @@
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -160,6 +162,9 @@ class BinaryElementwise final : public Primitive {
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
                                 const Params&) const override {
     Array ans = bind1(*this, {primals[0], primals[1]});
+    // Integer and bool results are piecewise constant: zero tangent (JAX's float0), and the
+    // formulas below would promote it (true division, float weights).
+    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
     Array t = binary_jvp<Op>::tangent(primals[0], primals[1], ans, tangents[0], tangents[1]);
     if (t.shape() != ans.shape()) t = broadcast_to(t, ans.shape());  // both tangents rank 0
     return {{std::move(ans)}, {std::move(t)}};

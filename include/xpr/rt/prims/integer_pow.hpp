@@ -17,6 +17,7 @@
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -100,6 +101,9 @@ class IntegerPow final : public Primitive {
   template <class A>
   std::pair<Arrays, Arrays> jvp_rule(const A& x, const A& t, std::int64_t y) const {
     A ans = bind1(*this, {x}, {{"y", y}});
+    // Integer results are piecewise constant: zero tangent (JAX's float0); `t * (y * ...)` below
+    // would promote an integer tangent to float.
+    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
     if (y == 0) return {{ans}, {t * 0}};
     A d = y == 1 ? t : t * (static_cast<double>(y) * bind1(*this, {x}, {{"y", y - 1}}));
     return {{std::move(ans)}, {std::move(d)}};

@@ -2,6 +2,7 @@
 // The shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, and the
 // jax.numpy functions built on them (`xpr::reshape`, `transpose`, `squeeze`, `expand_dims`,
 // `broadcast_to`, `ravel`). Reshapes that keep the row-major order share the operand's buffer.
+// All five are linear (jvp applies the primitive to the tangent); batching adjusts their params.
 #pragma once
 
 #include <algorithm>
@@ -10,9 +11,11 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -135,6 +138,30 @@ inline Array same_elements(const Array& x, ShapedArray aval) {
   return std::move(b).finish();
 }
 
+/// The jvp rule of a linear primitive of one operand: the primitive applied to the tangent.
+inline std::pair<Arrays, Arrays> linear_jvp(const Primitive& prim, std::span<const Array> primals,
+                                            std::span<const Array> tangents, const Params& params) {
+  return {rt::bind(prim, primals, params), rt::bind(prim, tangents, params)};
+}
+
+/// The per-example type of a value batched along axis `bd`.
+inline ShapedArray unbatched_aval(ShapedArray aval, std::int64_t bd) {
+  std::vector<std::int64_t> dims(aval.shape.begin(), aval.shape.end());
+  dims.erase(dims.begin() + bd);
+  aval.shape = Shape(std::move(dims));
+  return aval;
+}
+
+/// `s` with a dimension of size `n` inserted at position `at`.
+inline Shape insert_dim(const Shape& s, std::int64_t at, std::int64_t n) {
+  std::vector<std::int64_t> dims(s.begin(), s.end());
+  dims.insert(dims.begin() + at, n);
+  return Shape(std::move(dims));
+}
+
+/// Axis `d` of a per-example value as an axis of the batched value whose batch axis is `bd`.
+inline std::int64_t skip_batch_axis(std::int64_t d, std::int64_t bd) { return d < bd ? d : d + 1; }
+
 }  // namespace detail
 
 // ---- broadcast_in_dim[shape, broadcast_dimensions] ------------------------------------------
@@ -162,6 +189,36 @@ class BroadcastInDim final : public Primitive {
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
     return {abstract_eval_one(args[0], params)};
+  }
+
+  /// Linear: the tangent is broadcast the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// The batch axis stays where it is in the operand and is placed in the result right after the
+  /// dimension that receives the operand dimension before it (first if there is none), so
+  /// `broadcast_dimensions` stay increasing and no transpose is needed.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    // Malformed params are reported against the per-example shape, as without vmap.
+    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+    const Axes& bdims = params.get<Axes>("broadcast_dimensions");
+    const std::int64_t at = b == 0 ? 0 : bdims[static_cast<std::size_t>(b - 1)] + 1;
+    Axes new_dims;
+    for (std::size_t i = 0; i < bdims.size(); ++i) {
+      if (static_cast<std::int64_t>(i) == b) new_dims.push_back(at);
+      new_dims.push_back(detail::skip_batch_axis(bdims[i], at));
+    }
+    if (b == static_cast<std::int64_t>(bdims.size())) new_dims.push_back(at);
+    Shape shape = detail::insert_dim(params.get<Shape>("shape"), at, axis_size);
+    return {{bind1(*this, {args[0]},
+                   {{"shape", std::move(shape)}, {"broadcast_dimensions", std::move(new_dims)}})},
+            {at}};
   }
 
  private:
@@ -212,6 +269,29 @@ class Transpose final : public Primitive {
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
     return {abstract_eval_one(args[0], params)};
+  }
+
+  /// Linear: the tangent is transposed the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// The batch axis keeps its position; the permutation moves the other axes around it.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+    const Axes& perm = params.get<Axes>("permutation");
+    Axes new_perm;
+    for (std::size_t j = 0; j < perm.size(); ++j) {
+      if (static_cast<std::int64_t>(j) == b) new_perm.push_back(b);
+      new_perm.push_back(detail::skip_batch_axis(perm[j], b));
+    }
+    if (b == static_cast<std::int64_t>(perm.size())) new_perm.push_back(b);
+    return {{bind1(*this, {args[0]}, {{"permutation", std::move(new_perm)}})}, {b}};
   }
 
   /// The elements of `x` with its dimensions permuted (`out` is the result's type).
@@ -266,6 +346,37 @@ class Reshape final : public Primitive {
     return {abstract_eval_one(args[0], params)};
   }
 
+  /// Linear: the tangent is reshaped the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
+  /// `dimensions` (when given) keeps it first.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+    Array x = args[0];
+    if (b != 0) {
+      Axes to_front{b};
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(x.ndim()); ++i)
+        if (i != b) to_front.push_back(i);
+      x = bind1(transpose_p, {x}, {{"permutation", std::move(to_front)}});
+    }
+    Params batched = params;
+    batched.set("new_sizes", detail::insert_dim(params.get<Shape>("new_sizes"), 0, axis_size));
+    if (const Axes* perm = dimensions(params)) {
+      Axes shifted{0};
+      for (std::int64_t p : *perm) shifted.push_back(p + 1);
+      batched.set("dimensions", std::move(shifted));
+    }
+    return {{bind1(*this, {x}, batched)}, {0}};
+  }
+
  private:
   /// The `dimensions` permutation, or null for `None`.
   const Axes* dimensions(const Params& params) const {
@@ -278,9 +389,8 @@ class Reshape final : public Primitive {
     if (const Axes* dims = dimensions(params)) (void)Transpose::permuted_aval(name(), x, *dims);
     if (sizes.size() != x.size())
       throw core::shape_error("reshape: cannot reshape array of shape " + x.shape.str() +
-                              " (size " + std::to_string(x.size()) + ") into shape " +
-                              sizes.str() + " (size " + std::to_string(sizes.size()) +
-                              "): expected equal sizes");
+                              " (size " + std::to_string(x.size()) + ") into shape " + sizes.str() +
+                              " (size " + std::to_string(sizes.size()) + "): expected equal sizes");
     return {sizes, x.dtype, x.weak_type};
   }
 };
@@ -302,6 +412,31 @@ class Squeeze final : public Primitive {
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
     return {abstract_eval_one(args[0], params)};
+  }
+
+  /// Linear: the tangent is squeezed the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// The squeezed dimensions skip the batch axis, which moves left past those before it.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
+    (void)abstract_eval_one(example, params);
+    Axes new_dims;
+    std::int64_t out = b;
+    for (std::size_t d :
+         detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim())) {
+      const auto a = static_cast<std::int64_t>(d);
+      if (a < b) --out;
+      new_dims.push_back(detail::skip_batch_axis(a, b));
+    }
+    return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {out}};
   }
 
  private:
@@ -342,6 +477,40 @@ class ExpandDims final : public Primitive {
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
     return {abstract_eval_one(args[0], params)};
+  }
+
+  /// Linear: the tangent is expanded the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// The batch axis is placed in the result right after the operand dimension before it (first
+  /// if there is none), and the inserted dimensions skip it.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    detail::check_one_operand(name(), args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
+    (void)abstract_eval_one(example, params);
+    const Axes& axes = params.get<Axes>("dimensions");
+    const std::vector<std::size_t> add =
+        detail::unique_axes(name(), axes, example.ndim() + axes.size());
+    // The result position of operand dimension b - 1: walk the result, skipping inserted ones.
+    std::int64_t at = 0;
+    for (std::size_t i = 0, k = 0, operand = 0; b > 0; ++i) {
+      if (k < add.size() && add[k] == i) {
+        ++k;
+      } else if (static_cast<std::int64_t>(++operand) == b) {
+        at = static_cast<std::int64_t>(i) + 1;
+        break;
+      }
+    }
+    Axes new_dims;
+    for (std::size_t d : add)
+      new_dims.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), at));
+    return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {at}};
   }
 
  private:
