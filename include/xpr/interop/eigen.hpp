@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Eigen fixed-size vectors as arguments of the compile-time tier: an `Eigen::Matrix<T, N, 1>`
-// (or `Eigen::Array<T, N, 1>`) is traced as `xpr::ct::Vector<Tracer, N>` (indexable with `x(i)`
-// and `x[i]`), and a gradient with respect to it comes back as the same Eigen type.
+// Eigen in the compile-time tier. A fixed-size vector argument (`Eigen::Matrix<T, N, 1>` or
+// `Eigen::Array<T, N, 1>`) is traced as `xpr::ct::Vector<Tracer, N>` (indexable with `x(i)` and
+// `x[i]`), and a gradient with respect to it comes back as the same Eigen type. A dynamic-size
+// `Eigen::Array<T, Dynamic, 1>` is a scalar of the evaluation instead: the program runs on whole
+// arrays at once, elementwise.
 #pragma once
 
 #include <Eigen/Core>
@@ -55,5 +57,13 @@ template <class T, int N, int Options, int MaxRows>
 struct Tree<Eigen::Array<T, N, 1, Options, MaxRows, 1>>
     : detail::EigenVectorTree<detail::EigenArrayOf<N>::template type,
                               Eigen::Array<T, N, 1, Options, MaxRows, 1>, T, N> {};
+
+/// `Eigen::ArrayXd` / `ArrayXf` as evaluation scalars (elementwise, like xsimd batches).
+template <class T>
+  requires std::is_floating_point_v<T>
+struct leaf_traits<Eigen::Array<T, Eigen::Dynamic, 1>> {
+  static constexpr bool is_leaf = true;
+  using scalar = T;
+};
 
 }  // namespace xpr::ct
