@@ -58,7 +58,9 @@ template <class T>
 concept TracedArg =
     Structure<T> && (std::is_same_v<typename Tree<T>::leaf, Tracer> || std::is_arithmetic_v<typename Tree<T>::leaf>);
 template <class T>
-constexpr bool has_tracer = Structure<T> && std::is_same_v<typename Tree<T>::leaf, Tracer>;
+concept HasTracer = Structure<T> && std::is_same_v<typename Tree<T>::leaf, Tracer>;
+template <class T>
+constexpr bool has_tracer = HasTracer<T>;
 
 /// The scalar type one evaluation computes in: the common batch type, or float when every leaf
 /// is float and double otherwise.
@@ -253,12 +255,13 @@ constexpr auto call_traced(const Args&... args) {
 }
 
 template <class F>
-constexpr void check_function() {
+constexpr bool check_function() {
   static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
                 "xpr::ct: the function must be a captureless lambda (or an empty, default-"
                 "constructible function object): it is traced at compile time, where run-time "
                 "values do not exist. Pass a captured value as an extra, non-differentiated "
                 "argument instead: xpr::ct::grad<0>([](auto x, auto p) { ... })(x, p)");
+  return std::is_empty_v<F> && std::is_default_constructible_v<F>;
 }
 
 template <class... Args>
@@ -314,9 +317,11 @@ struct Transformed {
 
   template <class... Args>
   [[gnu::always_inline]] constexpr auto operator()(const Args&... args) const {
-    if constexpr (!detail::check_args<Args...>() ||
-                  !X::template check<F, traced_t<Args>...>()) {
-      return;  // the static_assert has spoken
+    // Each check stops here with its static_assert, before anything else fails less clearly.
+    if constexpr (!detail::check_function<F>() || !detail::check_args<Args...>()) {
+      return;
+    } else if constexpr (!X::template check<F, traced_t<Args>...>()) {
+      return;
     } else if constexpr ((detail::has_tracer<Args> || ...)) {
       return detail::call_traced<Transformed>(args...);
     } else {
@@ -586,7 +591,6 @@ struct VjpX : same_args {
 /// See examples/ct_grad.cpp.
 template <int... Argnums, class F>
 constexpr auto grad(F) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::GradX<false, false, 0>>{};
   else
@@ -595,7 +599,6 @@ constexpr auto grad(F) {
 /// `grad<argnums...>(f, has_aux)`: `f` returns (value, aux); gives (gradient, aux).
 template <int... Argnums, class F>
 constexpr auto grad(F, has_aux_t) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::GradX<false, true, 0>>{};
   else
@@ -604,7 +607,6 @@ constexpr auto grad(F, has_aux_t) {
 /// `value_and_grad<argnums...>(f)`: (value, gradient) from one program.
 template <int... Argnums, class F>
 constexpr auto value_and_grad(F) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::GradX<true, false, 0>>{};
   else
@@ -613,7 +615,6 @@ constexpr auto value_and_grad(F) {
 /// `value_and_grad<argnums...>(f, has_aux)`: ((value, aux), gradient).
 template <int... Argnums, class F>
 constexpr auto value_and_grad(F, has_aux_t) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::GradX<true, true, 0>>{};
   else
@@ -623,7 +624,6 @@ constexpr auto value_and_grad(F, has_aux_t) {
 /// leaf replaced by the argument's structure (`J[i][j] = ∂f_i/∂x_j`).
 template <int... Argnums, class F>
 constexpr auto jacfwd(F) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::JacX<true, 0>>{};
   else
@@ -632,7 +632,6 @@ constexpr auto jacfwd(F) {
 /// `jacrev<argnums...>(f)`: the Jacobian by reverse mode (one reverse sweep per output).
 template <int... Argnums, class F>
 constexpr auto jacrev(F) {
-  detail::check_function<F>();
   if constexpr (sizeof...(Argnums) == 0)
     return Transformed<F, detail::JacX<false, 0>>{};
   else
@@ -648,7 +647,6 @@ constexpr auto hessian(F f) {
 /// both shaped like f's output.
 template <class F, class... P, class... T>
 constexpr auto jvp(F, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
-  detail::check_function<F>();
   static_assert(sizeof...(P) == sizeof...(T),
                 "xpr::ct::jvp: give one tangent per primal (the two tuples differ in length)");
   return std::apply(
@@ -719,12 +717,12 @@ namespace detail {
 template <template <const auto&, class, class, class...> class Fn, class Second, class F,
           class... Args>
 auto primal_and(const Args&... primals) {
-  detail::check_function<F>();
   static_assert(!(has_tracer<Args> || ...),
                 "xpr::ct::linearize / xpr::ct::vjp take numbers; inside a traced function use "
                 "xpr::ct::jvp or xpr::ct::grad, which compose");
-  if constexpr ((has_tracer<Args> || ...) || !check_args<Args...>() ||
-                !check_callable<F, traced_t<Args>...>()) {
+  if constexpr (!check_function<F>() || (has_tracer<Args> || ...) || !check_args<Args...>()) {
+    return;
+  } else if constexpr (!check_callable<F, traced_t<Args>...>()) {
     return;
   } else {
     using S = scalar_t<Args...>;
@@ -790,14 +788,15 @@ struct MakeJaxpr {
 /// `make_jaxpr(f)(args...)` gives the same text at run time, JAX-style.
 template <class... Args, class F>
 constexpr decltype(auto) make_jaxpr(F) {
-  detail::check_function<F>();
-  if constexpr (sizeof...(Args) == 0) {
+  if constexpr (!detail::check_function<F>()) {
+    return;
+  } else if constexpr (sizeof...(Args) == 0) {
     return detail::MakeJaxpr<F>{};
   } else {
-    static_assert((detail::NumericArg<Args> && ...),
-                  "xpr::ct::make_jaxpr: the argument types must be float, double, or "
-                  "std::array / Eigen fixed-size vectors of them");
-    return (jaxpr_text_v<detail::program_for<F, Args...>>);
+    if constexpr (!detail::check_args<Args...>())
+      return;
+    else
+      return (jaxpr_text_v<detail::program_for<F, Args...>>);
   }
 }
 
