@@ -7,4 +7,5 @@
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/core/shape.hpp"
+#include "xpr/ct/ct.hpp"
 #include "xpr/rt/api.hpp"
