@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "xpr/core/ops.hpp"
-#include "xpr/ct/prims/rules.hpp"
 #include "xpr/ct/tracer.hpp"
 
 namespace xpr::ct {
