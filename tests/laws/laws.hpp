@@ -46,6 +46,8 @@ struct ArgSpec {
   bool away_from_zero = false;
   /// Whole numbers only, so comparisons meet ties.
   bool integers = false;
+  /// Weakly typed, as a C++ number becomes.
+  bool weak = false;
 };
 
 /// A fixed stream of random numbers (tests are reproducible).
@@ -75,8 +77,9 @@ inline std::vector<double> values(const Array& x) {
 }
 
 /// An array of `shape` and `dtype` holding `v` (converted as C++ converts).
-inline Array make_array(const Shape& shape, DType dtype, const std::vector<double>& v) {
-  rt::ArrayBuilder b(rt::ShapedArray{shape, dtype, false});
+inline Array make_array(const Shape& shape, DType dtype, const std::vector<double>& v,
+                        bool weak = false) {
+  rt::ArrayBuilder b(rt::ShapedArray{shape, dtype, weak});
   rt::dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = b.data<T>();
@@ -104,13 +107,13 @@ inline Array draw(const ArgSpec& spec, Rng& rng) {
     }
     if (spec.away_from_zero && rng.integer(0, 1)) e = -e;
   }
-  return make_array(spec.shape, spec.dtype, v);
+  return make_array(spec.shape, spec.dtype, v, spec.weak);
 }
 
 /// A random tangent for a primal of type `spec`: uniform in [-1, 1] for floating dtypes, zeros
 /// otherwise (the tangent of an integer input is zero).
 inline ArgSpec tangent_spec(const ArgSpec& spec) {
-  ArgSpec t{spec.shape, spec.dtype, -1, 1, false, false};
+  ArgSpec t{spec.shape, spec.dtype, -1, 1, false, false, spec.weak};
   if (!core::is_floating(spec.dtype)) t.lo = t.hi = 0;
   return t;
 }
@@ -167,9 +170,10 @@ inline Array stack_at(std::span<const Array> xs, std::size_t axis) {
   return std::move(b).finish();
 }
 
-/// Whether `a` and `b` have the same shape, dtype and bits (so NaN equals NaN, -0 is not 0).
+/// Whether `a` and `b` have the same type (shape, dtype, weak flag) and bits (so NaN equals NaN,
+/// -0 is not 0).
 inline bool identical(const Array& a, const Array& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  if (a.aval() != b.aval()) return false;
   const std::size_t nbytes = static_cast<std::size_t>(a.size()) * core::itemsize(a.dtype());
   return nbytes == 0 || std::memcmp(a.concrete()->bytes(), b.concrete()->bytes(), nbytes) == 0;
 }
@@ -177,7 +181,8 @@ inline bool identical(const Array& a, const Array& b) {
 /// `a` and `b` for a failure message: types, then the first elements that differ.
 inline std::string describe_difference(const Array& a, const Array& b) {
   std::ostringstream os;
-  os << "found " << a.aval().str() << ", expected " << b.aval().str();
+  os << "found " << a.aval().str() << (a.weak_type() ? " (weak)" : "") << ", expected "
+     << b.aval().str() << (b.weak_type() ? " (weak)" : "");
   if (a.shape() == b.shape()) {
     std::vector<double> va = values(a), vb = values(b);
     int shown = 0;

@@ -141,7 +141,7 @@ FlatFunction apply(const rt::Primitive* prim, Params params) {
 }
 
 /// The operand shapes tried: all (2, 3); for n-ary ones also each operand rank 0 in turn (a rank-0
-/// operand stands for any shape); and all rank 0.
+/// operand stands for any shape); and all rank 0. Rank-0 operands are weakly typed (specs_for).
 std::vector<std::vector<Shape>> shape_configs(std::size_t arity) {
   const Shape s{2, 3};
   std::vector<std::vector<Shape>> out{std::vector<Shape>(arity, s)};
@@ -158,7 +158,10 @@ std::vector<ArgSpec> specs_for(const OpRecord& r, DType dtype, const std::vector
   std::vector<ArgSpec> specs;
   for (std::size_t i = 0; i < r.operands.size(); ++i) {
     const Operand& o = r.operands[i];
-    specs.push_back({shapes[i], o.dtype.value_or(dtype), o.lo, o.hi, o.away_from_zero, o.integers});
+    // Rank-0 operands of the case dtype are weakly typed, like C++ numbers mixed with arrays.
+    const bool weak = shapes[i].rank() == 0 && !o.dtype && dtype != DType::bool_;
+    specs.push_back(
+        {shapes[i], o.dtype.value_or(dtype), o.lo, o.hi, o.away_from_zero, o.integers, weak});
   }
   return specs;
 }
@@ -309,6 +312,31 @@ TEST(SecondDerivatives, MatchClosedForms) {
   };
   for (const Case& c : cases)
     EXPECT_NEAR(second_derivative(c.f, x), c.want, 1e-12 * (1 + std::abs(c.want))) << c.name;
+}
+
+// A C++ float is a weakly typed float32 (like a Python scalar); its tangent must stay float32
+// (the rules once wrote their constants as C++ doubles, weak float64, and failed here).
+TEST(WeakFloat32, TangentsStayFloat32) {
+  const float x = 2.0f;
+  struct Case {
+    const char* name;
+    std::function<Array(const Array&)> f;
+    double want;  // d/dx at x
+  };
+  const Case cases[] = {
+      {"sqrt", [](const Array& y) { return xpr::sqrt(y); }, 0.5 / std::sqrt(2.0)},
+      {"rsqrt", [](const Array& y) { return xpr::rsqrt(y); }, -0.5 * std::pow(2.0, -1.5)},
+      {"x^3", [](const Array& y) { return xpr::integer_pow(y, 3); }, 12.0},
+      {"x^x", [](const Array& y) { return xpr::pow(y, y); }, 4 * (std::log(2.0) + 1)},
+  };
+  for (const Case& c : cases) {
+    auto [y, t] = xpr::jvp(c.f, std::tuple{x}, std::tuple{1.0f});
+    EXPECT_EQ(t.dtype(), DType::float32) << c.name;
+    EXPECT_EQ(y.dtype(), DType::float32) << c.name;
+    if (t.dtype() == DType::float32) {
+      EXPECT_FLOAT_EQ(t.item<float>(), static_cast<float>(c.want)) << c.name;
+    }
+  }
 }
 
 // ---- make_jaxpr of a jvp ---------------------------------------------------------------------

@@ -83,33 +83,49 @@ const std::vector<ShapeRecord>& records() {
 }
 // clang-format on
 
-const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::bool_};
-
 FlatFunction apply(const ShapeRecord& r) {
   return [prim = r.prim, params = r.params](std::span<const Array> args) {
     return rt::bind(*prim, args, params);  // qualified: ADL would find std::bind
   };
 }
 
-ArgSpec spec(const ShapeRecord& r, DType dtype) { return {r.operand, dtype, -2, 2, false, false}; }
+ArgSpec spec(const ShapeRecord& r, DType dtype, bool weak = false) {
+  return {r.operand, dtype, -2, 2, false, false, weak};
+}
+
+/// The operand types tried by the first-order laws (shape primitives take every dtype and keep
+/// the weak flag).
+struct Case {
+  DType dtype;
+  bool weak;
+};
+const Case cases[] = {{DType::float32, false},
+                      {DType::float64, false},
+                      {DType::float64, true},
+                      {DType::int32, false},
+                      {DType::bool_, false}};
+
+std::string case_str(const Case& c) {
+  return std::string(xpr::core::name(c.dtype)) + (c.weak ? " (weak)" : "");
+}
 
 class ShapeLaws : public testing::TestWithParam<ShapeRecord> {};
 
 TEST_P(ShapeLaws, JvpMatchesFiniteDifferences) {
   const ShapeRecord& r = GetParam();
   std::uint64_t seed = 1;
-  for (DType dtype : dtypes) {
-    SCOPED_TRACE(xpr::core::name(dtype));
-    laws::check_jvp(apply(r), std::vector{spec(r, dtype)}, seed++);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(case_str(c));
+    laws::check_jvp(apply(r), std::vector{spec(r, c.dtype, c.weak)}, seed++);
   }
 }
 
 TEST_P(ShapeLaws, VmapMatchesTheLoop) {
   const ShapeRecord& r = GetParam();
   std::uint64_t seed = 100;
-  for (DType dtype : dtypes) {
-    SCOPED_TRACE(xpr::core::name(dtype));
-    EXPECT_GT(laws::check_batch(apply(r), std::vector{spec(r, dtype)}, seed++), 0);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(case_str(c));
+    EXPECT_GT(laws::check_batch(apply(r), std::vector{spec(r, c.dtype, c.weak)}, seed++), 0);
     // With a second, mapped argument passed through, the operand may be not_mapped too (the
     // rules' unbatched case; the result is then broadcast along out_axes).
     FlatFunction f = apply(r);
@@ -118,7 +134,8 @@ TEST_P(ShapeLaws, VmapMatchesTheLoop) {
       out.push_back(args[1]);
       return out;
     };
-    std::vector<ArgSpec> specs{spec(r, dtype), {Shape{}, DType::float64, -2, 2, false, false}};
+    std::vector<ArgSpec> specs{spec(r, c.dtype, c.weak),
+                               {Shape{}, DType::float64, -2, 2, false, false, false}};
     EXPECT_GT(laws::check_batch(with_witness, specs, seed++), 0);
   }
 }

@@ -117,13 +117,14 @@ struct binary_jvp<op::min> {
     return tx * xpr::astype(wx, tx.dtype()) + ty * xpr::astype(1.0 - wx, ty.dtype());
   }
 };
-/// d(x^y) = y x^(y-1) dx + log(x) x^y dy, with the dy term 0 where x == 0 (as in JAX).
+/// d(x^y) = y x^(y-1) dx + log(x) x^y dy, with the dy term 0 where x == 0 (as in JAX). Integer
+/// constants, so a weakly typed float32 operand stays float32.
 template <>
 struct binary_jvp<op::pow> {
   template <class A> static A tangent(const A& x, const A& y, const A& ans, const A& tx, const A& ty) {
     A dx = tx * (y * xpr::pow(x, y - 1));
     A zero = x == 0;
-    A dy = ty * xpr::where(zero, 0.0, xpr::log(xpr::where(zero, 1.0, x)) * ans);
+    A dy = ty * xpr::where(zero, 0, xpr::log(xpr::where(zero, 1, x)) * ans);
     return dx + dy;
   }
 };

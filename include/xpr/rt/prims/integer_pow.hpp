@@ -105,7 +105,8 @@ class IntegerPow final : public Primitive {
     // would promote an integer tangent to float.
     if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
     if (y == 0) return {{ans}, {t * 0}};
-    A d = y == 1 ? t : t * (static_cast<double>(y) * bind1(*this, {x}, {{"y", y - 1}}));
+    // `y` as a C++ integer: a double would make the tangent of a weak float32 `x` float64.
+    A d = y == 1 ? t : t * (y * bind1(*this, {x}, {{"y", y - 1}}));
     return {{std::move(ans)}, {std::move(d)}};
   }
 

@@ -39,7 +39,8 @@ T unary_element(const T& x) {
 
 /// The tangent of `ans = op(x)` along `t`, for each unary primitive. Written with xpr's functions
 /// (templates, so names resolve where the rule is used), the same text binds primitives at every
-/// level of the interpreter stack.
+/// level of the interpreter stack. Constants are C++ integers: a C++ double is a weak float64,
+/// which would turn the tangent of a weakly typed float32 primal into float64.
 template <class Op>
 struct unary_jvp;
 template <>
@@ -80,11 +81,11 @@ struct unary_jvp<op::expm1> {  // exp x = expm1 x + 1
 };
 template <>
 struct unary_jvp<op::sqrt> {  // 1 / (2 sqrt x)
-  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t * (0.5 / ans); }
+  template <class A> static A tangent(const A&, const A& ans, const A& t) { return t / (2 * ans); }
 };
 template <>
-struct unary_jvp<op::rsqrt> {  // -x^(-3/2) / 2 = -0.5 rsqrt(x) / x
-  template <class A> static A tangent(const A& x, const A& ans, const A& t) { return t * (-0.5 * ans / x); }
+struct unary_jvp<op::rsqrt> {  // -x^(-3/2) / 2 = rsqrt(x) / (-2 x)
+  template <class A> static A tangent(const A& x, const A& ans, const A& t) { return t * (ans / (-2 * x)); }
 };
 template <>
 struct unary_jvp<op::abs> {  // sign x (0 at 0, as in JAX)
