@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // dot_general: the tensor contraction behind dot, matmul, einsum-style products. The eager kernel
 // lays both operands out as row-major (batch, free, contract) and (batch, contract, free) matrices,
-// copying only when they are not, and calls Eigen's GEMM once per batch element.
+// copying only when they are not, and calls Eigen's GEMM once per batch element. Bilinear: its
+// jvp is two dot_generals; batching adds a leading batch dimension.
 #pragma once
 
 #include <algorithm>
@@ -19,10 +20,13 @@
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/detail/strided_copy.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -237,7 +241,47 @@ class DotGeneral final : public Primitive {
             .out};
   }
 
+  /// Bilinear: ṫ = dot_general(ṫ_lhs, rhs) + dot_general(lhs, ṫ_rhs). Integer and bool products
+  /// are piecewise constant: zero tangent.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    check_arity(primals.size());
+    Array ans = bind1(*this, {primals[0], primals[1]}, params);
+    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
+    Array t = bind1(add_p, {bind1(*this, {tangents[0], primals[1]}, params),
+                            bind1(*this, {primals[0], tangents[1]}, params)});
+    return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  /// Each operand gets its batch axis first (an unbatched one is broadcast), which becomes a new
+  /// leading batch dimension of both, so the output's batch axis is 0. (Turning a lone batch
+  /// axis into a free dimension, as JAX does, saves the broadcast but changes the GEMM's shape
+  /// and so its rounding; this way each example is computed exactly as alone.)
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override {
+    check_arity(args.size());
+    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+    if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
+    // Malformed dimension numbers are reported against the per-example shapes, as without vmap.
+    auto example = [&](std::size_t i) {
+      return dims[i] ? detail::unbatched_aval(args[i].aval(), *dims[i]) : args[i].aval();
+    };
+    (void)detail::dot_layout(example(0), example(1), dn);
+    auto shifted = [](const Axes& axes, bool lead) {
+      Axes out;
+      if (lead) out.push_back(0);
+      for (std::int64_t a : axes) out.push_back(a + 1);
+      return out;
+    };
+    DotDimensionNumbers bdn{shifted(dn.lhs_contracting, false), shifted(dn.rhs_contracting, false),
+                            shifted(dn.lhs_batch, true), shifted(dn.rhs_batch, true)};
+    Array lhs = bdim_at_front(args[0], dims[0], axis_size);
+    Array rhs = bdim_at_front(args[1], dims[1], axis_size);
+    return {{bind1(*this, {lhs, rhs}, {{"dimension_numbers", std::move(bdn)}})}, {0}};
+  }
+
  private:
+
   void check_arity(std::size_t n) const {
     if (n != 2)
       throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));

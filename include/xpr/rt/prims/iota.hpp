@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // iota: the array whose elements count along one dimension (`lax.broadcasted_iota`; a rank-1
-// iota is `lax.iota`). It has no operands, so it is how index arrays enter a traced program.
+// iota is `lax.iota`). It has no operands, so it is how index arrays enter a traced program; for
+// the same reason its tangent is zero and vmap never meets it batched.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -44,6 +46,20 @@ class Iota final : public Primitive {
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     return {abstract_eval_one(args.size(), params)};
+  }
+
+  /// No operands, so nothing to differentiate: a zero tangent.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
+                                const Params& params) const override {
+    Array ans = rt::bind(*this, primals, params)[0];
+    Array t = zeros_like_aval(ans.aval());
+    return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  /// No operands, so none is batched: the unbatched result.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim>,
+                                     std::int64_t, const Params& params) const override {
+    return {rt::bind(*this, args, params), {std::nullopt}};
   }
 
  private:

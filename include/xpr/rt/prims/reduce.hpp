@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The reductions reduce_sum, reduce_max and reduce_min over a set of axes (`axes=(0, 2)`). They
 // differ only in their monoid (identity and combining function) and the dtypes they accept, so
-// they are one class template with one row per primitive, like the unary table.
+// they are one class template with one row per primitive, like the unary table. reduce_sum is
+// linear; reduce_max/min pass on the tangent at their arg-max/min (averaged over ties, as JAX).
 #pragma once
 
 #include <algorithm>
@@ -21,10 +22,16 @@
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/prims/compare.hpp"
+#include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -265,7 +272,47 @@ class Reduce final : public Primitive {
     return {abstract_eval_one(args[0], params.get<Axes>("axes"))};
   }
 
+  /// reduce_sum is linear: ṫ = reduce_sum(t). reduce_max/min (JAX's `_reduce_chooser_jvp_rule`):
+  /// with the location mask m = (x == broadcast(ans)), ṫ = reduce_sum(t · m) / reduce_sum(m), the
+  /// tangent at the chosen element, averaged over ties. Integer and bool results get zeros.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    check_arity(primals.size());
+    Array ans = bind1(*this, {primals[0]}, params);
+    if constexpr (Monoid::has_identity) return {{ans}, {bind1(*this, {tangents[0]}, params)}};
+    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
+    const Array &x = primals[0], &t = tangents[0];
+    Axes kept;  // where ans's dimensions sit in x
+    std::vector<bool> reduced = detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
+    for (std::size_t i = 0; i < x.ndim(); ++i)
+      if (!reduced[i]) kept.push_back(static_cast<std::int64_t>(i));
+    Array location = bind1(eq_p, {x, broadcast_in_dim(ans, x.shape(), kept)});
+    Array mask = convert_element_type(location, t.dtype(), t.weak_type());
+    Array picked = bind1(sum_p(), {bind1(mul_p, {t, mask})}, params);
+    Array counts = bind1(sum_p(), {mask}, params);
+    return {{std::move(ans)}, {bind1(div_p, {picked, counts})}};
+  }
+
+  /// The batch axis goes first and each reduced axis moves right by one; the result's batch axis
+  /// is 0. (Leaving the batch axis in place would save the transpose but change how the kernel
+  /// groups the elements, and so the rounding of a sum: with the batch axis outermost each
+  /// example is reduced exactly as alone, which the law tests check bit for bit.)
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t, const Params& params) const override {
+    check_arity(args.size());
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    const Axes& axes = params.get<Axes>("axes");
+    // Malformed axes are reported against the per-example shape, as without vmap.
+    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), axes);
+    Axes new_axes;
+    for (std::int64_t a : axes) new_axes.push_back(a + 1);
+    return {{bind1(*this, {moveaxis(args[0], b, 0)}, {{"axes", std::move(new_axes)}})}, {0}};
+  }
+
  private:
+  // reduce_sum_p is defined after this template; naming it through a function defers the lookup.
+  static const Primitive& sum_p();
   void check_arity(std::size_t n) const {
     if (n != 1) throw core::type_error(name() + " expected 1 operand, found " + std::to_string(n));
   }
@@ -292,5 +339,10 @@ class Reduce final : public Primitive {
 inline const Reduce<detail::SumMonoid> reduce_sum_p{};
 inline const Reduce<detail::MaxMonoid> reduce_max_p{};
 inline const Reduce<detail::MinMonoid> reduce_min_p{};
+
+template <class Monoid>
+const Primitive& Reduce<Monoid>::sum_p() {
+  return rt::reduce_sum_p;
+}
 
 }  // namespace xpr::rt

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The slicing primitives: slice, pad, dynamic_slice, dynamic_update_slice and concatenate, with
 // lax's parameters and semantics (negative padding crops; dynamic indices are clamped so the
-// window stays inside the operand). Their kernels are strided box copies.
+// window stays inside the operand). Their kernels are strided box copies. All are linear in
+// their array operands (jvp applies the primitive to the tangents, indices passed as primals);
+// batching extends the params by the batch axis, or loops over examples for batched indices.
 #pragma once
 
 #include <algorithm>
@@ -19,10 +21,14 @@
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
+#include "xpr/rt/batching.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/detail/strided_copy.hpp"
+#include "xpr/rt/prims/select.hpp"
+#include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -138,6 +144,30 @@ class Slice final : public Primitive {
     return {abstract_eval_one(args[0], params)};
   }
 
+  /// Linear: the tangent is sliced the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    detail::check_operand_count(name(), primals.size(), 1);
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// The batch axis stays in place and is taken whole (start 0, limit its size, stride 1).
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 1);
+    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+    const std::int64_t b = *dims[0];
+    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+    auto with = [b](Axes axes, std::int64_t v) {
+      axes.insert(axes.begin() + b, v);
+      return axes;
+    };
+    Params p{{"start_indices", with(params.get<Axes>("start_indices"), 0)},
+             {"limit_indices", with(params.get<Axes>("limit_indices"), axis_size)}};
+    if (const Axes* st = strides(params)) p.set("strides", with(*st, 1));
+    return {{bind1(*this, {args[0]}, p)}, {b}};
+  }
+
  private:
   // Absent, or `strides=None`, means unit strides.
   static const Axes* strides(const Params& params) {
@@ -213,6 +243,19 @@ class Pad final : public Primitive {
     return {abstract_eval_one(args[0], args[1], params.get<PaddingConfig>("padding_config"))};
   }
 
+  /// Linear in (operand, padding_value) jointly: the tangents are padded the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    detail::check_operand_count(name(), primals.size(), 2, " (operand, padding_value)");
+    return detail::linear_jvp(*this, primals, tangents, params);
+  }
+
+  /// An unbatched padding value: the batch axis stays in place, unpadded. A batched one (JAX's
+  /// rule too): the operand is padded with zeros and a mask of the padding positions (the same
+  /// pad of a false operand with true) selects each example's padding value there.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override;
+
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& v,
                                 const PaddingConfig& cfg) const {
@@ -272,6 +315,21 @@ class DynamicSlice final : public Primitive {
     return {abstract_eval_one(args, params)};
   }
 
+  /// Linear in the operand; the start indices are passed as they are (they have no tangent).
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    if (primals.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+    Arrays t_args(primals.begin(), primals.end());
+    t_args[0] = tangents[0];
+    return {rt::bind(*this, primals, params), rt::bind(*this, t_args, params)};
+  }
+
+  /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
+  /// Batched indices: a loop over the examples, each sliced with its own indices and the results
+  /// stacked (JAX turns this into a gather, which xpr does not have yet).
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override;
+
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
     const ShapedArray& x = args[0];
@@ -320,6 +378,22 @@ class DynamicUpdateSlice final : public Primitive {
     (void)params;
     return {abstract_eval_one(args)};
   }
+
+  /// Linear in (operand, update) jointly; the start indices are passed as they are.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    (void)abstract_eval_one(detail::avals_of(primals));
+    Arrays t_args(primals.begin(), primals.end());
+    t_args[0] = tangents[0];
+    t_args[1] = tangents[1];
+    return {rt::bind(*this, primals, params), rt::bind(*this, t_args, params)};
+  }
+
+  /// Unbatched indices: operand and update get their batch axis first (an unbatched one is
+  /// broadcast) and a start index 0 for it. Batched indices: a loop over the examples, as for
+  /// dynamic_slice.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const {
@@ -382,6 +456,31 @@ class Concatenate final : public Primitive {
     return {abstract_eval_one(args, params)};
   }
 
+  /// Linear: the tangents are concatenated the same way.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    return {rt::bind(*this, primals, params), rt::bind(*this, tangents, params)};
+  }
+
+  /// Every operand gets its batch axis first (an unbatched one is broadcast); the dimension
+  /// moves right by one.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override {
+    bool any = false;
+    for (const BatchDim& d : dims) any = any || d.has_value();
+    if (!any) return {rt::bind(*this, args, params), {std::nullopt}};
+    Avals examples;
+    Arrays operands;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      examples.push_back(dims[i] ? detail::unbatched_aval(args[i].aval(), *dims[i])
+                                 : args[i].aval());
+      operands.push_back(bdim_at_front(args[i], dims[i], axis_size));
+    }
+    (void)abstract_eval_one(examples, params);
+    return {rt::bind(*this, operands, {{"dimension", params.get<std::int64_t>("dimension") + 1}}),
+            {0}};
+  }
+
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
     if (args.empty())
@@ -417,5 +516,121 @@ class Concatenate final : public Primitive {
 };
 
 inline const Concatenate concatenate_p{};
+
+// ---- batching rules that bind other slicing primitives --------------------------------------
+
+namespace detail {
+
+/// Example `k` of `x` batched along `bd` (`x` itself when not batched), by slice and squeeze.
+inline Array example_at(const Array& x, const BatchDim& bd, std::int64_t k) {
+  if (!bd) return x;
+  const auto b = static_cast<std::size_t>(*bd);
+  Axes start(x.ndim(), 0), limit(x.shape().begin(), x.shape().end());
+  start[b] = k;
+  limit[b] = k + 1;
+  Array s = bind1(slice_p, {x}, {{"start_indices", start}, {"limit_indices", limit}});
+  return bind1(squeeze_p, {s}, {{"dimensions", Axes{*bd}}});
+}
+
+/// vmap by a loop: `prim` applied to each example of `args`, the results stacked along axis 0
+/// (expand_dims, then one concatenate). For batched indices, which no box copy can express.
+inline std::pair<Arrays, BatchDims> batch_by_loop(const Primitive& prim,
+                                                  std::span<const Array> args,
+                                                  std::span<const BatchDim> dims,
+                                                  std::int64_t axis_size, const Params& params) {
+  Arrays rows;
+  for (std::int64_t k = 0; k < axis_size; ++k) {
+    Arrays example;
+    for (std::size_t i = 0; i < args.size(); ++i) example.push_back(example_at(args[i], dims[i], k));
+    Array r = rt::bind(prim, example, params)[0];
+    rows.push_back(bind1(expand_dims_p, {r}, {{"dimensions", Axes{0}}}));
+  }
+  return {rt::bind(concatenate_p, rows, {{"dimension", std::int64_t{0}}}), {0}};
+}
+
+/// Whether any of the start indices `dims[first:]` is batched.
+inline bool indices_batched(std::span<const BatchDim> dims, std::size_t first) {
+  for (std::size_t i = first; i < dims.size(); ++i)
+    if (dims[i]) return true;
+  return false;
+}
+
+/// A rank-0 start index 0 of the dtype of the first index in `indices` (int32 if there is none).
+inline Array zero_index(std::span<const Array> indices) {
+  return zeros_like_aval({Shape{}, indices.empty() ? DType::int32 : indices[0].dtype(), false});
+}
+
+}  // namespace detail
+
+inline std::pair<Arrays, BatchDims> Pad::batch(std::span<const Array> args,
+                                               std::span<const BatchDim> dims,
+                                               std::int64_t axis_size, const Params& params) const {
+  detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
+  if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const auto& cfg = params.get<PaddingConfig>("padding_config");
+  const ShapedArray example = dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0])
+                                      : args[0].aval();
+  const ShapedArray value = dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1])
+                                    : args[1].aval();
+  const ShapedArray out = abstract_eval_one(example, value, cfg);
+  auto with_batch_axis = [&](std::int64_t b) {
+    PaddingConfig c = cfg;
+    c.dims.insert(c.dims.begin() + b, {0, 0, 0});
+    return c;
+  };
+  if (!dims[1]) {
+    const std::int64_t b = *dims[0];
+    return {{bind1(*this, {args[0], args[1]}, {{"padding_config", with_batch_axis(b)}})}, {b}};
+  }
+  Array x = bdim_at_front(args[0], dims[0], axis_size);
+  Array zero = zeros_like_aval({Shape{}, value.dtype, value.weak_type});
+  Array padded = bind1(*this, {x, zero}, {{"padding_config", with_batch_axis(0)}});
+  ArrayBuilder yes(ShapedArray{Shape{}, DType::bool_, false});
+  yes.data<bool>()[0] = true;
+  Array mask = bind1(*this, {zeros_like_aval({example.shape, DType::bool_, false}),
+                             std::move(yes).finish()},
+                     params);
+  Shape full = detail::insert_dim(out.shape, 0, axis_size);
+  Array values = broadcast_in_dim(moveaxis(args[1], *dims[1], 0), full, Axes{0});
+  return {{bind1(select_n_p, {broadcast_batch(mask, axis_size, 0), padded, values})}, {0}};
+}
+
+inline std::pair<Arrays, BatchDims> DynamicSlice::batch(std::span<const Array> args,
+                                                        std::span<const BatchDim> dims,
+                                                        std::int64_t axis_size,
+                                                        const Params& params) const {
+  if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+  if (detail::indices_batched(dims, 1))
+    return detail::batch_by_loop(*this, args, dims, axis_size, params);
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  Avals examples = detail::avals_of(args);
+  examples[0] = detail::unbatched_aval(examples[0], b);
+  (void)abstract_eval_one(examples, params);
+  Arrays operands(args.begin(), args.end());
+  operands.insert(operands.begin() + 1 + b, detail::zero_index(args.subspan(1)));
+  Axes sizes = params.get<Axes>("slice_sizes");
+  sizes.insert(sizes.begin() + b, axis_size);
+  return {rt::bind(*this, operands, {{"slice_sizes", std::move(sizes)}}), {b}};
+}
+
+inline std::pair<Arrays, BatchDims> DynamicUpdateSlice::batch(std::span<const Array> args,
+                                                              std::span<const BatchDim> dims,
+                                                              std::int64_t axis_size,
+                                                              const Params& params) const {
+  if (args.size() < 2 || (!dims[0] && !dims[1] && !detail::indices_batched(dims, 2)))
+    return {rt::bind(*this, args, params), {std::nullopt}};
+  if (detail::indices_batched(dims, 2))
+    return detail::batch_by_loop(*this, args, dims, axis_size, params);
+  Avals examples = detail::avals_of(args);
+  for (std::size_t i = 0; i < 2; ++i)
+    if (dims[i]) examples[i] = detail::unbatched_aval(examples[i], *dims[i]);
+  (void)abstract_eval_one(examples);
+  Arrays operands{bdim_at_front(args[0], dims[0], axis_size),
+                  bdim_at_front(args[1], dims[1], axis_size),
+                  detail::zero_index(args.subspan(2))};
+  operands.insert(operands.end(), args.begin() + 2, args.end());
+  return {rt::bind(*this, operands, params), {0}};
+}
 
 }  // namespace xpr::rt
