@@ -10,14 +10,21 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "xpr/rt/api.hpp"
-#include "xpr/rt/api_transformations.hpp"
+#include "xpr/rt/jaxpr_print.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/prims/compare.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/integer_pow.hpp"
+#include "xpr/rt/prims/select.hpp"
+#include "xpr/rt/prims/stop_gradient.hpp"
+#include "xpr/rt/prims/unary.hpp"
+#include "xpr/rt/transformations.hpp"
 
 #include "tests/laws/laws.hpp"
 
@@ -271,12 +278,19 @@ INSTANTIATE_TEST_SUITE_P(Prims, ElementwiseLaws, testing::ValuesIn(records()),
 
 // ---- second derivatives against closed forms ----------------------------------------------------
 
+/// A function of one array as a flat function (the flat transformations are not templates, which
+/// keeps this file's compile time down; the pytree API over them is tested in tests/rt).
+FlatFunction flat(std::function<Array(const Array&)> f) {
+  return [f = std::move(f)](std::span<const Array> a) { return Arrays{f(a[0])}; };
+}
+
 /// d²f/dx² at x by jvp of jvp, with the same input and unit tangents (perturbation confusion would
 /// show here).
 double second_derivative(const std::function<Array(const Array&)>& f, double x) {
-  auto df = [&f](const Array& y) { return xpr::jvp(f, std::tuple{y}, std::tuple{1.0}).second; };
-  Array d2 = xpr::jvp(df, std::tuple{Array(x)}, std::tuple{1.0}).second;
-  return d2.item<double>();
+  FlatFunction df = [f1 = flat(f)](std::span<const Array> a) {
+    return rt::jvp_flat(f1, a, Arrays{Array(1.0)}).second;
+  };
+  return rt::jvp_flat(df, Arrays{Array(x)}, Arrays{Array(1.0)}).second[0].item<double>();
 }
 
 TEST(SecondDerivatives, MatchClosedForms) {
@@ -330,7 +344,8 @@ TEST(WeakFloat32, TangentsStayFloat32) {
       {"x^x", [](const Array& y) { return xpr::pow(y, y); }, 4 * (std::log(2.0) + 1)},
   };
   for (const Case& c : cases) {
-    auto [y, t] = xpr::jvp(c.f, std::tuple{x}, std::tuple{1.0f});
+    auto [ys, ts] = rt::jvp_flat(flat(c.f), Arrays{Array(x)}, Arrays{Array(1.0f)});
+    const Array &y = ys[0], &t = ts[0];
     EXPECT_EQ(t.dtype(), DType::float32) << c.name;
     EXPECT_EQ(y.dtype(), DType::float32) << c.name;
     if (t.dtype() == DType::float32) {
@@ -345,9 +360,14 @@ TEST(WeakFloat32, TangentsStayFloat32) {
 // primal first, then the tangent rule mul(g, cos(x)) (lax.py: ad.defjvp(sin_p, lambda g, x:
 // mul(g, cos(x)))); the two outputs are the pair.
 TEST(MakeJaxpr, OfJvpOfSinIsWhatJaxPrints) {
-  auto f = [](const Array& x, const Array& t) { return xpr::jvp(xpr::sin, x, t); };
+  FlatFunction f = [](std::span<const Array> a) {
+    auto [y, t] =
+        rt::jvp_flat(flat([](const Array& x) { return xpr::sin(x); }), a.first(1), a.subspan(1));
+    return Arrays{y[0], t[0]};
+  };
+  const rt::ShapedArray weak_f64{Shape{}, DType::float64, true};  // what 1.0 becomes
   std::ostringstream os;
-  os << xpr::make_jaxpr(f)(1.0, 1.0);
+  os << rt::make_jaxpr_flat(f, rt::Avals{weak_f64, weak_f64});
   EXPECT_EQ(os.str(),
             "{ lambda ; a:f64[] b:f64[]. let\n"
             "    c:f64[] = sin a\n"

@@ -14,8 +14,9 @@
 
 #include <gtest/gtest.h>
 
-#include "xpr/rt/api.hpp"
-#include "xpr/rt/api_transformations.hpp"
+#include "xpr/rt/jaxpr_print.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/transformations.hpp"
 
 #include "tests/laws/laws.hpp"
 
