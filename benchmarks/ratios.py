@@ -24,5 +24,6 @@ for name, t in times.items():
         if base in times:
             print(f"{name:40} {t:12.1f} {times[base]:12.1f} {t / times[base]:8.3f}  (vs eager)")
     elif "_hand_" not in name and not name.startswith("BM_eager"):
-        extra = "".join(f"  {k}={v:.3f}" for k, v in counters.get(name, {}).items())
+        c = counters.get(name, {})
+        extra = f"  {t / c['equations'] / 1000:.3f} us per equation" if "equations" in c else ""
         print(f"{name:40} {t:12.1f} {'':>12} {'(ns)':>8}{extra}")
