@@ -189,6 +189,41 @@ TEST_P(ShapeLaws, JvpOfVmapMatchesFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Prims, ShapeLaws, testing::ValuesIn(records()),
                          [](const testing::TestParamInfo<ShapeRecord>& p) { return p.param.name; });
 
+// ---- the checkers' own machinery ---------------------------------------------------------------
+
+// stack_at / slice_at against hand-placed elements: x_k = [[k, 10 + k], [20 + k, 30 + k]].
+TEST(LawsHelpers, StackAndSliceByHand) {
+  Arrays xs;
+  for (int k = 0; k < 3; ++k)
+    xs.push_back(laws::make_array(Shape{2, 2}, DType::int32, {0. + k, 10. + k, 20. + k, 30. + k}));
+  Array s1 = laws::stack_at(xs, 1);  // s1[i][k][j] = x_k[i][j]
+  ASSERT_EQ(s1.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(laws::values(s1), (std::vector<double>{0, 10, 1, 11, 2, 12, 20, 30, 21, 31, 22, 32}));
+  Array s2 = laws::stack_at(xs, 2);  // s2[i][j][k]
+  EXPECT_EQ(laws::values(s2), (std::vector<double>{0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32}));
+  for (std::int64_t k = 0; k < 3; ++k) {
+    EXPECT_TRUE(laws::identical(laws::slice_at(s1, 1, k), xs[static_cast<std::size_t>(k)]));
+    EXPECT_TRUE(laws::identical(laws::slice_at(s2, 2, k), xs[static_cast<std::size_t>(k)]));
+  }
+  EXPECT_FALSE(laws::identical(xs[0], xs[1]));
+  EXPECT_FALSE(laws::identical(xs[0], laws::make_array(Shape{2, 2}, DType::int32, {0, 10, 20, 30},
+                                                       /*weak=*/true)));
+}
+
+// check_batch covers every in_axes and out_axes: for one operand of rank 2 (mapped at 0, 1 or 2;
+// not_mapped alone is no vmap) and a rank-2 result (stacked at 0, 1 or 2), 3 x 3 vmaps.
+TEST(LawsHelpers, CheckBatchCountsEveryPlacement) {
+  FlatFunction f = [](std::span<const Array> a) {
+    return rt::bind(rt::transpose_p, a, {{"permutation", Axes{1, 0}}});
+  };
+  EXPECT_EQ(laws::check_batch(f, std::vector{ArgSpec{Shape{2, 3}}}, 7), 9);
+  // Two operands of rank 2: (4 x 4 - 1) in_axes, 3 out_axes; sampled when capped.
+  FlatFunction g = [](std::span<const Array> a) { return Arrays{a[0], a[1]}; };
+  std::vector<ArgSpec> two{ArgSpec{Shape{2, 3}}, ArgSpec{Shape{3, 2}}};
+  EXPECT_EQ(laws::check_batch(g, two, 7), 45);
+  EXPECT_EQ(laws::check_batch(g, two, 7, 3, 5), 15);
+}
+
 // ---- what the batching rules stage
 // ---------------------------------------------------------------
 
