@@ -5,6 +5,7 @@
 // primitive; the primitives themselves take equal dtypes and shapes only.
 #pragma once
 
+#include <cstddef>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
@@ -43,7 +44,8 @@ concept ArrayOperands = ((ArrayArg<Ts> || NumberArg<Ts>) && ...) && (ArrayArg<Ts
 
 template <class Op>
 constexpr bool is_binary_op =
-    binary_primitive<Op> != nullptr || comparison_primitive<Op> != nullptr;
+    !std::is_null_pointer_v<std::remove_cv_t<decltype(binary_primitive<Op>)>> ||
+    !std::is_null_pointer_v<std::remove_cv_t<decltype(comparison_primitive<Op>)>>;
 
 /// Whether the C++ integer `v` is a value of the integer type `E`.
 template <class E, class T>
@@ -149,7 +151,7 @@ Array xpr_apply(Op, const A& a, const B& b) {
                               "known in C++, or astype a float dtype");
   }
   const Primitive* prim;
-  if constexpr (detail::comparison_primitive<Op> != nullptr) {
+  if constexpr (!std::is_null_pointer_v<std::remove_cv_t<decltype(detail::comparison_primitive<Op>)>>) {
     prim = detail::comparison_primitive<Op>;
   } else {
     prim = detail::binary_primitive<Op>;

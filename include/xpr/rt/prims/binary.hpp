@@ -197,7 +197,7 @@ inline const BinaryElementwise<op::pow, detail::Accepts::floating> pow_p{};
 namespace detail {
 // The primitive behind each binary arithmetic `xpr::op` tag.
 template <class Op>
-inline constexpr const Primitive* binary_primitive = nullptr;
+inline constexpr std::nullptr_t binary_primitive = nullptr;  // not a binary op
 template <> inline constexpr const Primitive* binary_primitive<op::add> = &add_p;
 template <> inline constexpr const Primitive* binary_primitive<op::sub> = &sub_p;
 template <> inline constexpr const Primitive* binary_primitive<op::mul> = &mul_p;

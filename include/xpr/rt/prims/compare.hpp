@@ -83,7 +83,7 @@ inline const Comparison<op::ge> ge_p{};
 namespace detail {
 // The primitive behind each comparison `xpr::op` tag.
 template <class Op>
-inline constexpr const Primitive* comparison_primitive = nullptr;
+inline constexpr std::nullptr_t comparison_primitive = nullptr;  // not a comparison
 template <> inline constexpr const Primitive* comparison_primitive<op::eq> = &eq_p;
 template <> inline constexpr const Primitive* comparison_primitive<op::ne> = &ne_p;
 template <> inline constexpr const Primitive* comparison_primitive<op::lt> = &lt_p;

@@ -165,7 +165,9 @@ inline const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating
 namespace detail {
 // The primitive behind each unary `xpr::op` tag.
 template <class Op>
-inline constexpr const UnaryElementwise<Op>* unary_primitive = nullptr;
+inline constexpr std::nullptr_t unary_primitive = nullptr;  // not a unary op (a type test, not a
+                                                             // pointer comparison: GCC 12's UBSan
+                                                             // rejects the latter in constraints)
 template <> inline constexpr const UnaryElementwise<op::neg>* unary_primitive<op::neg> = &neg_p;
 template <> inline constexpr const UnaryElementwise<op::sin>* unary_primitive<op::sin> = &sin_p;
 template <> inline constexpr const UnaryElementwise<op::cos>* unary_primitive<op::cos> = &cos_p;
@@ -185,7 +187,7 @@ template <> inline constexpr const UnaryElementwise<op::logistic>* unary_primiti
 /// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
 /// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array).
 template <class Op>
-  requires(detail::unary_primitive<Op> != nullptr)
+  requires(!std::is_null_pointer_v<std::remove_cv_t<decltype(detail::unary_primitive<Op>)>>)
 Array xpr_apply(Op, const Array& x) {
   const auto& prim = *detail::unary_primitive<Op>;
   Array in = x;
