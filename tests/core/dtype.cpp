@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace {
+namespace test_core_dtype {
 
 using xpr::DType;
 using xpr::WeakDType;
@@ -65,9 +65,9 @@ TEST(DType, WeakTypesFollowTheirCxxType) {
   EXPECT_THROW(xpr::result_type({}), xpr::value_error);
 }
 
-}  // namespace
+}  // namespace test_core_dtype
 
-namespace {
+namespace test_core_dtype {
 TEST(DType, ItemsizeMatchesTheElementType) {
   static_assert(xpr::core::itemsize(xpr::bool_) == sizeof(bool));
   static_assert(xpr::core::itemsize(xpr::int32) == sizeof(std::int32_t));
@@ -76,4 +76,4 @@ TEST(DType, ItemsizeMatchesTheElementType) {
   static_assert(xpr::core::itemsize(xpr::float64) == sizeof(double));
   EXPECT_EQ(xpr::core::itemsize(xpr::int64), 8u);
 }
-}  // namespace
+}  // namespace test_core_dtype

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
-namespace {
+namespace test_prims_binary {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -327,4 +327,4 @@ TEST(BinaryPrims, WrongNumberOfOperandsIsRejected) {
   expect_rejected<xpr::type_error>(rt::add_p, {a, a, a}, {"add", "2 operands", "found 3"});
 }
 
-}  // namespace
+}  // namespace test_prims_binary

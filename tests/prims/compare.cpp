@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
-namespace {
+namespace test_prims_compare {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -153,4 +153,4 @@ TEST(ComparePrims, Errors) {
   }
 }
 
-}  // namespace
+}  // namespace test_prims_compare

@@ -13,7 +13,7 @@
 
 #include "xpr/rt/trace.hpp"
 
-namespace {
+namespace test_prims_dot_general {
 
 using xpr::Array;
 using xpr::DType;
@@ -230,4 +230,4 @@ TEST(DotGeneral, Errors) {
   }
 }
 
-}  // namespace
+}  // namespace test_prims_dot_general

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
-namespace {
+namespace test_prims_integer_pow {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -133,4 +133,4 @@ TEST(IntegerPow, Errors) {
       {"integer_pow", "1 operand", "found 2"});
 }
 
-}  // namespace
+}  // namespace test_prims_integer_pow

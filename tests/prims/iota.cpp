@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_prims_iota {
 
 using xpr::DType;
 using xpr::Shape;
@@ -81,4 +81,4 @@ TEST(Iota, Errors) {
       {"expected no operands, found 1"});
 }
 
-}  // namespace
+}  // namespace test_prims_iota

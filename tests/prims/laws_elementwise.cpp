@@ -28,7 +28,7 @@
 
 #include "tests/laws/laws.hpp"
 
-namespace {
+namespace test_prims_laws_elementwise {
 
 namespace rt = xpr::rt;
 namespace laws = xpr::laws;
@@ -376,4 +376,4 @@ TEST(MakeJaxpr, OfJvpOfSinIsWhatJaxPrints) {
             "  in (c, e) }");
 }
 
-}  // namespace
+}  // namespace test_prims_laws_elementwise

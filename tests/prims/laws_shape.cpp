@@ -20,7 +20,7 @@
 
 #include "tests/laws/laws.hpp"
 
-namespace {
+namespace test_prims_laws_shape {
 
 namespace rt = xpr::rt;
 namespace laws = xpr::laws;
@@ -318,4 +318,4 @@ TEST(ShapeBatchRules, ErrorsNameThePerExampleShape) {
                                          Shape{2, 4, 3}, 1, {"expand_dims", "repeated", "(0, 0)"});
 }
 
-}  // namespace
+}  // namespace test_prims_laws_shape

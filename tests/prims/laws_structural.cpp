@@ -17,7 +17,7 @@
 
 #include "tests/laws/laws.hpp"
 
-namespace {
+namespace test_prims_laws_structural {
 
 namespace rt = xpr::rt;
 namespace laws = xpr::laws;
@@ -311,4 +311,4 @@ TEST(StructuralRules, BatchedErrorsNameThePerExampleOperand) {
   }
 }
 
-}  // namespace
+}  // namespace test_prims_laws_structural

@@ -13,7 +13,7 @@
 
 #include "xpr/rt/trace.hpp"
 
-namespace {
+namespace test_prims_reduce {
 
 using xpr::Array;
 using xpr::DType;
@@ -252,4 +252,4 @@ TEST(Reduce, Errors) {
   }
 }
 
-}  // namespace
+}  // namespace test_prims_reduce

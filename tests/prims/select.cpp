@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
-namespace {
+namespace test_prims_select {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -143,4 +143,4 @@ TEST(SelectN, Errors) {
   expect_rejected<xpr::type_error>({i}, {"select_n", "at least one case", "found 1"});
 }
 
-}  // namespace
+}  // namespace test_prims_select

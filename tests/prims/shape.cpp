@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_prims_shape {
 
 namespace rt = xpr::rt;
 using rt::Axes;
@@ -395,4 +395,4 @@ TEST(NumpyShapeFunctions, BroadcastTo) {
       {"(2, 3)", "(3,)"});
 }
 
-}  // namespace
+}  // namespace test_prims_shape

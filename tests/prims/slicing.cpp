@@ -11,7 +11,7 @@
 
 #include "xpr/rt/trace.hpp"
 
-namespace {
+namespace test_prims_slicing {
 
 using xpr::Array;
 using xpr::DType;
@@ -400,4 +400,4 @@ TEST(Slicing, Errors) {
                                  dim(0), {"(3,)"});
 }
 
-}  // namespace
+}  // namespace test_prims_slicing

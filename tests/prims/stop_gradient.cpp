@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_prims_stop_gradient {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -59,4 +59,4 @@ TEST(StopGradient, WrongNumberOfOperands) {
                xpr::type_error);
 }
 
-}  // namespace
+}  // namespace test_prims_stop_gradient

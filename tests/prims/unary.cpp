@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
-namespace {
+namespace test_prims_unary {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -242,4 +242,4 @@ TEST(UnaryNumpy, PlainNumbersStillComputeAtOnce) {
   EXPECT_EQ(xpr::negative(2.5), -2.5);
 }
 
-}  // namespace
+}  // namespace test_prims_unary

@@ -16,7 +16,7 @@
 #include "xpr/rt/creation.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
 
-namespace {
+namespace test_rt_api_transformations {
 
 using xpr::Array;
 
@@ -192,4 +192,4 @@ TEST(Transformations, VmapOfJvpAndJvpOfVmap) {
   }
 }
 
-}  // namespace
+}  // namespace test_rt_api_transformations

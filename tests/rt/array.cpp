@@ -13,7 +13,7 @@
 #include <Eigen/Core>
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_rt_array {
 
 using xpr::Array;
 using xpr::DType;
@@ -242,4 +242,4 @@ TEST(Array, ArrayBuilderStoresSmallValuesInline) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.data<double>()) % 64, 0u);
 }
 
-}  // namespace
+}  // namespace test_rt_array

@@ -12,7 +12,7 @@
 #include <Eigen/Core>
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_rt_creation {
 
 using xpr::Array;
 using xpr::DType;
@@ -280,4 +280,4 @@ TEST(Creation, Eye) {
   EXPECT_THROW((void)xpr::eye(-1), xpr::value_error);
 }
 
-}  // namespace
+}  // namespace test_rt_creation

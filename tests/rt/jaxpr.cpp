@@ -18,7 +18,7 @@
 #include "xpr/rt/prims/reduce.hpp"
 #include "xpr/rt/prims/unary.hpp"
 
-namespace {
+namespace test_rt_jaxpr {
 
 using namespace xpr::rt;
 using xpr::DType;
@@ -238,4 +238,4 @@ TEST(JaxprEquality, FreeVariablesCompareByIdentity) {
   EXPECT_FALSE(with_free(free) == with_free(Var(f64({}))));
 }
 
-}  // namespace
+}  // namespace test_rt_jaxpr

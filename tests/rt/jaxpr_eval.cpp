@@ -26,7 +26,7 @@
 #include "xpr/rt/prims/unary.hpp"
 #include "xpr/rt/transformations.hpp"
 
-namespace {
+namespace test_rt_jaxpr_eval {
 
 using namespace xpr::rt;
 using xpr::DType;
@@ -316,4 +316,4 @@ TEST(TypecheckJaxpr, SubJaxprsConstsAndInputTypes) {
                     {"expected inputs of types (f64[3])", "found invars of types (f64[])"});
 }
 
-}  // namespace
+}  // namespace test_rt_jaxpr_eval

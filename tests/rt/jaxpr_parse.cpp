@@ -30,7 +30,7 @@
 #include "xpr/rt/prims/stop_gradient.hpp"
 #include "xpr/rt/prims/unary.hpp"
 
-namespace {
+namespace test_rt_jaxpr_parse {
 
 using namespace xpr::rt;
 using xpr::DType;
@@ -574,4 +574,4 @@ TEST(JaxprParse, IllTypedEquationsThrowTypeError) {
   }
 }
 
-}  // namespace
+}  // namespace test_rt_jaxpr_parse

@@ -23,7 +23,7 @@
 #include "xpr/rt/prims/slicing.hpp"
 #include "xpr/rt/prims/unary.hpp"
 
-namespace {
+namespace test_rt_jaxpr_print {
 
 using namespace xpr::rt;
 using xpr::DType;
@@ -419,4 +419,4 @@ TEST(JaxprPrint, NamesPastZ) {
   EXPECT_NE(s.find("in (z, ba, bb) }"), std::string::npos) << s;
 }
 
-}  // namespace
+}  // namespace test_rt_jaxpr_print

@@ -16,7 +16,7 @@
 
 #include "xpr/rt/prims/unary.hpp"  // unary minus
 
-namespace {
+namespace test_rt_numpy_elementwise {
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -306,4 +306,4 @@ TEST(NumpyNumbers, PlainNumbersStillComputeAtOnce) {
   EXPECT_TRUE(xpr::less(1, 2));
 }
 
-}  // namespace
+}  // namespace test_rt_numpy_elementwise

@@ -14,7 +14,7 @@
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 
-namespace {
+namespace test_rt_numpy_linalg_slicing {
 
 using xpr::Array;
 using xpr::DType;
@@ -382,4 +382,4 @@ TEST(LaxSlicing, Iota) {
             (std::vector<float>{0, 0, 1, 1}));
 }
 
-}  // namespace
+}  // namespace test_rt_numpy_linalg_slicing

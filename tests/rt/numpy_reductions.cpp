@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_rt_numpy_reductions {
 
 using xpr::Array;
 using xpr::DType;
@@ -176,4 +176,4 @@ TEST(NumpyReductions, Errors) {
       {"zero-size array to reduction operation max"});
 }
 
-}  // namespace
+}  // namespace test_rt_numpy_reductions

@@ -15,7 +15,7 @@
 
 #include "xpr/rt/creation.hpp"
 
-namespace {
+namespace test_rt_print {
 
 using xpr::Array;
 using xpr::DType;
@@ -209,4 +209,4 @@ TEST(Print, TracersPrintTheirAbstractValue) {
   EXPECT_EQ(str(w), "Traced<ShapedArray(f32[], weak_type=True)>");
 }
 
-}  // namespace
+}  // namespace test_rt_print

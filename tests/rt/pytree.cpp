@@ -18,7 +18,7 @@
 
 #include "xpr/rt/creation.hpp"
 
-namespace {
+namespace test_rt_pytree {
 
 // A class template over its leaf type: Params<double> and Params<Array> are both registered.
 template <class T>
@@ -44,20 +44,20 @@ struct Named {
   xpr::Array x;
 };
 
-}  // namespace
+}  // namespace test_rt_pytree
 
 template <class T>
-struct xpr::pytree_node<Params<T>> : xpr::fields<&Params<T>::w, &Params<T>::b> {};
+struct xpr::pytree_node<test_rt_pytree::Params<T>> : xpr::fields<&test_rt_pytree::Params<T>::w, &test_rt_pytree::Params<T>::b> {};
 template <>
-struct xpr::pytree_node<Mlp> : xpr::fields<&Mlp::layers, &Mlp::scale> {};
+struct xpr::pytree_node<test_rt_pytree::Mlp> : xpr::fields<&test_rt_pytree::Mlp::layers, &test_rt_pytree::Mlp::scale> {};
 template <>
-struct xpr::pytree_node<Config> : xpr::fields<&Config::steps, &Config::rate> {};
+struct xpr::pytree_node<test_rt_pytree::Config> : xpr::fields<&test_rt_pytree::Config::steps, &test_rt_pytree::Config::rate> {};
 template <>
-struct xpr::pytree_node<Named> : xpr::fields<&Named::x> {
+struct xpr::pytree_node<test_rt_pytree::Named> : xpr::fields<&test_rt_pytree::Named::x> {
   static constexpr std::string_view name = "MyName";
 };
 
-namespace {
+namespace test_rt_pytree {
 
 using xpr::Array;
 using xpr::DType;
@@ -352,4 +352,4 @@ TEST(Pytree, TreeMapOverMismatchedTreesThrowsTypeError) {
                xpr::type_error);
 }
 
-}  // namespace
+}  // namespace test_rt_pytree

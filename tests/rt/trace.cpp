@@ -17,7 +17,7 @@
 #include "xpr/rt/interp/jvp.hpp"
 #include "xpr/rt/transformations.hpp"
 
-namespace {
+namespace test_rt_trace {
 
 using xpr::Array;
 using xpr::rt::Arrays;
@@ -174,4 +174,4 @@ TEST(Trace, MissingRuleSaysWhich) {
   EXPECT_EQ(stack_depth(), 1u);
 }
 
-}  // namespace
+}  // namespace test_rt_trace
