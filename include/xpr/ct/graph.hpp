@@ -116,7 +116,11 @@ struct Eqn {
   std::uint64_t param = 0;
 
   constexpr double value() const { return std::bit_cast<double>(param); }
-  friend constexpr bool operator==(const Eqn&, const Eqn&) = default;
+  // Operands first: they differ most often, and constant evaluation pays for every comparison.
+  friend constexpr bool operator==(const Eqn& a, const Eqn& b) {
+    return a.in[0] == b.in[0] && a.in[1] == b.in[1] && a.param == b.param && a.prim == b.prim &&
+           a.in[2] == b.in[2] && a.dtype == b.dtype && a.weak == b.weak;
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -131,14 +135,17 @@ class Graph {
 
   /// The variable computing `e`: an existing equation when one is identical, else a new one.
   constexpr int emit(const Eqn& e) {
-    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 64 ? 128 : 2 * table_.size());
-    std::size_t mask = table_.size() - 1;
-    for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
+    // Grown 4x at a time: a constant evaluation pays for every step of a rehash.
+    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 256 ? 1024 : 4 * table_.size());
+    const std::size_t mask = table_.size() - 1;
+    const std::size_t h0 = hash(e);
+    for (std::size_t h = h0 & mask;; h = (h + 1) & mask) {
       int id = table_[h];
       if (id < 0) {
-        table_[h] = static_cast<int>(eqns_.size());
+        id = static_cast<int>(eqns_.size());
+        table_[h] = id;
         eqns_.push_back(e);
-        return table_[h];
+        return id;
       }
       if (eqns_[static_cast<std::size_t>(id)] == e) return id;
     }
@@ -146,12 +153,26 @@ class Graph {
   /// The variable computing `e` if there is one, else -1.
   constexpr int find(const Eqn& e) const {
     if (table_.empty()) return -1;
-    std::size_t mask = table_.size() - 1;
+    const std::size_t mask = table_.size() - 1;
     for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
       int id = table_[h];
       if (id < 0) return -1;
       if (eqns_[static_cast<std::size_t>(id)] == e) return id;
     }
+  }
+  /// Appends `e`, known to differ from every equation already here (a frozen program's), without
+  /// looking for an equal one.
+  constexpr int append_unique(const Eqn& e) {
+    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 256 ? 1024 : 4 * table_.size());
+    const std::size_t mask = table_.size() - 1;
+    const std::size_t h0 = hash(e);
+    std::size_t h = h0 & mask;
+    while (table_[h] >= 0) h = (h + 1) & mask;
+    const int id = static_cast<int>(eqns_.size());
+    table_[h] = id;
+    eqns_.push_back(e);
+    if (e.prim == Prim::arg) ++num_args_;
+    return id;
   }
   /// A fresh input variable; never merged with another.
   constexpr int new_arg(DType dtype, bool weak = false) {
@@ -271,10 +292,12 @@ template <class P>
 constexpr Jaxpr thaw(const P& p) {
   Jaxpr j;
   for (std::size_t i = 0; i < P::num_eqns; ++i) {
-    const Eqn& e = p.eqns[i];
-    int id = e.prim == Prim::arg ? j.graph.new_arg(e.dtype, e.weak) : j.graph.emit(e);
-    if (id != static_cast<int>(i)) detail::fail("xpr::ct internal error: frozen program not canonical");
-    if (e.prim == Prim::arg) j.ins.push_back(id);
+    Eqn e = p.eqns[i];
+    if (e.prim == Prim::arg) {
+      e.param = i;  // inputs are numbered apart, so they stay distinct
+      j.ins.push_back(static_cast<int>(i));
+    }
+    j.graph.append_unique(e);
   }
   for (std::size_t k = 0; k < P::num_outs; ++k) j.outs.push_back(p.outs[k]);
   return j;

@@ -33,6 +33,13 @@ template <class T>
 constexpr bool is_number_v = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 template <class T>
 constexpr bool is_tracer_v = std::is_same_v<std::remove_cvref_t<T>, Tracer>;
+/// JAX's result type of two operands, with the common cases first: constant evaluation pays for
+/// every step, and this runs for every equation.
+constexpr WeakDType join(WeakDType a, WeakDType b) {
+  if (a.dtype == b.dtype) return {a.dtype, a.weak && b.weak};
+  if (a.weak != b.weak && is_floating(a.dtype) && is_floating(b.dtype)) return a.weak ? b : a;
+  return result_type(a, b);
+}
 template <class A, class B>
 concept TracerOperands = (is_tracer_v<A> || is_tracer_v<B>) && (is_tracer_v<A> || is_number_v<A>) &&
                          (is_tracer_v<B> || is_number_v<B>);
@@ -270,9 +277,9 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
   if constexpr (p == Prim::select) {
     if (in[0].dtype() != DType::bool_)
       detail::fail("xpr::ct: xpr::where expects a comparison (a bool) as its condition");
-    out = operand = result_type(in[1].weak_dtype(), in[2].weak_dtype());
+    out = operand = detail::join(in[1].weak_dtype(), in[2].weak_dtype());
   } else if constexpr (n == 2) {
-    operand = result_type(in[0].weak_dtype(), in[1].weak_dtype());
+    operand = detail::join(in[0].weak_dtype(), in[1].weak_dtype());
     out = is_comparison(p) ? WeakDType{DType::bool_, false} : operand;
   } else {
     out = operand = in[0].weak_dtype();
@@ -280,19 +287,24 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
   if (operand.dtype == DType::bool_)
     detail::fail("xpr::ct: arithmetic on a comparison result; select with xpr::where instead");
   // Constants are converted to the operand type, as literals would be.
-  Tracer x[3];
+  Tracer x[n];
   bool all_constant = true;
   for (int k = 0; k < n; ++k) {
     x[k] = in[k];
-    if (x[k].is_constant() && !(p == Prim::select && k == 0))
-      x[k] = Tracer::constant(Tracer::rounded(x[k].value(), operand.dtype), operand.dtype,
-                              x[k].weak(), x[k].graph());
-    all_constant = all_constant && x[k].is_constant();
+    if (x[k].is_constant()) {
+      if (p != Prim::select || k != 0)
+        x[k] = Tracer::constant(Tracer::rounded(x[k].value(), operand.dtype), operand.dtype,
+                                x[k].weak(), x[k].graph());
+    } else {
+      all_constant = false;
+    }
   }
   if (all_constant) {
-    double v[3] = {x[0].value(), x[1].value(), x[2].value()};
+    double v[3] = {x[0].value(), n > 1 ? x[n > 1 ? 1 : 0].value() : 0.0,
+                   n > 2 ? x[n > 2 ? 2 : 0].value() : 0.0};
     double r = 0;
-    if (Rules<Op>::fold(v, param, r)) return Tracer::constant(Tracer::rounded(r, out.dtype), out.dtype, out.weak, g);
+    if (Rules<Op>::fold(v, param, r))
+      return Tracer::constant(Tracer::rounded(r, out.dtype), out.dtype, out.weak, g);
   }
   Simplified s = Rules<Op>::simplify(x, param, out);
   if (s.done) return s.value;
@@ -303,8 +315,8 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
   Eqn e{p, out.dtype, out.weak, {-1, -1, -1}, static_cast<std::uint64_t>(param)};
   for (int k = 0; k < n; ++k)
     e.in[k] = x[k].materialize(*g, p == Prim::select && k == 0 ? DType::bool_ : operand.dtype);
-  if (is_commutative(p)) {  // a*b merges with an existing b*a; the written order is kept
-    Eqn swapped = e;
+  if (is_commutative(p) && e.in[0] != e.in[1]) {  // a*b merges with an existing b*a; the
+    Eqn swapped = e;                               // written order is kept
     swapped.in[0] = e.in[1];
     swapped.in[1] = e.in[0];
     if (int id = g->find(swapped); id >= 0) return Tracer(g, id);
