@@ -29,9 +29,10 @@ def attempt(kind, n, target, inputs, seed, name):
     lines = []
     count = 0
 
-    def pick():
+    def pick(first=True):
         if kind == "chain":
-            return vals[-1]
+            # the previous value, combined with an input (x - x would cut the chain)
+            return vals[-1] if first else vals[rng.randrange(inputs)]
         # Recent values are read more often: heavy sharing, like real code. Inputs are read
         # throughout, so derivatives do not vanish through long compositions.
         if rng.random() < 0.15:
@@ -45,9 +46,9 @@ def attempt(kind, n, target, inputs, seed, name):
         if r < 0.35:
             expr, cost = f"{rng.choice(UNARY)}({a})", 1
         elif r < 0.55:
-            expr, cost = f"{a} * {pick()}", 1
+            expr, cost = f"{a} * {pick(False)}", 1
         elif r < 0.75:
-            expr, cost = f"{a} {rng.choice('+-')} {pick()}", 1
+            expr, cost = f"{a} {rng.choice('+-')} {pick(False)}", 1
         elif r < 0.85:
             expr, cost = f"{a} * {rng.choice([0.5, 0.75, 1.25, -0.5])}", 1
         elif r < 0.93:
