@@ -42,6 +42,11 @@ void check_batches() {
   static_assert(std::is_same_v<decltype(v), B>);
   auto [gx, gy, gz] = g;
   auto h = ct::hessian<0, 1>(branchy)(bx, by);
+  auto [jv, jt] = ct::jvp(w1, std::tuple{bx, by, bz}, std::tuple{by, bz, bx});
+  auto [lv, f_lin] = ct::linearize(w1, bx, by, bz);
+  const B lt = f_lin(bz, bx, by);
+  auto [vv, f_vjp] = ct::vjp(w1, bx, by, bz);
+  auto [cx, cy, cz] = f_vjp(by);
   auto b = ct::grad<0, 1>(branchy)(bx, by);
   for (std::size_t i = 0; i < W; ++i) {
     SCOPED_TRACE(::testing::Message() << "lane " << i);
@@ -53,6 +58,16 @@ void check_batches() {
     EXPECT_LT(rel_err(gx.get(i), std::get<0>(sg)), tol);
     EXPECT_LT(rel_err(gy.get(i), std::get<1>(sg)), tol);
     EXPECT_LT(rel_err(gz.get(i), std::get<2>(sg)), tol);
+    // jvp, linearize and vjp on batches: the directional derivatives by the scalar gradient
+    const double dx = std::get<0>(sg), dy = std::get<1>(sg), dz = std::get<2>(sg);
+    EXPECT_LT(rel_err(jv.get(i), sv), tol);
+    EXPECT_LT(rel_err(jt.get(i), dx * y[i] + dy * z[i] + dz * x[i]), 10 * tol);
+    EXPECT_LT(rel_err(lv.get(i), sv), tol);
+    EXPECT_LT(rel_err(lt.get(i), dx * z[i] + dy * x[i] + dz * y[i]), 10 * tol);
+    EXPECT_LT(rel_err(vv.get(i), sv), tol);
+    EXPECT_LT(rel_err(cx.get(i), dx * y[i]), tol);
+    EXPECT_LT(rel_err(cy.get(i), dy * y[i]), tol);
+    EXPECT_LT(rel_err(cz.get(i), dz * y[i]), tol);
     auto sh = ct::hessian<0, 1>(branchy)(x[i], y[i]);
     auto sb = ct::grad<0, 1>(branchy)(x[i], y[i]);
     EXPECT_EQ(std::get<0>(b).get(i), std::get<0>(sb));
