@@ -83,15 +83,27 @@ constexpr bool is_commutative(Prim p) {
          p == Prim::ne;
 }
 
+namespace detail {
+// A binary search over the primitives: constant evaluation pays for every comparison, and this
+// runs for every equation a transformation visits.
+template <std::size_t Lo, std::size_t Hi, class F>
+constexpr void visit_range(std::size_t p, F& f) {
+  if constexpr (Hi - Lo == 1) {
+    f(std::tuple_element_t<Lo, prim_ops>{});
+  } else {
+    constexpr std::size_t mid = (Lo + Hi) / 2;
+    if (p < mid)
+      visit_range<Lo, mid>(p, f);
+    else
+      visit_range<mid, Hi>(p, f);
+  }
+}
+}  // namespace detail
+
 /// Calls `f(op_tag{})` with the `xpr::op` tag of `p` (which must not be `arg` or `lit`).
 template <class F>
 constexpr void visit_prim(Prim p, F&& f) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((static_cast<std::size_t>(p) == I + 2
-          ? (f(std::tuple_element_t<I + 2, detail::prim_ops>{}), true)
-          : false) ||
-     ...);
-  }(std::make_index_sequence<num_prims - 2>{});
+  detail::visit_range<2, num_prims>(static_cast<std::size_t>(p), f);
 }
 
 /// JAX's name of a primitive, as jaxprs print it.
