@@ -1,6 +1,7 @@
 // Tests of rt/array.hpp: accessors, item, data, to_vector, the Eigen view, operator[] views that
 // share buffers, explicit operator bool, weak typing of C++ numbers, and element access on
 // tracers. Arrays are built with ArrayBuilder, so these tests do not depend on creation.hpp.
+#include "xpr/rt/zeros.hpp"
 #include "xpr/rt/array.hpp"
 
 #include <cstdint>
@@ -243,3 +244,25 @@ TEST(Array, ArrayBuilderStoresSmallValuesInline) {
 }
 
 }  // namespace test_rt_array
+
+namespace test_rt_array_cache {
+// Large buffers freed by one array are reused by the next array of the same size (no fresh page
+// faults); a buffer still shared by a view is never handed out again.
+TEST(ArrayBufferCache, ReusesFreedBuffersOfTheSameSizeOnly) {
+  const std::int64_t n = 1 << 15;  // 256 KiB of f64: above the cache's minimum
+  const double* first = nullptr;
+  {
+    xpr::Array a = xpr::rt::zeros_like_aval({xpr::Shape{n}, xpr::float64});
+    first = a.data<double>();
+  }
+  xpr::Array b = xpr::rt::zeros_like_aval({xpr::Shape{n}, xpr::float64});
+  EXPECT_EQ(b.data<double>(), first);
+  EXPECT_EQ(b.data<double>()[n - 1], 0.0);  // refilled by its creator, not stale
+  xpr::Array view = b.ndim() ? b : b;       // a second handle keeps the buffer alive
+  const double* held = b.data<double>();
+  b = xpr::Array(1.0);
+  xpr::Array c = xpr::rt::zeros_like_aval({xpr::Shape{n}, xpr::float64});
+  EXPECT_NE(c.data<double>(), held);  // still owned by `view`
+  EXPECT_EQ(view.data<double>(), held);
+}
+}  // namespace test_rt_array_cache

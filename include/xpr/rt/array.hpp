@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <string>
@@ -46,14 +47,67 @@ class ArrayImpl {
   ShapedArray aval_;
 };
 
+/// Recently freed large buffers, reused for allocations of the same size. A fresh multi-megabyte
+/// allocation costs one page fault per 4 KiB page when the kernel first writes it, which is more
+/// than an elementwise kernel spends computing; eager code repeats the same sizes, so a few
+/// cached buffers remove that cost (XLA's allocators do the same). Thread-safe; never destroyed,
+/// so arrays that outlive static destruction can still return their buffers.
+class BufferCache {
+ public:
+  static constexpr std::size_t min_bytes = std::size_t{1} << 16;   // smaller ones: plain new
+  static constexpr std::size_t max_bytes = std::size_t{1} << 27;   // at most 128 MiB kept
+  static constexpr std::size_t max_entries = 8;
+
+  std::byte* take(std::size_t bytes) {
+    if (bytes < min_bytes) return nullptr;
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = entries_.size(); i-- > 0;) {
+      if (entries_[i].first != bytes) continue;
+      std::byte* p = entries_[i].second;
+      entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+      held_ -= bytes;
+      return p;
+    }
+    return nullptr;
+  }
+  void give(std::size_t bytes, std::byte* p) {
+    if (bytes >= min_bytes && bytes <= max_bytes) {
+      std::lock_guard lock(mutex_);
+      while (!entries_.empty() && (entries_.size() >= max_entries || held_ + bytes > max_bytes)) {
+        release(entries_.front().second);  // the oldest goes first
+        held_ -= entries_.front().first;
+        entries_.erase(entries_.begin());
+      }
+      entries_.emplace_back(bytes, p);
+      held_ += bytes;
+      return;
+    }
+    release(p);
+  }
+  static void release(std::byte* p) noexcept { ::operator delete[](p, std::align_val_t{64}); }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<std::size_t, std::byte*>> entries_;
+  std::size_t held_ = 0;
+};
+
+inline BufferCache& buffer_cache() {
+  static BufferCache& cache = *new BufferCache;  // intentionally never destroyed (see above)
+  return cache;
+}
+
 /// Aligned, shared, never-written-after-construction element storage.
-struct AlignedDelete {
-  void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
+struct BufferDelete {
+  std::size_t bytes;
+  void operator()(std::byte* p) const noexcept { buffer_cache().give(bytes, p); }
 };
 
 inline std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
-  auto* p = static_cast<std::byte*>(::operator new[](bytes ? bytes : 1, std::align_val_t{64}));
-  return std::shared_ptr<std::byte>(p, AlignedDelete{});
+  if (bytes == 0) bytes = 1;
+  std::byte* p = buffer_cache().take(bytes);
+  if (!p) p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
+  return std::shared_ptr<std::byte>(p, BufferDelete{bytes});
 }
 
 /// Concrete data. Small values (up to 16 bytes) live inline, so a rank-0 result costs one
