@@ -13,9 +13,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/prims/common.hpp"
 #include <xsimd/xsimd.hpp>
 
 namespace test_prims_binary {
+
+using test_prims_common::make;
+using test_prims_common::expect_error;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -23,16 +28,8 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-// ---- helpers (each test file of this directory has its own, in an anonymous namespace) -------
+// ---- helpers (shared ones are in tests/prims/common.hpp) -----------------------------------
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
 template <class T>
 Array make_typed(const std::vector<T>& v) {
@@ -73,17 +70,6 @@ std::vector<std::size_t> sizes(DType t) {
   return {0, 1, w - 1, w, w + 1, 1000};
 }
 
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (std::string_view p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
 
 const std::vector<DType> all_dtypes{DType::bool_, DType::int32, DType::int64, DType::float32,
                                     DType::float64};

@@ -10,9 +10,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/prims/common.hpp"
 #include <xsimd/xsimd.hpp>
 
 namespace test_prims_compare {
+
+using test_prims_common::make;
+using test_prims_common::expect_error;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -20,31 +25,12 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
 std::vector<std::size_t> sizes(DType t) {
   std::size_t w = t == DType::float64 ? xsimd::batch<double>::size : xsimd::batch<float>::size;
   return {0, 1, w - 1, w, w + 1, 1000};
 }
 
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (std::string_view p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};

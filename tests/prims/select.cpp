@@ -11,9 +11,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/prims/common.hpp"
 #include <xsimd/xsimd.hpp>
 
 namespace test_prims_select {
+
+using test_prims_common::make;
+using test_prims_common::expect_error;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -21,26 +26,7 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (std::string_view p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};

@@ -13,7 +13,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/prims/common.hpp"
+
 namespace test_prims_shape {
+
+using test_prims_common::make;
+using test_prims_common::expect_error;
 
 namespace rt = xpr::rt;
 using rt::Axes;
@@ -26,14 +31,6 @@ using xpr::Shape;
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
 // Distinct values 0, 1, 2, ... as stored in dtype `t` (bool: alternating).
 std::vector<double> iota_values(DType t, std::int64_t n) {
@@ -59,17 +56,6 @@ std::int64_t ravel_index(const std::vector<std::int64_t>& idx, const Shape& s) {
   return k;
 }
 
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (std::string_view p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
 
 // Errors are checked through impl (bind) and abstract_eval alike.
 template <class E>

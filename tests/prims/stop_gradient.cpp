@@ -8,7 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/prims/common.hpp"
+
 namespace test_prims_stop_gradient {
+
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -16,14 +20,6 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
 TEST(StopGradient, IsTheIdentityInEveryDtype) {
   for (DType t : {DType::bool_, DType::int32, DType::int64, DType::float32, DType::float64}) {

@@ -14,9 +14,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/prims/common.hpp"
 #include <xsimd/xsimd.hpp>
 
 namespace test_prims_unary {
+
+using test_prims_common::make;
+using test_prims_common::expect_error;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -24,14 +29,6 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-Array make(DType t, const Shape& s, const std::vector<double>& v) {
-  rt::ArrayBuilder b(ShapedArray{s, t, false});
-  rt::dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::size_t i = 0; i < v.size(); ++i) b.data<T>()[i] = static_cast<T>(v[i]);
-  });
-  return std::move(b).finish();
-}
 
 double round_to(DType t, double x) {
   return t == DType::float32 ? double(static_cast<float>(x)) : x;
@@ -46,17 +43,6 @@ double ulps(DType t, double got, double want) {
   return std::abs(got - want) / gap;
 }
 
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (std::string_view p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
-}
 
 struct Row {
   const rt::Primitive& prim;
