@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 #include <span>
+#include <variant>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/params.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -27,6 +29,30 @@ using Avals = std::vector<ShapedArray>;
 /// Where a batched value's batch axis is; empty for a value that is not batched (`not_mapped`).
 using BatchDim = std::optional<std::int64_t>;
 using BatchDims = std::vector<BatchDim>;
+
+/// A tangent or cotangent that may be a symbolic zero (JAX's `ad.Zero`): empty when it is known to
+/// be zero, so no multiplication by zero is ever staged and no zero array becomes a residual. Its
+/// type is always recoverable from the primal it belongs to.
+using Tangent = std::optional<Array>;
+using Tangents = std::vector<Tangent>;
+using Cotangent = std::optional<Array>;
+using Cotangents = std::vector<Cotangent>;
+
+/// An operand of a linear function that transposition solves for (JAX's `UndefinedPrimal`): only
+/// its type is known. Transpose rules receive each operand either as a known `Array` (a
+/// non-linear operand such as the `y` of `mul(t, y)`) or as an `UndefinedPrimal`.
+struct UndefinedPrimal {
+  ShapedArray aval;
+};
+using LinearArg = std::variant<Array, UndefinedPrimal>;
+
+inline bool is_undefined_primal(const LinearArg& x) noexcept {
+  return std::holds_alternative<UndefinedPrimal>(x);
+}
+inline const ShapedArray& aval_of(const LinearArg& x) {
+  if (const auto* u = std::get_if<UndefinedPrimal>(&x)) return u->aval;
+  return std::get<Array>(x).aval();
+}
 
 /// A primitive operation with its rules. Each rule slot is a virtual function; a slot a primitive
 /// does not fill throws JAX's message ("Differentiation rule for 'foo' not implemented"), so a
@@ -84,6 +110,32 @@ class Primitive {
                                         const Params& params) const {
     (void)primals, (void)tangents, (void)params;
     throw not_implemented("Differentiation rule");
+  }
+  /// jvp with symbolic zeros: `tangents[i]` is empty where that tangent is known to be zero, and
+  /// returned tangents may be empty likewise. The JVP interpreter calls this slot; when every
+  /// tangent is zero it does not call it at all (the outputs' tangents are zero). The default
+  /// instantiates the zeros and calls `jvp`; primitives of several operands override it so that a
+  /// constant operand costs nothing in a linearized program (`mul(tx, y)`, not
+  /// `add(mul(tx, y), mul(x, 0.0))`).
+  virtual std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                   std::span<const Tangent> tangents,
+                                                   const Params& params) const {
+    Arrays instantiated;
+    instantiated.reserve(tangents.size());
+    for (std::size_t i = 0; i < tangents.size(); ++i)
+      instantiated.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
+    auto [out, tangents_out] = jvp(primals, instantiated, params);
+    return {std::move(out), Tangents(tangents_out.begin(), tangents_out.end())};
+  }
+  /// transpose: for a primitive that is linear in its `UndefinedPrimal` operands, the cotangents
+  /// of those operands given the cotangents `cts` of its outputs (Autodidax Part 4). Returns one
+  /// entry per operand: empty for a known (non-linear) operand or a zero cotangent. The backward
+  /// pass skips an equation whose output cotangents are all zero, so for a primitive of one
+  /// result `cts[0]` is never empty. Cotangents have their operand's shape and dtype.
+  virtual Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                               const Params& params) const {
+    (void)cts, (void)args, (void)params;
+    throw not_implemented("Transpose rule");
   }
   /// batch: (values, their batch dims, the batch size) -> (outputs, their batch dims).
   virtual std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
