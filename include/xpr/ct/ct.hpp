@@ -12,5 +12,6 @@
 #include "xpr/ct/trace.hpp"
 #include "xpr/ct/tracer.hpp"
 #include "xpr/ct/transforms.hpp"
+#include "xpr/ct/vmap.hpp"
 #include "xpr/interop/eigen.hpp"
 #include "xpr/interop/xsimd.hpp"
