@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// Shared pieces of the compile-time tier benchmarks (benchmarks/ct/w*.cpp): aligned inputs, a
+// check that every contender computes what the hand-written scalar loop computes, and the
+// naming scheme `w1/f64/hand_xsimd` that benchmarks/ct_table.py turns into the table of
+// docs/benchmarks.md. Peers (Ceres, ADOL-C, Boost.Math autodiff) are compiled in only when
+// CMake found them (XPR_BENCH_CERES, XPR_BENCH_ADOLC, XPR_BENCH_BOOST_AUTODIFF).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+namespace bench {
+
+template <class T>
+using Vec = std::vector<T, xsimd::aligned_allocator<T>>;
+
+template <class T>
+constexpr const char* dtype_name = sizeof(T) == 8 ? "f64" : "f32";
+
+/// A deterministic input in [lo, hi) with a period that is not a multiple of any batch width.
+template <class T>
+Vec<T> input(std::size_t n, double lo, double hi, std::size_t salt) {
+  Vec<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = (i * 7919 + salt * 104729) % 1009;
+    v[i] = static_cast<T>(lo + (hi - lo) * static_cast<double>(k) / 1009.0);
+  }
+  return v;
+}
+
+/// Largest relative difference (against max(1, |ref|)) between two arrays.
+template <class T>
+double max_rel_diff(const Vec<T>& a, const Vec<T>& ref) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double r = static_cast<double>(ref[i]);
+    const double d = std::abs(static_cast<double>(a[i]) - r) / std::max(1.0, std::abs(r));
+    if (!(d <= m)) m = d;  // NaN propagates as the largest difference
+  }
+  return m;
+}
+
+/// The tolerance of a comparison between two evaluation orders (SIMD libm vs glibc, AD vs hand).
+template <class T>
+constexpr double tolerance = sizeof(T) == 8 ? 1e-9 : 2e-4;
+
+/// Registers `<workload>/<dtype>/<contender>`: `setup()` returns the outputs it computed once
+/// (checked against `reference` before timing), `run()` is the timed body. `points` per
+/// iteration are recorded so that the table can show ns per point.
+template <class T>
+void add(const std::string& workload, const std::string& contender, std::size_t points,
+         std::function<void()> run, std::function<std::vector<const Vec<T>*>()> outputs,
+         std::function<std::vector<const Vec<T>*>()> reference, double tol = tolerance<T>) {
+  const std::string name = workload + "/" + dtype_name<T> + "/" + contender;
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+    run();
+    const auto got = outputs();
+    const auto want = reference();
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      const double d = max_rel_diff(*got[k], *want[k]);
+      if (!(d <= tol)) {
+        const std::string msg = "output " + std::to_string(k) + " differs from the hand scalar loop by " +
+                                std::to_string(d);
+        s.SkipWithError(msg.c_str());
+        return;
+      }
+    }
+    for (auto _ : s) {
+      run();
+      benchmark::ClobberMemory();
+    }
+    s.counters["points"] = static_cast<double>(points);
+    s.SetItemsProcessed(static_cast<std::int64_t>(s.iterations() * points));
+  })->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace bench
