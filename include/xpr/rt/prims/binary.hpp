@@ -19,7 +19,9 @@
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/zeros.hpp"
 
@@ -83,50 +85,103 @@ struct binary_jvp<op::add> {
   template <class A> static A tangent(const A&, const A&, const A&, const A& tx, const A& ty) {
     return tx + ty;
   }
+  template <class A> static A tangent_x(const A&, const A&, const A&, const A& tx) { return tx; }
+  template <class A> static A tangent_y(const A&, const A&, const A&, const A& ty) { return ty; }
 };
 template <>
 struct binary_jvp<op::sub> {
   template <class A> static A tangent(const A&, const A&, const A&, const A& tx, const A& ty) {
     return tx - ty;
   }
+  template <class A> static A tangent_x(const A&, const A&, const A&, const A& tx) { return tx; }
+  template <class A> static A tangent_y(const A&, const A&, const A&, const A& ty) { return -ty; }
 };
 template <>
 struct binary_jvp<op::mul> {
   template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
     return tx * y + x * ty;
   }
+  template <class A> static A tangent_x(const A&, const A& y, const A&, const A& tx) { return tx * y; }
+  template <class A> static A tangent_y(const A& x, const A&, const A&, const A& ty) { return x * ty; }
 };
 template <>
 struct binary_jvp<op::div> {  // d(x/y) = dx/y - dy x/y^2
   template <class A> static A tangent(const A&, const A& y, const A& ans, const A& tx, const A& ty) {
     return tx / y - ty * (ans / y);
   }
+  template <class A> static A tangent_x(const A&, const A& y, const A&, const A& tx) { return tx / y; }
+  template <class A> static A tangent_y(const A&, const A& y, const A& ans, const A& ty) {
+    return -(ty * (ans / y));
+  }
 };
 /// max and min: the tangent of the chosen operand; at ties, half of each (JAX's balanced rule).
-template <>
-struct binary_jvp<op::max> {
+template <class Op>
+struct chooser_jvp {
+  /// The weight of x's tangent: 1 where x is chosen, 1/2 at ties, 0 where y is.
+  template <class A> static A weight_x(const A& x, const A& y) {
+    A x_wins = std::is_same_v<Op, op::max> ? x > y : x < y;
+    return xpr::where(x_wins, 1.0, xpr::where(x == y, 0.5, 0.0));
+  }
   template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
-    A wx = xpr::where(x > y, 1.0, xpr::where(x == y, 0.5, 0.0));
+    A wx = weight_x(x, y);
     return tx * xpr::astype(wx, tx.dtype()) + ty * xpr::astype(1.0 - wx, ty.dtype());
+  }
+  template <class A> static A tangent_x(const A& x, const A& y, const A&, const A& tx) {
+    return tx * xpr::astype(weight_x(x, y), tx.dtype());
+  }
+  template <class A> static A tangent_y(const A& x, const A& y, const A&, const A& ty) {
+    return ty * xpr::astype(1.0 - weight_x(x, y), ty.dtype());
   }
 };
 template <>
-struct binary_jvp<op::min> {
-  template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
-    A wx = xpr::where(x < y, 1.0, xpr::where(x == y, 0.5, 0.0));
-    return tx * xpr::astype(wx, tx.dtype()) + ty * xpr::astype(1.0 - wx, ty.dtype());
-  }
-};
+struct binary_jvp<op::max> : chooser_jvp<op::max> {};
+template <>
+struct binary_jvp<op::min> : chooser_jvp<op::min> {};
 /// d(x^y) = y x^(y-1) dx + log(x) x^y dy, with the dy term 0 where x == 0 (as in JAX). Integer
 /// constants, so a weakly typed float32 operand stays float32.
 template <>
 struct binary_jvp<op::pow> {
   template <class A> static A tangent(const A& x, const A& y, const A& ans, const A& tx, const A& ty) {
-    A dx = tx * (y * xpr::pow(x, y - 1));
-    A zero = x == 0;
-    A dy = ty * xpr::where(zero, 0, xpr::log(xpr::where(zero, 1, x)) * ans);
-    return dx + dy;
+    return tangent_x(x, y, ans, tx) + tangent_y(x, y, ans, ty);
   }
+  template <class A> static A tangent_x(const A& x, const A& y, const A&, const A& tx) {
+    return tx * (y * xpr::pow(x, y - 1));
+  }
+  template <class A> static A tangent_y(const A& x, const A&, const A& ans, const A& ty) {
+    A zero = x == 0;
+    return ty * xpr::where(zero, 0, xpr::log(xpr::where(zero, 1, x)) * ans);
+  }
+};
+
+/// Which operands a binary primitive is linear in, and the cotangent of each (its transpose rule):
+/// add and sub are linear in both operands together; mul in either one while the other is known;
+/// div in its dividend while the divisor is known; max, min and pow in neither.
+template <class Op>
+struct binary_transpose {
+  static constexpr bool in_x = false, in_y = false, jointly = false;
+};
+template <>
+struct binary_transpose<op::add> {
+  static constexpr bool in_x = true, in_y = true, jointly = true;
+  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
+  template <class A> static A ct_y(const A& ct, const A&) { return ct; }
+};
+template <>
+struct binary_transpose<op::sub> {
+  static constexpr bool in_x = true, in_y = true, jointly = true;
+  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
+  template <class A> static A ct_y(const A& ct, const A&) { return -ct; }
+};
+template <>
+struct binary_transpose<op::mul> {  // mul(t, y)^T ct = ct * y
+  static constexpr bool in_x = true, in_y = true, jointly = false;
+  template <class A> static A ct_x(const A& ct, const A& y) { return ct * y; }
+  template <class A> static A ct_y(const A& ct, const A& x) { return x * ct; }
+};
+template <>
+struct binary_transpose<op::div> {  // div(t, y)^T ct = ct / y
+  static constexpr bool in_x = true, in_y = false, jointly = false;
+  template <class A> static A ct_x(const A& ct, const A& y) { return ct / y; }
 };
 
 /// A binary elementwise primitive computing `Op` on every pair of elements.
@@ -169,6 +224,56 @@ class BinaryElementwise final : public Primitive {
     Array t = binary_jvp<Op>::tangent(primals[0], primals[1], ans, tangents[0], tangents[1]);
     if (t.shape() != ans.shape()) t = broadcast_to(t, ans.shape());  // both tangents rank 0
     return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  /// With symbolic zeros: only the terms of nonzero tangents (`mul(tx, y)` when ty is zero, never
+  /// `mul(x, 0.0)`); a zero tangent when both are zero or the result is not floating.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params&) const override {
+    check_arity(primals.size());
+    const Array &x = primals[0], &y = primals[1];
+    Array ans = bind1(*this, {x, y});
+    if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
+      return {{ans}, {std::nullopt}};
+    using J = binary_jvp<Op>;
+    const Tangent &tx = tangents[0], &ty = tangents[1];
+    Array t = tx && ty ? J::tangent(x, y, ans, *tx, *ty)
+              : tx     ? J::tangent_x(x, y, ans, *tx)
+                       : J::tangent_y(x, y, ans, *ty);
+    t = detail::fit_tangent(std::move(t), ans.aval());
+    return {{std::move(ans)}, {std::move(t)}};
+  }
+
+  /// Transpose (`binary_transpose<Op>`): the cotangent of each undefined operand, summed to rank 0
+  /// for a rank-0 operand. Throws `type_error` when the operands marked undefined are not ones
+  /// the primitive is linear in (`mul(t, t)`, `div(x, t)`); max, min and pow have no rule.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    using T = binary_transpose<Op>;
+    if constexpr (!T::in_x && !T::in_y) {
+      return Primitive::transpose(cts, args, params);
+    } else {
+      check_arity(args.size());
+      const Array& ct = *cts[0];
+      const bool ux = is_undefined_primal(args[0]), uy = is_undefined_primal(args[1]);
+      Cotangents out(2);
+      if constexpr (T::jointly) {
+        if (ux) out[0] = detail::fit_cotangent(T::ct_x(ct, ct), aval_of(args[0]));
+        if (uy) out[1] = detail::fit_cotangent(T::ct_y(ct, ct), aval_of(args[1]));
+      } else {
+        if (ux) {
+          const Array& y = detail::known_operand(name(), args[1], T::in_y ? "one operand" : "the divisor");
+          out[0] = detail::fit_cotangent(T::ct_x(ct, y), aval_of(args[0]));
+        } else if constexpr (T::in_y) {
+          const Array& x = detail::known_operand(name(), args[0], "one operand");
+          if (uy) out[1] = detail::fit_cotangent(T::ct_y(ct, x), aval_of(args[1]));
+        } else {
+          (void)detail::known_operand(name(), args[1], "the divisor");
+        }
+      }
+      return out;
+    }
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,

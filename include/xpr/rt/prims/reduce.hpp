@@ -28,6 +28,7 @@
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
@@ -249,7 +250,9 @@ inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes,
 template <class Monoid>
 class Reduce final : public Primitive {
  public:
-  Reduce() : Primitive("reduce_" + std::string(Monoid::name)) {}
+  Reduce() : Primitive("reduce_" + std::string(Monoid::name)) {
+    if constexpr (std::is_same_v<Monoid, detail::SumMonoid>) detail::ReduceSumHook::primitive = this;
+  }
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -291,6 +294,23 @@ class Reduce final : public Primitive {
     Array picked = bind1(sum_p(), {bind1(mul_p, {t, mask})}, params);
     Array counts = bind1(sum_p(), {mask}, params);
     return {{std::move(ans)}, {bind1(div_p, {picked, counts})}};
+  }
+
+  /// reduce_sum is linear; its transpose broadcasts the cotangent back over the reduced axes
+  /// (JAX's `_reduce_sum_transpose_rule`). reduce_max and reduce_min are not linear.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if constexpr (!Monoid::has_identity) {
+      return Primitive::transpose(cts, args, params);
+    } else {
+      check_arity(args.size());
+      const ShapedArray& x = aval_of(args[0]);
+      std::vector<bool> reduced = detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
+      Axes kept;  // where the cotangent's dimensions sit in x
+      for (std::size_t i = 0; i < x.ndim(); ++i)
+        if (!reduced[i]) kept.push_back(static_cast<std::int64_t>(i));
+      return {detail::fit_cotangent(broadcast_in_dim(*cts[0], x.shape, kept), x)};
+    }
   }
 
   /// The batch axis goes first and each reduced axis moves right by one; the result's batch axis

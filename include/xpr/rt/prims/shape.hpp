@@ -2,7 +2,8 @@
 // The shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, and the
 // jax.numpy functions built on them (`xpr::reshape`, `transpose`, `squeeze`, `expand_dims`,
 // `broadcast_to`, `ravel`). Reshapes that keep the row-major order share the operand's buffer.
-// All five are linear (jvp applies the primitive to the tangent); batching adjusts their params.
+// All five are linear (jvp applies the primitive to the tangent, transpose undoes the shape
+// change on the cotangent); batching adjusts their params.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/trace.hpp"
 
 namespace xpr::rt {
@@ -197,6 +199,11 @@ class BroadcastInDim final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
+  /// primitives it binds).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// The batch axis stays where it is in the operand and is placed in the result right after the
   /// dimension that receives the operand dimension before it (first if there is none), so
   /// `broadcast_dimensions` stay increasing and no transpose is needed.
@@ -277,6 +284,11 @@ class Transpose final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
+  /// primitives it binds).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// The batch axis keeps its position; the permutation moves the other axes around it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t, const Params& params) const override {
@@ -352,6 +364,11 @@ class Reshape final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
+  /// primitives it binds).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
   /// `dimensions` (when given) keeps it first.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -420,6 +437,11 @@ class Squeeze final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
+  /// primitives it binds).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t, const Params& params) const override {
@@ -484,6 +506,11 @@ class ExpandDims final : public Primitive {
                                 const Params& params) const override {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
+
+  /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
+  /// primitives it binds).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
 
   /// The batch axis is placed in the result right after the operand dimension before it (first
   /// if there is none), and the inserted dimensions skip it.
@@ -645,6 +672,101 @@ inline Array expand_dims(const Array& x, const Axes& axes) {
   return bind1(expand_dims_p, {x}, {{"dimensions", dims}});
 }
 inline Array expand_dims(const Array& x, std::int64_t axis) { return expand_dims(x, Axes{axis}); }
+
+
+// ---- transpose rules, which bind the shape primitives above ---------------------------------
+
+namespace detail {
+/// A tangent computed from only some of an operation's operand tangents, made the tangent of an
+/// output of type `out`: broadcast where it came from rank-0 operands only, and given the output's
+/// weak-type flag (so a rule that drops zero terms types its result as the full formula does).
+inline Array fit_tangent(Array t, const ShapedArray& out) {
+  if (t.shape() != out.shape) t = broadcast_to(t, out.shape);
+  return convert_element_type(t, out.dtype, out.weak_type);
+}
+}  // namespace detail
+
+/// broadcast_in_dim (JAX's `_broadcast_in_dim_transpose_rule`): the cotangent summed over the
+/// result dimensions the operand did not provide, and over those where an operand dimension of
+/// size 1 was repeated; those come back as size 1.
+inline Cotangents BroadcastInDim::transpose(std::span<const Cotangent> cts,
+                                            std::span<const LinearArg> args,
+                                            const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const ShapedArray& x = aval_of(args[0]);
+  const Array& ct = *cts[0];
+  const Axes& bdims = params.get<Axes>("broadcast_dimensions");
+  std::vector<bool> keep(ct.ndim(), false);
+  Axes repeated;  // operand dimensions of size 1 broadcast to another size
+  for (std::size_t i = 0; i < x.ndim(); ++i) {
+    const auto d = static_cast<std::size_t>(bdims[i]);
+    if (x.shape[i] == 1 && ct.shape()[d] != 1)
+      repeated.push_back(static_cast<std::int64_t>(i));
+    else
+      keep[d] = true;
+  }
+  Axes summed;
+  for (std::size_t d = 0; d < keep.size(); ++d)
+    if (!keep[d]) summed.push_back(static_cast<std::int64_t>(d));
+  Array out = detail::sum_axes(ct, std::move(summed));
+  if (!repeated.empty()) out = bind1(expand_dims_p, {out}, {{"dimensions", std::move(repeated)}});
+  return {detail::fit_cotangent(out, x)};
+}
+
+/// transpose: the inverse permutation.
+inline Cotangents Transpose::transpose(std::span<const Cotangent> cts,
+                                       std::span<const LinearArg> args,
+                                       const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const Axes& perm = params.get<Axes>("permutation");
+  Axes inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  return {detail::fit_cotangent(rt::transpose(*cts[0], inverse), aval_of(args[0]))};
+}
+
+/// reshape: the cotangent reshaped back; with `dimensions`, reshaped to the transposed operand's
+/// shape and transposed back (JAX's `_reshape_transpose_rule`).
+inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
+                                     std::span<const LinearArg> args,
+                                     const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const ShapedArray& x = aval_of(args[0]);
+  const Axes* dims = dimensions(params);
+  if (!dims) return {detail::fit_cotangent(rt::reshape(*cts[0], x.shape), x)};
+  Shape permuted;
+  Axes inverse(dims->size());
+  for (std::size_t i = 0; i < dims->size(); ++i) {
+    permuted.push_back(x.shape[static_cast<std::size_t>((*dims)[i])]);
+    inverse[static_cast<std::size_t>((*dims)[i])] = static_cast<std::int64_t>(i);
+  }
+  return {detail::fit_cotangent(rt::transpose(rt::reshape(*cts[0], permuted), inverse), x)};
+}
+
+/// squeeze: the removed dimensions inserted back (expand_dims).
+inline Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
+                                     std::span<const LinearArg> args,
+                                     const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const ShapedArray& x = aval_of(args[0]);
+  Axes dims;
+  for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim()))
+    dims.push_back(static_cast<std::int64_t>(d));
+  return {detail::fit_cotangent(rt::expand_dims(*cts[0], dims), x)};
+}
+
+/// expand_dims: the inserted dimensions removed (squeeze).
+inline Cotangents ExpandDims::transpose(std::span<const Cotangent> cts,
+                                        std::span<const LinearArg> args,
+                                        const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const ShapedArray& x = aval_of(args[0]);
+  const Axes& dims = params.get<Axes>("dimensions");
+  Axes added;
+  for (std::size_t d : detail::unique_axes(name(), dims, x.ndim() + dims.size()))
+    added.push_back(static_cast<std::int64_t>(d));
+  return {detail::fit_cotangent(rt::squeeze(*cts[0], added), x)};
+}
 
 }  // namespace xpr::rt
 

@@ -136,6 +136,18 @@ class UnaryElementwise final : public Primitive {
     return {{std::move(ans)}, {std::move(t)}};
   }
 
+  /// neg is linear, its own transpose: ct ↦ -ct. The other unary primitives are not linear.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if constexpr (std::is_same_v<Op, op::neg>) {
+      if (args.size() != 1)
+        throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
+      return {bind1(*this, {*cts[0]})};
+    } else {
+      return Primitive::transpose(cts, args, params);
+    }
+  }
+
   /// Elementwise, so the batched value is processed as it is (JAX's `defvectorized`).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t, const Params&) const override {
