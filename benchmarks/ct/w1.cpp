@@ -69,6 +69,15 @@ void hand_xsimd(Data<T>& d) {
 
 template <class T>
 void xpr_vmap(Data<T>& d) {
+  constexpr auto vg = xpr::ct::vmap(xpr::ct::value_and_grad<0, 1, 2>(w1));
+  vg.into(std::tuple{std::span<T>(d.f), std::span<T>(d.fx), std::span<T>(d.fy), std::span<T>(d.fz)},
+          std::span<const T>(d.x), std::span<const T>(d.y), std::span<const T>(d.z));
+}
+
+// The same program through the flat entry point compiled_t<G, B...>::run in a plain loop: the
+// difference to `xpr` is the cost of vmap's loop itself.
+template <class T>
+void xpr_run(Data<T>& d) {
   constexpr auto vg = xpr::ct::value_and_grad<0, 1, 2>(w1);
   bench::xpr_into(vg, std::tuple{std::span<T>(d.f), std::span<T>(d.fx), std::span<T>(d.fy), std::span<T>(d.fz)},
                   std::span<const T>(d.x), std::span<const T>(d.y), std::span<const T>(d.z));
@@ -157,6 +166,7 @@ void register_all() {
   add("hand_scalar", hand_scalar<T>);
   add("hand_xsimd", hand_xsimd<T>);
   add("xpr", xpr_vmap<T>);
+  add("xpr_run", xpr_run<T>);
 #if XPR_BENCH_CERES
   add("ceres_jet", ceres_jet<T>);
 #endif

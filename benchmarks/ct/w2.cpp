@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "benchmarks/ct/common.hpp"
@@ -67,10 +68,23 @@ void hand_xsimd(Data<T, N>& d) {
   }
 }
 
-// xpr: the gradient program evaluated on W points at once (batches as the scalar type). vmap
-// maps over arguments that are arrays of scalars; here each point is itself an array.
+// xpr: vmap of the gradient over the points; the per-point argument std::array<T, N> is mapped
+// as a std::array of N coordinate arrays (structure of arrays), the result likewise.
 template <class T, std::size_t N>
-void xpr_grad(Data<T, N>& d) {
+void xpr_vmap(Data<T, N>& d) {
+  std::array<std::span<const T>, N> x;
+  std::array<std::span<T>, N> g;
+  for (std::size_t i = 0; i < N; ++i) {
+    x[i] = std::span<const T>(d.x).subspan(i * points, points);
+    g[i] = std::span<T>(d.g).subspan(i * points, points);
+  }
+  xpr::ct::vmap(xpr::ct::grad(rosenbrock)).into(g, x);
+}
+
+// The gradient on W points at once with batches as the scalar type: grad on
+// std::array<xsimd::batch<T>, N>, the loop written by hand.
+template <class T, std::size_t N>
+void xpr_batch(Data<T, N>& d) {
   using B = xsimd::batch<T>;
   for (std::size_t p = 0; p < points; p += B::size) {
     std::array<B, N> x;
@@ -182,7 +196,8 @@ void register_n() {
   };
   add("hand_scalar", hand_scalar<T, N>);
   add("hand_xsimd", hand_xsimd<T, N>);
-  add("xpr", xpr_grad<T, N>);
+  add("xpr", xpr_vmap<T, N>);
+  add("xpr_batch", xpr_batch<T, N>);
 #if XPR_BENCH_CERES
   add("ceres_jet", ceres_jet<T, N>);
 #endif
