@@ -1,6 +1,6 @@
 // The same compiled derivative on xsimd batches: value and three partials of
 // f(x, y, z) = sin(x) y + exp(x z) - log(1 + y^2) z over arrays, W lanes at a time, with the
-// remainder on scalars. (xpr::ct::vmap will write this loop for you.)
+// remainder on scalars. (xpr::ct::vmap writes this loop for you: examples/ct_w1.cpp.)
 // Output: examples/ct_simd.out. See docs/compile-time.md.
 #include <xpr/ct/ct.hpp>
 
