@@ -224,4 +224,61 @@ TEST(Transpose, ReshapeTransposeSqueezeExpandDims) {
   }
 }
 
+// ---- reductions and dot_general -------------------------------------------------------------
+
+TEST(Transpose, ReduceSumBroadcastsBack) {
+  for (DType d : floats) {
+    check_transpose(rt::reduce_sum_p, {linear(Shape{3, 4}, d)}, {{"axes", Axes{1}}});
+    check_transpose(rt::reduce_sum_p, {linear(Shape{3, 4}, d)}, {{"axes", Axes{0}}});
+    check_transpose(rt::reduce_sum_p, {linear(Shape{2, 3, 4}, d, true)}, {{"axes", Axes{0, 2}}});
+    check_transpose(rt::reduce_sum_p, {linear(Shape{2, 3}, d)}, {{"axes", Axes{0, 1}}});
+    check_transpose(rt::reduce_sum_p, {linear(Shape{2, 3}, d)}, {{"axes", Axes{}}});
+  }
+}
+
+Params dn(Axes lc, Axes rc, Axes lb = {}, Axes rb = {}) {
+  return {{"dimension_numbers",
+           DotDimensionNumbers{std::move(lc), std::move(rc), std::move(lb), std::move(rb)}}};
+}
+
+TEST(Transpose, DotGeneralInEitherOperandWithBatchAndContractingDimensions) {
+  laws::Rng rng(11);
+  struct Case {
+    Shape lhs, rhs;
+    Params params;
+  };
+  const Case cases[] = {
+      {{3, 4}, {4, 5}, dn({1}, {0})},                   // matmul
+      {{4}, {4}, dn({0}, {0})},                         // inner product
+      {{3}, {5}, dn({}, {})},                           // outer product
+      {{4, 3}, {5, 4}, dn({0}, {1})},                   // contracting dims not last/first
+      {{2, 3, 4}, {2, 4, 5}, dn({2}, {1}, {0}, {0})},   // batched matmul
+      {{3, 2, 4}, {4, 5, 2}, dn({2}, {0}, {1}, {2})},   // batch dims in the middle and last
+      {{2, 3, 4, 5}, {5, 2, 6, 3}, dn({1, 3}, {3, 0}, {0}, {1})},  // two contracting, reordered
+      {{4, 2, 3}, {3, 4, 2}, dn({0, 2}, {1, 0}, {1}, {2})},
+      {{2, 3}, {3, 2}, dn({}, {}, {0, 1}, {1, 0})},     // batch only, reordered
+  };
+  for (DType d : floats) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.lhs.str() + " . " + c.rhs.str());
+      check_transpose(rt::dot_general_p, {linear(c.lhs, d), known(random({c.rhs, d}, rng))},
+                      c.params);
+      check_transpose(rt::dot_general_p, {known(random({c.lhs, d}, rng)), linear(c.rhs, d)},
+                      c.params);
+    }
+    check_transpose(rt::dot_general_p,
+                    {linear(Shape{3, 4}, d, true), known(random({Shape{4}, d, true}, rng))},
+                    dn({1}, {0}));
+  }
+  Array y = random({Shape{2}, DType::float64}, rng);
+  test_prims_common::expect_error<xpr::type_error>(
+      [&] {
+        (void)rt::dot_general_p.transpose(std::vector<rt::Cotangent>{y},
+                                          std::vector<LinearArg>{UndefinedPrimal{y.aval()},
+                                                                 UndefinedPrimal{y.aval()}},
+                                          dn({}, {}, {0}, {0}));
+      },
+      {"dot_general", "not linear"});
+}
+
 }  // namespace test_prims_transpose

@@ -2,7 +2,8 @@
 // dot_general: the tensor contraction behind dot, matmul, einsum-style products. The eager kernel
 // lays both operands out as row-major (batch, free, contract) and (batch, contract, free) matrices,
 // copying only when they are not, and calls Eigen's GEMM once per batch element. Bilinear: its
-// jvp is two dot_generals; batching adds a leading batch dimension.
+// jvp is two dot_generals, its transpose in either operand one dot_general and a transpose;
+// batching adds a leading batch dimension.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +26,8 @@
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/detail/strided_copy.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
+#include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/zeros.hpp"
 
@@ -253,6 +256,47 @@ class DotGeneral final : public Primitive {
     return {{std::move(ans)}, {std::move(t)}};
   }
 
+  /// With symbolic zeros: only the products with nonzero tangents.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    check_arity(primals.size());
+    Array ans = bind1(*this, {primals[0], primals[1]}, params);
+    if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
+      return {{ans}, {std::nullopt}};
+    std::optional<Array> t;
+    if (tangents[0]) t = bind1(*this, {*tangents[0], primals[1]}, params);
+    if (tangents[1]) {
+      Array r = bind1(*this, {primals[0], *tangents[1]}, params);
+      t = t ? bind1(add_p, {*t, r}) : r;
+    }
+    return {{ans}, {detail::fit_tangent(*t, ans.aval())}};
+  }
+
+  /// Linear in either operand while the other is known (JAX's `_dot_general_transpose_lhs` and
+  /// `_rhs`): the cotangent contracted with the known operand over the latter's free dimensions,
+  /// its dimensions then permuted into the undefined operand's layout.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    check_arity(args.size());
+    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+    Cotangents out(2);
+    if (is_undefined_primal(args[0])) {
+      const Array& y = detail::known_operand(name(), args[1], "one operand");
+      out[0] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[0]), y, dn, false),
+                                     aval_of(args[0]));
+    } else {
+      const Array& x = detail::known_operand(name(), args[0], "one operand");
+      if (is_undefined_primal(args[1])) {
+        DotDimensionNumbers swapped{dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch,
+                                    dn.lhs_batch};
+        out[1] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[1]), x, swapped, true),
+                                       aval_of(args[1]));
+      }
+    }
+    return out;
+  }
+
   /// Each operand gets its batch axis first (an unbatched one is broadcast), which becomes a new
   /// leading batch dimension of both, so the output's batch axis is 0. (Turning a lone batch
   /// axis into a free dimension, as JAX does, saves the broadcast but changes the GEMM's shape
@@ -281,6 +325,43 @@ class DotGeneral final : public Primitive {
   }
 
  private:
+  /// The cotangent of `x` in `dot_general(x, y)` (of `x` in `dot_general(y, x)` when `swap_ans`,
+  /// with `dn` swapped to match): `g`, laid out (batch, x free, y free) or (batch, y free, x free),
+  /// contracted with `y` over y's free dimensions, which leaves (batch, x free, x contracting in
+  /// the order of y's contracting dimensions); a transpose restores x's order.
+  Array transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
+                      const DotDimensionNumbers& dn, bool swap_ans) const {
+    auto remaining = [](std::size_t rank, const Axes& a, const Axes& b) {
+      Axes out;
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(rank); ++d)
+        if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
+          out.push_back(d);
+      return out;
+    };
+    auto range = [](std::size_t start, std::size_t n) {
+      Axes out;
+      for (std::size_t i = 0; i < n; ++i) out.push_back(static_cast<std::int64_t>(start + i));
+      return out;
+    };
+    const Axes x_kept = remaining(x.ndim(), dn.lhs_contracting, dn.lhs_batch);
+    const Axes y_kept = remaining(y.ndim(), dn.rhs_contracting, dn.rhs_batch);
+    const std::size_t nb = dn.lhs_batch.size();
+    const Axes ans_batch = range(0, nb);
+    const Axes ans_y = range(swap_ans ? nb : nb + x_kept.size(), y_kept.size());
+    const DotDimensionNumbers dims{ans_y, y_kept, ans_batch, dn.rhs_batch};
+    // x's contracting dimensions in the order of y's (the order y's free dimensions come out in).
+    std::vector<std::size_t> by_y(dn.rhs_contracting.size());
+    for (std::size_t i = 0; i < by_y.size(); ++i) by_y[i] = i;
+    std::sort(by_y.begin(), by_y.end(), [&](std::size_t a, std::size_t b) {
+      return dn.rhs_contracting[a] < dn.rhs_contracting[b];
+    });
+    Axes layout = detail::concat_axes({&dn.lhs_batch, &x_kept});
+    for (std::size_t i : by_y) layout.push_back(dn.lhs_contracting[i]);
+    Axes to_x(layout.size());  // argsort(layout)
+    for (std::size_t p = 0; p < layout.size(); ++p)
+      to_x[static_cast<std::size_t>(layout[p])] = static_cast<std::int64_t>(p);
+    return rt::transpose(bind1(*this, {g, y}, {{"dimension_numbers", dims}}), to_x);
+  }
 
   void check_arity(std::size_t n) const {
     if (n != 2)
