@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -105,8 +106,10 @@ void check_transpose(const Primitive& prim, const std::vector<Operand>& ops,
     rhs += r;
     scale += m;
   }
-  // Rounding: each inner product sums products rounded in the operands' dtype.
-  const bool f32 = out.dtype() == DType::float32;
+  // Rounding: each inner product sums products rounded in the least precise dtype involved (a
+  // cotangent converted f64 -> f32 is rounded to f32).
+  bool f32 = out.dtype() == DType::float32;
+  for (const Operand& o : ops) f32 = f32 || (!o.value && o.aval.dtype == DType::float32);
   const long double tol = (f32 ? 1e-5L : 1e-12L) * std::max<long double>(scale, 1);
   EXPECT_NEAR(static_cast<double>(lhs), static_cast<double>(rhs), static_cast<double>(tol));
 }
@@ -279,6 +282,136 @@ TEST(Transpose, DotGeneralInEitherOperandWithBatchAndContractingDimensions) {
                                           dn({}, {}, {0}, {0}));
       },
       {"dot_general", "not linear"});
+}
+
+// ---- select_n and convert_element_type ----------------------------------------------------------
+
+Array bools(const Shape& s, laws::Rng& rng) { return laws::draw({s, DType::bool_, 0, 1}, rng); }
+
+TEST(Transpose, SelectNWithAKnownPredicate) {
+  laws::Rng rng(12);
+  for (DType d : floats) {
+    Shape s{3, 4};
+    Array which = bools(s, rng);
+    Array y = random({s, d}, rng);
+    check_transpose(rt::select_n_p, {known(which), linear(s, d), known(y)});
+    check_transpose(rt::select_n_p, {known(which), known(y), linear(s, d)});
+    check_transpose(rt::select_n_p, {known(which), linear(s, d), linear(s, d)});
+    // Rank-0 predicate or cases stand for any shape.
+    check_transpose(rt::select_n_p, {known(bools(Shape{}, rng)), linear(s, d), linear(s, d, true)});
+    check_transpose(rt::select_n_p, {known(which), linear(Shape{}, d), known(y)});
+    check_transpose(rt::select_n_p, {known(which), linear(Shape{}, d, true), linear(Shape{}, d)});
+    // An int32 predicate choosing among three cases.
+    Array k = laws::draw({s, DType::int32, 0, 2}, rng);
+    check_transpose(rt::select_n_p, {known(k), linear(s, d), known(y), linear(s, d)});
+  }
+  Array y = random({Shape{2}, DType::float64}, rng);
+  test_prims_common::expect_error<xpr::type_error>(
+      [&] {
+        (void)rt::select_n_p.transpose(
+            std::vector<rt::Cotangent>{y},
+            std::vector<LinearArg>{UndefinedPrimal{{Shape{2}, DType::bool_}}, y, y}, {});
+      },
+      {"select_n", "the predicate", "not linear"});
+}
+
+TEST(Transpose, ConvertElementTypeConvertsBack) {
+  auto to = [](DType d, bool weak) { return Params{{"new_dtype", d}, {"weak_type", weak}}; };
+  check_transpose(rt::convert_element_type_p, {linear(Shape{3}, DType::float32)},
+                  to(DType::float64, false));
+  check_transpose(rt::convert_element_type_p, {linear(Shape{3}, DType::float64)},
+                  to(DType::float32, false));
+  check_transpose(rt::convert_element_type_p, {linear(Shape{2, 2}, DType::float32, true)},
+                  to(DType::float32, false));
+  check_transpose(rt::convert_element_type_p, {linear(Shape{}, DType::float64)},
+                  to(DType::float64, true));
+  // An integer operand has a zero (empty) cotangent.
+  Array ct = test_prims_common::make(DType::float64, Shape{2}, {1, 2});
+  rt::Cotangents cts = rt::convert_element_type_p.transpose(
+      std::vector<rt::Cotangent>{ct},
+      std::vector<LinearArg>{UndefinedPrimal{{Shape{2}, DType::int32}}}, to(DType::float64, false));
+  ASSERT_EQ(cts.size(), 1u);
+  EXPECT_FALSE(cts[0].has_value());
+}
+
+// ---- slicing ------------------------------------------------------------------------------------
+
+TEST(Transpose, SlicePadsBackIncludingStrides) {
+  auto sl = [](Axes start, Axes limit, Axes strides = {}) {
+    Params p{{"start_indices", std::move(start)}, {"limit_indices", std::move(limit)}};
+    if (!strides.empty()) p.set("strides", std::move(strides));
+    return p;
+  };
+  for (DType d : floats) {
+    check_transpose(rt::slice_p, {linear(Shape{7}, d)}, sl({1}, {5}));
+    check_transpose(rt::slice_p, {linear(Shape{7}, d)}, sl({0}, {7}, {2}));
+    check_transpose(rt::slice_p, {linear(Shape{7}, d)}, sl({2}, {7}, {3}));  // limit past the last
+    check_transpose(rt::slice_p, {linear(Shape{7}, d)}, sl({3}, {3}));       // empty
+    check_transpose(rt::slice_p, {linear(Shape{4, 5}, d, true)}, sl({1, 0}, {3, 5}));
+    check_transpose(rt::slice_p, {linear(Shape{4, 5}, d)}, sl({0, 1}, {4, 5}, {3, 2}));
+    check_transpose(rt::slice_p, {linear(Shape{2, 3, 4}, d)}, sl({1, 0, 1}, {2, 3, 4}, {1, 2, 2}));
+  }
+}
+
+TEST(Transpose, PadInOperandAndPaddingValueWithNegativeAndInteriorPadding) {
+  laws::Rng rng(13);
+  auto cfg = [](std::vector<std::array<std::int64_t, 3>> dims) {
+    return Params{{"padding_config", PaddingConfig{std::move(dims)}}};
+  };
+  const std::pair<Shape, Params> cases[] = {
+      {Shape{4}, cfg({{1, 2, 0}})},
+      {Shape{4}, cfg({{0, 0, 2}})},
+      {Shape{5}, cfg({{-1, -2, 0}})},           // cropping
+      {Shape{5}, cfg({{-2, 1, 1}})},            // cropping into interior padding
+      {Shape{3, 4}, cfg({{1, -1, 1}, {-3, 2, 2}})},
+      {Shape{2, 3}, cfg({{0, 0, 0}, {2, 1, 3}})},
+      {Shape{0}, cfg({{2, 1, 1}})},             // all padding
+  };
+  for (DType d : floats) {
+    for (const auto& [s, p] : cases) {
+      SCOPED_TRACE(s.str());
+      check_transpose(rt::pad_p, {linear(s, d), linear(Shape{}, d)}, p);
+      check_transpose(rt::pad_p, {linear(s, d), known(random({Shape{}, d}, rng))}, p);
+      check_transpose(rt::pad_p, {known(random({s, d}, rng)), linear(Shape{}, d)}, p);
+    }
+    check_transpose(rt::pad_p, {linear(Shape{3}, d, true), linear(Shape{}, d, true)},
+                    cfg({{1, 1, 1}}));
+  }
+}
+
+TEST(Transpose, ConcatenateSlicesEachUndefinedOperand) {
+  laws::Rng rng(14);
+  for (DType d : floats) {
+    const Params dim0{{"dimension", std::int64_t{0}}}, dim1{{"dimension", std::int64_t{1}}};
+    check_transpose(rt::concatenate_p, {linear(Shape{2, 3}, d), linear(Shape{4, 3}, d)}, dim0);
+    check_transpose(rt::concatenate_p,
+                    {linear(Shape{2, 1}, d), known(random({Shape{2, 3}, d}, rng)),
+                     linear(Shape{2, 2}, d, true), linear(Shape{2, 0}, d)},
+                    dim1);
+    check_transpose(rt::concatenate_p, {known(random({Shape{1, 2}, d}, rng)), linear(Shape{3, 2}, d)},
+                    dim0);
+    check_transpose(rt::concatenate_p, {linear(Shape{5}, d)}, dim0);
+  }
+}
+
+TEST(Transpose, DynamicSliceAndDynamicUpdateSliceWithClampedIndices) {
+  laws::Rng rng(15);
+  for (DType d : floats) {
+    Shape s{5, 4};
+    for (auto [i, j] : {std::pair{1, 2}, std::pair{-1, 3}, std::pair{4, 0}, std::pair{0, 9}}) {
+      SCOPED_TRACE(std::to_string(i) + ", " + std::to_string(j));
+      check_transpose(rt::dynamic_slice_p, {linear(s, d), index(i), index(j)},
+                      {{"slice_sizes", Axes{2, 2}}});
+      check_transpose(rt::dynamic_slice_p, {linear(s, d, true), index(i), index(j)},
+                      {{"slice_sizes", Axes{5, 1}}});
+      Shape u{3, 2};
+      check_transpose(rt::dynamic_update_slice_p, {linear(s, d), linear(u, d), index(i), index(j)});
+      check_transpose(rt::dynamic_update_slice_p,
+                      {linear(s, d), known(random({u, d}, rng)), index(i), index(j)});
+      check_transpose(rt::dynamic_update_slice_p,
+                      {known(random({s, d}, rng)), linear(u, d), index(i), index(j)});
+    }
+  }
 }
 
 }  // namespace test_prims_transpose

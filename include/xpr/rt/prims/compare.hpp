@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -48,6 +49,13 @@ class Comparison final : public Primitive {
     Arrays out = rt::bind(*this, primals, params);
     Array zero = zeros_like_aval(out[0].aval());
     return {std::move(out), {std::move(zero)}};
+  }
+
+  /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent>,
+                                           const Params& params) const override {
+    return {rt::bind(*this, primals, params), {std::nullopt}};
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,

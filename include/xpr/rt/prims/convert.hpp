@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 
 #include "xpr/core/dtype.hpp"
@@ -52,6 +53,32 @@ class ConvertElementType final : public Primitive {
                   ? rt::bind(*this, tangents, params)[0]
                   : zeros_like_aval(a);
     return {std::move(out), {std::move(t)}};
+  }
+
+  /// With symbolic zeros: a conversion from or to an integer or bool dtype has a zero tangent.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    if (!tangents[0] || !core::is_floating(out[0].dtype()) ||
+        !core::is_floating(tangents[0]->dtype()))
+      return {std::move(out), {std::nullopt}};
+    return {std::move(out), {rt::bind(*this, std::span(&*tangents[0], 1), params)[0]}};
+  }
+
+  /// Linear between floating dtypes (JAX's `_convert_element_type_transpose_rule`): the
+  /// cotangent converted back to the operand's dtype and weak flag. An integer or bool operand has
+  /// a zero cotangent.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params&) const override {
+    if (args.size() != 1)
+      throw core::type_error("convert_element_type expected 1 operand, found " +
+                             std::to_string(args.size()));
+    const ShapedArray& x = aval_of(args[0]);
+    const Array& ct = *cts[0];
+    if (!core::is_floating(x.dtype) || !core::is_floating(ct.dtype())) return {std::nullopt};
+    if (ct.dtype() == x.dtype && ct.weak_type() == x.weak_type) return {ct};
+    return {bind1(*this, {ct}, {{"new_dtype", x.dtype}, {"weak_type", x.weak_type}})};
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -57,6 +58,13 @@ class Iota final : public Primitive {
   }
 
   /// No operands, so none is batched: the unbatched result.
+  /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent>,
+                                           const Params& params) const override {
+    return {rt::bind(*this, primals, params), {std::nullopt}};
+  }
+
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim>,
                                      std::int64_t, const Params& params) const override {
     return {rt::bind(*this, args, params), {std::nullopt}};

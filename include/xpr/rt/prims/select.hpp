@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,7 +15,9 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
 
 namespace xpr::rt {
@@ -77,6 +80,45 @@ class SelectN final : public Primitive {
     Array t = rt::bind(*this, t_args, params)[0];
     if (t.shape() != out[0].shape()) t = broadcast_to(t, out[0].shape());
     return {std::move(out), {std::move(t)}};
+  }
+
+  /// With symbolic zeros: the predicate's tangent never matters; a zero case tangent becomes a
+  /// rank-0 zero (which stands for any shape) when some other case's tangent is nonzero.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    if (!detail::has_tangent_space(out[0].aval()) || detail::all_zero(tangents.subspan(1)))
+      return {std::move(out), {std::nullopt}};
+    Arrays t_args{primals[0]};
+    for (std::size_t i = 1; i < primals.size(); ++i) {
+      const ShapedArray& a = primals[i].aval();
+      t_args.push_back(tangents[i] ? *tangents[i]
+                                   : zeros_like_aval({Shape{}, a.dtype, a.weak_type}));
+    }
+    Array t = detail::fit_tangent(rt::bind(*this, t_args, params)[0], out[0].aval());
+    return {std::move(out), {std::move(t)}};
+  }
+
+  /// Linear in the cases for a known predicate (JAX's `_select_transpose_rule`): each undefined
+  /// case gets the cotangent where it was selected and zero elsewhere, `select_n(which, 0, .., ct,
+  /// .., 0)`; `type_error` for an undefined predicate.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if (args.size() < 2)
+      throw core::type_error("select_n expected a predicate and at least one case, found " +
+                             std::to_string(args.size()) + " operand(s)");
+    const Array& which = detail::known_operand(name(), args[0], "the predicate");
+    const Array& ct = *cts[0];
+    const Array zero = zeros_like_aval({Shape{}, ct.dtype(), ct.weak_type()});
+    Cotangents out(args.size());
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (!is_undefined_primal(args[i])) continue;
+      Arrays cases{which};
+      for (std::size_t j = 1; j < args.size(); ++j) cases.push_back(i == j ? ct : zero);
+      out[i] = detail::fit_cotangent(rt::bind(*this, cases, params)[0], aval_of(args[i]));
+    }
+    return out;
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,

@@ -2,8 +2,10 @@
 // The slicing primitives: slice, pad, dynamic_slice, dynamic_update_slice and concatenate, with
 // lax's parameters and semantics (negative padding crops; dynamic indices are clamped so the
 // window stays inside the operand). Their kernels are strided box copies. All are linear in
-// their array operands (jvp applies the primitive to the tangents, indices passed as primals);
-// batching extends the params by the batch axis, or loops over examples for batched indices.
+// their array operands (jvp applies the primitive to the tangents, indices passed as primals;
+// transposes pair them up: slice with pad, dynamic_slice with dynamic_update_slice, concatenate
+// with slices); batching extends the params by the batch axis, or loops over examples for
+// batched indices.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -24,7 +27,9 @@
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/detail/strided_copy.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/prims/select.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
@@ -151,6 +156,11 @@ class Slice final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// Transpose (JAX's `_slice_transpose_rule`): the cotangent padded with zeros back to the
+  /// operand's shape, strides becoming interior padding (defined below, after pad).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// The batch axis stays in place and is taken whole (start 0, limit its size, stride 1).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t axis_size, const Params& params) const override {
@@ -250,6 +260,44 @@ class Pad final : public Primitive {
     return detail::linear_jvp(*this, primals, tangents, params);
   }
 
+  /// With symbolic zeros: a zero tangent of the operand or of the padding value becomes zeros.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    detail::check_operand_count(name(), primals.size(), 2, " (operand, padding_value)");
+    Arrays out = rt::bind(*this, primals, params);
+    if (!detail::has_tangent_space(out[0].aval()) || detail::all_zero(tangents))
+      return {std::move(out), {std::nullopt}};
+    Array t = rt::bind(*this, detail::instantiate_zeros(primals, tangents), params)[0];
+    return {std::move(out), {detail::fit_tangent(std::move(t), out[0].aval())}};
+  }
+
+  /// Transpose (JAX's `_pad_transpose`): the operand's cotangent is the cotangent with the
+  /// padding undone (negated low and high padding, then a slice with stride interior + 1); the
+  /// padding value's is the sum of the rest, sum(ct) - sum(operand's cotangent).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
+    Cotangents out(2);
+    if (!is_undefined_primal(args[0]) && !is_undefined_primal(args[1])) return out;
+    const auto& cfg = params.get<PaddingConfig>("padding_config");
+    const Array& ct = *cts[0];
+    PaddingConfig unpad;
+    for (const auto& [lo, hi, interior] : cfg.dims) unpad.dims.push_back({-lo, -hi, 0});
+    const Array zero = zeros_like_aval({Shape{}, ct.dtype(), ct.weak_type()});
+    Array unpadded = bind1(*this, {ct, zero}, {{"padding_config", std::move(unpad)}});
+    Axes start(ct.ndim(), 0), limit(unpadded.shape().begin(), unpadded.shape().end()), strides;
+    for (const auto& d : cfg.dims) strides.push_back(d[2] + 1);
+    Array operand_ct = bind1(slice_p, {unpadded}, {{"start_indices", std::move(start)},
+                                                   {"limit_indices", std::move(limit)},
+                                                   {"strides", std::move(strides)}});
+    if (is_undefined_primal(args[1]))
+      out[1] = detail::fit_cotangent(
+          bind1(sub_p, {detail::sum_all(ct), detail::sum_all(operand_ct)}), aval_of(args[1]));
+    if (is_undefined_primal(args[0])) out[0] = detail::fit_cotangent(operand_ct, aval_of(args[0]));
+    return out;
+  }
+
   /// An unbatched padding value: the batch axis stays in place, unpadded. A batched one (JAX's
   /// rule too): the operand is padded with zeros and a mask of the padding positions (the same
   /// pad of a false operand with true) selects each example's padding value there.
@@ -324,6 +372,24 @@ class DynamicSlice final : public Primitive {
     return {rt::bind(*this, primals, params), rt::bind(*this, t_args, params)};
   }
 
+  /// With symbolic zeros: zero when the operand's tangent is (the indices never have one).
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    if (primals.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+    Arrays out = rt::bind(*this, primals, params);
+    if (!tangents[0] || !detail::has_tangent_space(out[0].aval()))
+      return {std::move(out), {std::nullopt}};
+    Arrays t_args(primals.begin(), primals.end());
+    t_args[0] = *tangents[0];
+    return {std::move(out), {rt::bind(*this, t_args, params)[0]}};
+  }
+
+  /// Transpose: the cotangent written into zeros of the operand's type at the same (clamped)
+  /// indices, by dynamic_update_slice (defined below, after it).
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
   /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
   /// Batched indices: a loop over the examples, each sliced with its own indices and the results
   /// stacked (JAX turns this into a gather, which xpr does not have yet).
@@ -387,6 +453,47 @@ class DynamicUpdateSlice final : public Primitive {
     t_args[0] = tangents[0];
     t_args[1] = tangents[1];
     return {rt::bind(*this, primals, params), rt::bind(*this, t_args, params)};
+  }
+
+  /// With symbolic zeros: zero when both the operand's and the update's tangents are; otherwise
+  /// the zero one becomes zeros (a zero update still overwrites its window).
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    Avals avals = detail::avals_of(primals);
+    (void)abstract_eval_one(avals);
+    Arrays out = rt::bind(*this, primals, params);
+    if (!detail::has_tangent_space(out[0].aval()) || (!tangents[0] && !tangents[1]))
+      return {std::move(out), {std::nullopt}};
+    Arrays t_args(primals.begin(), primals.end());
+    for (std::size_t i = 0; i < 2; ++i)
+      t_args[i] = tangents[i] ? *tangents[i] : zeros_like_aval(avals[i]);
+    return {std::move(out), {rt::bind(*this, t_args, params)[0]}};
+  }
+
+  /// Transpose (JAX's `_dynamic_update_slice_transpose_rule`): the operand's cotangent is the
+  /// cotangent with the update's window zeroed; the update's is that window, by dynamic_slice.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if (args.size() < 2)
+      throw core::type_error("dynamic_update_slice expected an operand and an update, found " +
+                             std::to_string(args.size()) + " operands");
+    const Array& ct = *cts[0];
+    const ShapedArray& update = aval_of(args[1]);
+    Arrays indices = detail::known_operands(name(), args, 2);
+    Cotangents out(args.size());
+    if (is_undefined_primal(args[0])) {
+      Arrays ops{ct, zeros_like_aval({update.shape, ct.dtype(), ct.weak_type()})};
+      ops.insert(ops.end(), indices.begin(), indices.end());
+      out[0] = detail::fit_cotangent(rt::bind(*this, ops, params)[0], aval_of(args[0]));
+    }
+    if (is_undefined_primal(args[1])) {
+      Arrays ops{ct};
+      ops.insert(ops.end(), indices.begin(), indices.end());
+      out[1] = detail::fit_cotangent(
+          rt::bind(dynamic_slice_p, ops, {{"slice_sizes", update.shape.dims()}})[0], update);
+    }
+    return out;
   }
 
   /// Unbatched indices: operand and update get their batch axis first (an unbatched one is
@@ -462,6 +569,42 @@ class Concatenate final : public Primitive {
     return {rt::bind(*this, primals, params), rt::bind(*this, tangents, params)};
   }
 
+  /// With symbolic zeros: zero when every operand's tangent is; otherwise the zero ones become
+  /// zeros.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override {
+    Arrays out = rt::bind(*this, primals, params);
+    if (!detail::has_tangent_space(out[0].aval()) || detail::all_zero(tangents))
+      return {std::move(out), {std::nullopt}};
+    Array t = rt::bind(*this, detail::instantiate_zeros(primals, tangents), params)[0];
+    return {std::move(out), {detail::fit_tangent(std::move(t), out[0].aval())}};
+  }
+
+  /// Transpose: each undefined operand's cotangent is its block of the cotangent, by slice.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    const Array& ct = *cts[0];
+    const auto dim = static_cast<std::size_t>(params.get<std::int64_t>("dimension"));
+    Cotangents out(args.size());
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const ShapedArray& a = aval_of(args[i]);
+      const std::int64_t size = a.shape[dim];
+      if (is_undefined_primal(args[i])) {
+        Axes start(ct.ndim(), 0), limit(ct.shape().begin(), ct.shape().end());
+        start[dim] = offset;
+        limit[dim] = offset + size;
+        out[i] = detail::fit_cotangent(
+            bind1(slice_p, {ct}, {{"start_indices", std::move(start)},
+                                  {"limit_indices", std::move(limit)}}),
+            a);
+      }
+      offset += size;
+    }
+    return out;
+  }
+
   /// Every operand gets its batch axis first (an unbatched one is broadcast); the dimension
   /// moves right by one.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -516,6 +659,39 @@ class Concatenate final : public Primitive {
 };
 
 inline const Concatenate concatenate_p{};
+
+// ---- transpose rules that bind slicing primitives defined after their own ----------------------
+
+inline Cotangents Slice::transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                   const Params& params) const {
+  detail::check_operand_count(name(), args.size(), 1);
+  const ShapedArray& x = aval_of(args[0]);
+  const Array& ct = *cts[0];
+  const Axes& start = params.get<Axes>("start_indices");
+  const Axes* st = strides(params);
+  PaddingConfig cfg;
+  for (std::size_t i = 0; i < x.ndim(); ++i) {
+    const std::int64_t step = st ? (*st)[i] : 1, n = ct.shape()[i];
+    // The limit that the last taken element implies (the given one may be up to step - 1 more).
+    const std::int64_t real_limit = start[i] + (n == 0 ? 0 : 1 + (n - 1) * step);
+    cfg.dims.push_back({start[i], x.shape[i] - real_limit, step - 1});
+  }
+  const Array zero = zeros_like_aval({Shape{}, ct.dtype(), ct.weak_type()});
+  return {detail::fit_cotangent(bind1(pad_p, {ct, zero}, {{"padding_config", std::move(cfg)}}), x)};
+}
+
+inline Cotangents DynamicSlice::transpose(std::span<const Cotangent> cts,
+                                          std::span<const LinearArg> args,
+                                          const Params&) const {
+  if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
+  const ShapedArray& x = aval_of(args[0]);
+  Arrays ops{zeros_like_aval(x), *cts[0]};
+  Arrays indices = detail::known_operands(name(), args, 1);
+  ops.insert(ops.end(), indices.begin(), indices.end());
+  Cotangents out(args.size());
+  out[0] = detail::fit_cotangent(rt::bind(dynamic_update_slice_p, ops)[0], x);
+  return out;
+}
 
 // ---- batching rules that bind other slicing primitives --------------------------------------
 

@@ -3,6 +3,7 @@
 // zero). Eagerly it returns its operand itself: arrays are immutable, so nothing needs copying.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -38,6 +39,13 @@ class StopGradient final : public Primitive {
     Arrays out = rt::bind(*this, primals, params);
     Array zero = zeros_like_aval(out[0].aval());
     return {std::move(out), {std::move(zero)}};
+  }
+
+  /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent>,
+                                           const Params& params) const override {
+    return {rt::bind(*this, primals, params), {std::nullopt}};
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,

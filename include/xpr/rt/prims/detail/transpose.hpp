@@ -42,6 +42,13 @@ inline Array sum_axes(const Array& x, Axes axes) {
   return rt::bind1(reduce_sum_primitive(), {x}, {{"axes", std::move(axes)}});
 }
 
+/// reduce_sum of `x` over all its axes.
+inline Array sum_all(const Array& x) {
+  Axes all;
+  for (std::size_t i = 0; i < x.ndim(); ++i) all.push_back(static_cast<std::int64_t>(i));
+  return sum_axes(x, std::move(all));
+}
+
 /// The known value of a non-linear operand of `prim`'s transpose rule; `type_error` when it is an
 /// `UndefinedPrimal` (the equation is not linear in it, as in `mul(t, t)`).
 inline const Array& known_operand(const std::string& prim, const LinearArg& x, const char* what) {
@@ -56,11 +63,7 @@ inline const Array& known_operand(const std::string& prim, const LinearArg& x, c
 /// was broadcast (binary primitives accept one for any shape), converted where its weak-type flag
 /// (or dtype) differs, so cotangents have their operand's exact type.
 inline Array fit_cotangent(Array ct, const ShapedArray& aval) {
-  if (aval.ndim() == 0 && ct.ndim() > 0) {
-    Axes all;
-    for (std::size_t i = 0; i < ct.ndim(); ++i) all.push_back(static_cast<std::int64_t>(i));
-    ct = sum_axes(ct, std::move(all));
-  }
+  if (aval.ndim() == 0 && ct.ndim() > 0) ct = sum_all(ct);
   if (ct.shape() != aval.shape)
     throw core::shape_error("transpose rule: expected a cotangent of shape " + aval.shape.str() +
                             ", found shape " + ct.shape().str());
