@@ -36,6 +36,12 @@ Vec<T> input(std::size_t n, double lo, double hi, std::size_t salt) {
   return v;
 }
 
+/// `v`, hidden from the optimizer (a size the code must treat as known only at run time).
+inline std::size_t opaque(std::size_t v) {
+  benchmark::DoNotOptimize(v);
+  return v;
+}
+
 /// Largest relative difference (against max(1, |ref|)) between two arrays.
 template <class T>
 double max_rel_diff(const Vec<T>& a, const Vec<T>& ref) {
