@@ -22,16 +22,19 @@
 #include "xpr/rt/interp/jvp.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
 /// A function of a flat list of arrays to a flat list of arrays.
 using FlatFunction = std::function<Arrays(std::span<const Array>)>;
 
-/// Forward mode: the outputs of `f` at `primals` and their directional derivatives along
-/// `tangents`.
-inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const Array> primals,
-                                          std::span<const Array> tangents) {
+/// Forward mode with symbolic zeros: the outputs of `f` at `primals` and their directional
+/// derivatives along `tangents`, where an empty tangent (in or out) is a known zero. Transformations
+/// built on jvp (linearize, vjp) use this form so that zeros are never materialized.
+inline std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
+                                                     std::span<const Array> primals,
+                                                     std::span<const Tangent> tangents) {
   if (primals.size() != tangents.size())
     throw core::type_error("jvp: expected one tangent per primal, found " +
                            std::to_string(primals.size()) + " primals and " +
@@ -41,14 +44,17 @@ inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const
   Arrays in;
   in.reserve(primals.size());
   for (std::size_t i = 0; i < primals.size(); ++i) {
-    if (!primals[i].aval().same_type(tangents[i].aval()))
+    if (tangents[i] && !primals[i].aval().same_type(tangents[i]->aval()))
       throw core::type_error("jvp: primal and tangent arguments must have equal shapes and "
                              "dtypes: expected " + primals[i].aval().str() + " for argument " +
-                             std::to_string(i) + ", found tangent " + tangents[i].aval().str());
+                             std::to_string(i) + ", found tangent " + tangents[i]->aval().str());
     in.push_back(trace.make_tracer(primals[i], tangents[i]));
   }
   Arrays out = f(in);
-  Arrays primals_out, tangents_out;
+  Arrays primals_out;
+  Tangents tangents_out;
+  primals_out.reserve(out.size());
+  tangents_out.reserve(out.size());
   for (const Array& o : out) {
     Array t = full_raise(trace, o);
     const auto& jt = static_cast<const JvpTracer&>(*t.impl());
@@ -56,6 +62,20 @@ inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const
     tangents_out.push_back(jt.tangent());
   }
   return {std::move(primals_out), std::move(tangents_out)};
+}
+
+/// Forward mode: the outputs of `f` at `primals` and their directional derivatives along
+/// `tangents`. Output tangents that are symbolically zero come back as arrays of zeros.
+inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const Array> primals,
+                                          std::span<const Array> tangents) {
+  Tangents in(tangents.begin(), tangents.end());
+  auto [primals_out, tangents_out] = jvp_flat_symbolic(f, primals, in);
+  Arrays instantiated;
+  instantiated.reserve(tangents_out.size());
+  for (std::size_t i = 0; i < tangents_out.size(); ++i)
+    instantiated.push_back(tangents_out[i] ? std::move(*tangents_out[i])
+                                           : zeros_like_aval(primals_out[i].aval()));
+  return {std::move(primals_out), std::move(instantiated)};
 }
 
 /// Batching: maps `f` over axis `in_axes[i]` of argument `i` (`std::nullopt` = not mapped) and

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The JVP interpreter (forward mode): a tracer carries a primal and a tangent; each primitive is
-// processed by its `jvp` rule. Autodidax Part 1.
+// The JVP interpreter (forward mode): a tracer carries a primal and a tangent, which may be a
+// symbolic zero (JAX's `ad.Zero`); each primitive is processed by its `jvp_symbolic` rule, and not
+// at all when every tangent is zero. Autodidax Part 1, with JAX's symbolic zeros.
 #pragma once
 
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "xpr/core/error.hpp"
@@ -15,54 +17,78 @@
 
 namespace xpr::rt {
 
-/// A value under `jvp`: (primal, tangent). Its concrete value is its primal's, so Python-style
-/// control flow on it works when the primal is concrete (as in JAX).
+/// A value under `jvp`: (primal, tangent), the tangent empty when it is a symbolic zero. Its
+/// concrete value is its primal's, so Python-style control flow on it works when the primal is
+/// concrete (as in JAX).
 class JvpTracer final : public Tracer {
  public:
-  JvpTracer(std::shared_ptr<MainTrace> main, Array primal, Array tangent)
+  JvpTracer(std::shared_ptr<MainTrace> main, Array primal, Tangent tangent)
       : Tracer(std::move(main), primal.aval()),
         primal_(std::move(primal)),
         tangent_(std::move(tangent)) {}
   const Array& primal() const noexcept { return primal_; }
-  const Array& tangent() const noexcept { return tangent_; }
+  /// The tangent; empty for a symbolic zero.
+  const Tangent& tangent() const noexcept { return tangent_; }
+  /// The tangent, zeros of the primal's type for a symbolic zero (JAX's `instantiate_zeros`).
+  Array instantiated_tangent() const {
+    return tangent_ ? *tangent_ : zeros_like_aval(primal_.aval());
+  }
   const detail::ConcreteArray* concrete() const noexcept override { return primal_.concrete(); }
 
  private:
-  Array primal_, tangent_;
+  Array primal_;
+  Tangent tangent_;
 };
 
 class JvpTrace final : public Trace {
  public:
   using Trace::Trace;
 
-  Array make_tracer(Array primal, Array tangent) {
-    if (!primal.aval().same_type(tangent.aval()))
+  /// A tracer with this primal and tangent (empty: a symbolic zero).
+  Array make_tracer(Array primal, Tangent tangent) {
+    if (tangent && !primal.aval().same_type(tangent->aval()))
       throw core::type_error("jvp: a tangent must have its primal's shape and dtype: expected " +
-                             primal.aval().str() + ", found " + tangent.aval().str());
+                             primal.aval().str() + ", found " + tangent->aval().str());
     return Array(std::make_shared<const JvpTracer>(shared_main(), std::move(primal),
                                                    std::move(tangent)));
   }
-  Array pure(const Array& value) override { return make_tracer(value, zeros_like_aval(value.aval())); }
-  Array lift(const Array& value) override { return pure(value); }
+  /// Values from outside the transformation have zero tangents, symbolically: no zero array is
+  /// built, and no rule ever multiplies by one.
+  Array pure(const Array& value) override { return make_tracer(value, std::nullopt); }
+  Array lift(const Array& value) override { return make_tracer(value, std::nullopt); }
 
   Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
                            const Params& params) override {
-    Arrays primals, tangents;
+    Arrays primals;
+    Tangents tangents;
     primals.reserve(tracers.size());
     tangents.reserve(tracers.size());
+    bool any_nonzero = false;
     for (const Array& t : tracers) {
       const auto& jt = static_cast<const JvpTracer&>(*t.impl());
       primals.push_back(jt.primal());
       tangents.push_back(jt.tangent());
+      any_nonzero = any_nonzero || jt.tangent().has_value();
     }
-    auto [primals_out, tangents_out] = prim.jvp(primals, tangents, params);
     Arrays out;
+    if (!any_nonzero) {
+      // Nothing to differentiate: the primitive applies to the primals at the levels below and
+      // every output's tangent is zero (JAX's JVPTrace skips the rule likewise).
+      Arrays primals_out = rt::bind(prim, primals, params);
+      out.reserve(primals_out.size());
+      for (Array& p : primals_out) out.push_back(make_tracer(std::move(p), std::nullopt));
+      return out;
+    }
+    auto [primals_out, tangents_out] = prim.jvp_symbolic(primals, tangents, params);
+    if (tangents_out.size() != primals_out.size())
+      throw core::type_error("jvp rule for '" + prim.name() + "': expected one tangent per " +
+                             "output (" + std::to_string(primals_out.size()) + "), found " +
+                             std::to_string(tangents_out.size()));
     out.reserve(primals_out.size());
     for (std::size_t i = 0; i < primals_out.size(); ++i)
       out.push_back(make_tracer(std::move(primals_out[i]), std::move(tangents_out[i])));
     return out;
   }
-
 };
 
 }  // namespace xpr::rt
