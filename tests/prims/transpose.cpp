@@ -414,4 +414,94 @@ TEST(Transpose, DynamicSliceAndDynamicUpdateSliceWithClampedIndices) {
   }
 }
 
+// ---- on tracers ---------------------------------------------------------------------------------
+
+/// A transpose rule as a function of (ct, known operands...): `layout[i]` is the type of operand
+/// i when it is undefined, empty when it is known (then taken from the arguments in order). It
+/// returns the undefined operands' cotangents.
+rt::FlatFunction transpose_fn(const Primitive& prim, std::vector<std::optional<ShapedArray>> layout,
+                              Params params) {
+  return [&prim, layout, params](std::span<const Array> in) {
+    std::vector<LinearArg> args;
+    std::size_t next = 1;
+    for (const auto& l : layout) {
+      if (l)
+        args.emplace_back(UndefinedPrimal{*l});
+      else
+        args.emplace_back(in[next++]);
+    }
+    rt::Cotangents cts = prim.transpose(std::vector<rt::Cotangent>{in[0]}, args, params);
+    rt::Arrays out;
+    for (std::size_t i = 0; i < layout.size(); ++i)
+      if (layout[i]) out.push_back(*cts[i]);
+    return out;
+  };
+}
+
+laws::ArgSpec spec(Shape s, DType d = DType::float64) { return {std::move(s), d, -2, 2}; }
+
+struct TracerCase {
+  std::string name;
+  const Primitive* prim;
+  std::vector<std::optional<ShapedArray>> layout;
+  Params params;
+  std::vector<laws::ArgSpec> specs;  // ct, then the known operands
+  /// For finite differences where the rule rounds to float32: the same map in float64.
+  rt::FlatFunction reference = {};
+};
+
+std::vector<TracerCase> tracer_cases() {
+  const DType f = DType::float64;
+  const ShapedArray a3{Shape{3}, f}, a34{Shape{3, 4}, f}, a54{Shape{5, 4}, f};
+  const laws::ArgSpec idx{Shape{}, DType::int32, -1, 4, false, true, false};
+  return {
+      {"mul", &rt::mul_p, {a3, std::nullopt}, {}, {spec({3}), spec({3})}},
+      {"mul by rank 0", &rt::mul_p, {std::nullopt, ShapedArray{Shape{}, f}}, {}, {spec({3}), spec({3})}},
+      {"neg", &rt::neg_p, {a3}, {}, {spec({3})}},
+      {"sub", &rt::sub_p, {a3, a3}, {}, {spec({3})}},
+      {"div", &rt::div_p, {a3, std::nullopt}, {}, {spec({3}), {Shape{3}, f, 0.5, 2, true}}},
+      {"reduce_sum", &rt::reduce_sum_p, {a34}, {{"axes", Axes{1}}}, {spec({3})}},
+      {"broadcast_in_dim", &rt::broadcast_in_dim_p, {ShapedArray{Shape{1, 3}, f}},
+       {{"shape", Shape{4, 3}}, {"broadcast_dimensions", Axes{0, 1}}}, {spec({4, 3})}},
+      {"transpose", &rt::transpose_p, {a34}, {{"permutation", Axes{1, 0}}}, {spec({4, 3})}},
+      {"dot_general lhs", &rt::dot_general_p, {a34, std::nullopt}, dn({1}, {0}),
+       {spec({3, 5}), spec({4, 5})}},
+      {"dot_general rhs batched", &rt::dot_general_p,
+       {std::nullopt, ShapedArray{Shape{4, 2, 5}, f}}, dn({2}, {0}, {0}, {1}),
+       {spec({2, 3, 5}), spec({2, 3, 4})}},
+      {"select_n", &rt::select_n_p, {std::nullopt, a34, a34}, {},
+       {spec({3, 4}), {Shape{3, 4}, DType::bool_, 0, 1}}},
+      {"convert_element_type", &rt::convert_element_type_p, {ShapedArray{Shape{3}, DType::float32}},
+       {{"new_dtype", f}, {"weak_type", false}}, {spec({3})},
+       [](std::span<const Array> in) { return rt::Arrays{in[0]}; }},
+      {"slice", &rt::slice_p, {ShapedArray{Shape{7}, f}},
+       {{"start_indices", Axes{1}}, {"limit_indices", Axes{7}}, {"strides", Axes{2}}}, {spec({3})}},
+      {"pad", &rt::pad_p, {ShapedArray{Shape{3}, f}, ShapedArray{Shape{}, f}},
+       {{"padding_config", PaddingConfig{{{-1, 2, 1}}}}}, {spec({6})}},
+      {"concatenate", &rt::concatenate_p, {a3, std::nullopt, ShapedArray{Shape{2}, f}},
+       {{"dimension", std::int64_t{0}}}, {spec({9}), spec({4})}},
+      {"dynamic_slice", &rt::dynamic_slice_p, {a54, std::nullopt, std::nullopt},
+       {{"slice_sizes", Axes{2, 3}}}, {spec({2, 3}), idx, idx}},
+      {"dynamic_update_slice", &rt::dynamic_update_slice_p,
+       {a54, ShapedArray{Shape{2, 3}, f}, std::nullopt, std::nullopt}, {}, {spec({5, 4}), idx, idx}},
+  };
+}
+
+TEST(Transpose, RulesRunUnderVmapAsTheLoop) {
+  std::uint64_t seed = 20;
+  for (const TracerCase& c : tracer_cases()) {
+    SCOPED_TRACE(c.name);
+    laws::check_batch(transpose_fn(*c.prim, c.layout, c.params), c.specs, seed++, 3, 16);
+  }
+}
+
+TEST(Transpose, RulesRunUnderJvp) {
+  std::uint64_t seed = 40;
+  for (const TracerCase& c : tracer_cases()) {
+    SCOPED_TRACE(c.name);
+    laws::check_jvp(transpose_fn(*c.prim, c.layout, c.params), c.specs, seed++,
+                    {c.reference, false});
+  }
+}
+
 }  // namespace test_prims_transpose
