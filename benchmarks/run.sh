@@ -14,7 +14,9 @@ out=$build/benchmarks
 mkdir -p "$out/results"
 measure() {  # target: build it, run it single-threaded, keep the JSON
   cmake --build "$build" -j2 --target "$1" >/dev/null
-  "$out/$1" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+  # Repetitions interleaved in random order, so a change in machine load hits every contender.
+  "$out/$1" --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true \
     --benchmark_format=json --benchmark_out="$out/results/$1.json" >/dev/null 2>&1
 }
 run() {  # target, printed as BM_xpr_X / BM_hand_X ratios by ratios.py

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// W2: gradient of the extended Rosenbrock function (the chained form of
+// W2 (included by w2_n16.cpp and w2_n64.cpp, one process per n because ADOL-C's tapeless
+// direction count is global and cannot change safely once adoubles were allocated): gradient of the extended Rosenbrock function (the chained form of
 // examples/ct_rosenbrock.cpp, sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2) for n = 16 and 64,
 // f64 and f32, over a batch of independent points in SoA layout (coordinate i of every point is
 // one contiguous array): xpr::ct::grad on std::array<xsimd::batch, n> against hand-written
 // gradient code (scalar per point, and xsimd over W points at a time), and the peers CMake found.
+#pragma once
+
 #include <xpr/ct/ct.hpp>
 
 #include <array>
@@ -15,7 +18,7 @@
 #include "benchmarks/ct/common.hpp"
 #include "benchmarks/ct/peers.hpp"
 
-namespace {
+namespace w2 {
 
 constexpr std::size_t points = 4096;  // 4096 x 64 x 8 bytes = 2 MiB per array: fits in L3
 
@@ -129,15 +132,8 @@ void ceres_jet(Data<T, N>& d) {
 #endif
 
 #if XPR_BENCH_ADOLC
-void set_num_dir(std::size_t n) {  // ADOL-C's tapeless direction count is global
-  static std::size_t current = 0;
-  if (current != n) adtl::setNumDir(n);
-  current = n;
-}
-
 template <std::size_t N>
 void adolc_tapeless(Data<double, N>& d) {
-  set_num_dir(N);
   for (std::size_t p = 0; p < slow_points; ++p) {
     adtl::adouble x[N];
     for (std::size_t i = 0; i < N; ++i) {
@@ -220,14 +216,19 @@ void register_n() {
 #endif
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  register_n<double, 16>();
-  register_n<float, 16>();
-  register_n<double, 64>();
-  register_n<float, 64>();
+/// The whole benchmark for one n: f64 and f32.
+template <std::size_t N>
+int w2_main(int argc, char** argv) {
+#if XPR_BENCH_ADOLC
+  adtl::setNumDir(N);
+#endif
+  register_n<double, N>();
+  register_n<float, N>();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  return 0;
 }
+
+}  // namespace w2
