@@ -3,6 +3,7 @@
 // their jax.numpy-style functions. Later layers (transformations, jit) are added here.
 #pragma once
 
+#include "xpr/rt/api_autodiff.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/creation.hpp"

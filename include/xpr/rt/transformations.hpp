@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The forward-mode, batching and staging transformations on flat lists of arrays: jvp_flat,
-// vmap_flat, make_jaxpr_flat. Each pushes its interpreter, traces the function and reads the
-// results off the output tracers. The pytree-level API (xpr::jvp, xpr::vmap, xpr::make_jaxpr)
-// in api_transformations.hpp flattens arguments and results around these.
+// The transformations on flat lists of arrays: jvp_flat, vmap_flat, make_jaxpr_flat, and reverse
+// mode built from them (Autodidax Part 4): linearize_flat (jvp + partial evaluation),
+// linear_transpose_flat and transpose_linear (backward_pass). Each pushes its interpreter, traces
+// the function and reads the results off the output tracers. The pytree-level API (xpr::jvp,
+// xpr::vmap, xpr::make_jaxpr, xpr::linearize, xpr::vjp, xpr::grad, ...) in api_transformations.hpp
+// and api_autodiff.hpp flattens arguments and results around these.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,7 +24,10 @@
 #include "xpr/rt/interp/batch.hpp"
 #include "xpr/rt/interp/jaxpr_trace.hpp"
 #include "xpr/rt/interp/jvp.hpp"
+#include "xpr/rt/interp/partial_eval.hpp"
+#include "xpr/rt/interp/transpose.hpp"
 #include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/zeros.hpp"
 
@@ -147,6 +154,94 @@ inline ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const Shaped
   for (const ShapedArray& a : in_avals) in.push_back(trace.new_arg(a));
   Arrays out = f(in);
   return trace.build(out);
+}
+
+// ---- reverse mode ----------------------------------------------------------------------------
+
+/// Linearization: the outputs of `f` at `primals` and the linear part of its JVP there, as a
+/// closed jaxpr from input tangents to output tangents whose constants are the residuals (the
+/// primal values the tangent computation reads). Built by partially evaluating `jvp(f)` with the
+/// primals known and the tangents unknown (Autodidax's `linearize_flat`), so all primal work is
+/// done now and the jaxpr holds only tangent work. Only the first `num_linear` outputs (default:
+/// all) get tangent outputs; the others are auxiliary (has_aux).
+inline std::pair<Arrays, ClosedJaxpr> linearize_flat(
+    const FlatFunction& f, std::span<const Array> primals,
+    std::size_t num_linear = static_cast<std::size_t>(-1), std::string name = "linearize") {
+  const std::size_t n = primals.size();
+  std::vector<PartialVal> pvals_in;
+  pvals_in.reserve(2 * n);
+  for (const Array& p : primals) pvals_in.push_back(PartialVal::known(p));
+  for (const Array& p : primals) pvals_in.push_back(PartialVal::unknown(p.aval()));
+  std::size_t num_out = 0;
+  std::vector<bool> instantiate;  // filled once the outputs are known: the tangents must be unknown
+  FlatFunction f_jvp = [&](std::span<const Array> primals_tangents) {
+    Tangents tangents(primals_tangents.begin() + static_cast<std::ptrdiff_t>(n),
+                      primals_tangents.end());
+    auto [primals_out, tangents_out] = jvp_flat_symbolic(f, primals_tangents.first(n), tangents);
+    num_out = primals_out.size();
+    Arrays out = std::move(primals_out);
+    // Zero tangents are instantiated: the linear function returns arrays for every output.
+    for (std::size_t i = 0; i < num_out && i < num_linear; ++i)
+      out.push_back(tangents_out[i] ? std::move(*tangents_out[i]) : zeros_like_aval(out[i].aval()));
+    instantiate.assign(out.size(), false);
+    std::fill(instantiate.begin() + static_cast<std::ptrdiff_t>(num_out), instantiate.end(), true);
+    return out;
+  };
+  PartialEvalResult pe = partial_eval_flat(f_jvp, pvals_in, instantiate, name);
+  Arrays primals_out;
+  primals_out.reserve(num_out);
+  for (std::size_t i = 0; i < num_out; ++i) {
+    if (pe.pvals_out[i].is_unknown())
+      throw core::type_error(name + ": a primal output depends on the tangents (a primitive's jvp "
+                             "rule mixed them up)");
+    primals_out.push_back(*pe.pvals_out[i].value);
+  }
+  return {std::move(primals_out), std::move(pe.jaxpr)};
+}
+
+/// Applies the linear function `linearize_flat` returned to `tangents`: evaluates its jaxpr on
+/// the stored residuals, doing no primal work. Under make_jaxpr the residuals appear as constvars.
+inline Arrays eval_linear(const ClosedJaxpr& linear, std::span<const Array> tangents) {
+  KeepAsConstvars keep(linear.consts);
+  return eval_jaxpr(linear.jaxpr, linear.consts, tangents);
+}
+
+/// The transpose of a linear jaxpr (inputs -> outputs, all inputs linear): the cotangents of its
+/// inputs from the cotangents `cts` of its outputs (empty: zero). Zero results are instantiated.
+inline Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotangent> cts) {
+  std::vector<LinearArg> args;
+  args.reserve(linear.jaxpr.invars.size());
+  for (const Var& v : linear.jaxpr.invars) args.emplace_back(UndefinedPrimal{v.aval()});
+  KeepAsConstvars keep(linear.consts);  // residuals stay constvars under make_jaxpr
+  Cotangents in_cts = backward_pass(linear.jaxpr, linear.consts, args, cts);
+  Arrays out;
+  out.reserve(in_cts.size());
+  for (std::size_t i = 0; i < in_cts.size(); ++i)
+    out.push_back(instantiate_zeros(in_cts[i], linear.jaxpr.invars[i].aval()));
+  return out;
+}
+
+/// The jaxpr of a function `f` that is linear in its inputs of types `in_avals`, traced with
+/// every input unknown (so work on constants is done now) for `linear_transpose`. Throws
+/// `type_error` unless inputs and outputs are all floating or all integer (JAX's condition).
+inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals) {
+  std::vector<PartialVal> pvals;
+  pvals.reserve(in_avals.size());
+  for (const ShapedArray& a : in_avals) pvals.push_back(PartialVal::unknown(a));
+  PartialEvalResult pe = partial_eval_flat(f, pvals, {true}, "linear_transpose");
+  bool all_float = true, all_int = true;
+  std::string in_str = "(", out_str = "(";
+  auto note = [&](std::string& str, DType d) {
+    all_float = all_float && core::is_floating(d);
+    all_int = all_int && !core::is_floating(d) && d != DType::bool_;
+    str += (str.size() > 1 ? ", " : "") + std::string(core::name(d));
+  };
+  for (const ShapedArray& a : in_avals) note(in_str, a.dtype);
+  for (const PartialVal& p : pe.pvals_out) note(out_str, p.aval.dtype);
+  if (!all_float && !all_int)
+    throw core::type_error("linear_transpose only supports [float] -> [float] and integer -> "
+                           "integer functions, but got " + in_str + ") -> " + out_str + ")");
+  return std::move(pe.jaxpr);
 }
 
 }  // namespace xpr::rt

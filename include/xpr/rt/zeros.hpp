@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `zeros_like_aval`: a concrete array of zeros of a given type. The JVP interpreter uses it for
-// the tangents of values that do not depend on the inputs (JAX's `zeros_like_aval`).
+// `zeros_like_aval` and `ones_like_aval`: concrete arrays of a given type. The autodiff
+// interpreters use them where a symbolic zero must become an array (JAX's `instantiate_zeros`)
+// and to seed reverse mode with a cotangent of one.
 #pragma once
 
 #include <cstring>
@@ -14,6 +15,17 @@ namespace xpr::rt {
 inline Array zeros_like_aval(const ShapedArray& aval) {
   ArrayBuilder b(aval);
   std::memset(b.bytes(), 0, static_cast<std::size_t>(aval.size()) * core::itemsize(aval.dtype));
+  return std::move(b).finish();
+}
+
+/// Ones with the shape, dtype and weak flag of `aval`.
+inline Array ones_like_aval(const ShapedArray& aval) {
+  ArrayBuilder b(aval);
+  dispatch_dtype(aval.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = b.data<T>();
+    for (std::int64_t i = 0; i < aval.size(); ++i) p[i] = T(1);
+  });
   return std::move(b).finish();
 }
 

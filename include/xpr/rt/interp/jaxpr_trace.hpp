@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// The jaxpr-building interpreter behind make_jaxpr (and, later, jit and partial evaluation):
-// each primitive application becomes an equation; values from outside become constvars, rank-0
-// ones inline literals. It is made the dynamic trace (omnistaging), so every primitive applied
-// while it is active is staged out. Autodidax Part 2.
+// The jaxpr-building interpreter behind make_jaxpr (and, later, jit): each primitive application
+// becomes an equation; values from outside become constvars, rank-0 ones inline literals (except
+// those held by KeepAsConstvars, such as linearize's residuals). It is made the dynamic trace
+// (omnistaging), so every primitive applied while it is active is staged out. Autodidax Part 2.
+// Partial evaluation, which JAX also calls JaxprTrace, is PartialEvalTrace in partial_eval.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,33 @@
 #include "xpr/rt/trace.hpp"
 
 namespace xpr::rt {
+
+namespace detail {
+/// The arrays that staging keeps as constvars even when they are concrete and of rank 0.
+inline std::vector<const void*>& kept_constvars() {
+  thread_local std::vector<const void*> kept;
+  return kept;
+}
+}  // namespace detail
+
+/// While alive, `make_jaxpr` stages the given arrays as constvars rather than inline literals.
+/// `linearize`'s linear function holds its residuals this way, so its jaxpr shows them before the
+/// `;` as JAX does (JAX inlines only Python scalars; a computed jax.Array stays a constant).
+class KeepAsConstvars {
+ public:
+  explicit KeepAsConstvars(std::span<const Array> values) : count_(values.size()) {
+    for (const Array& v : values) detail::kept_constvars().push_back(v.impl().get());
+  }
+  KeepAsConstvars(const KeepAsConstvars&) = delete;
+  KeepAsConstvars& operator=(const KeepAsConstvars&) = delete;
+  ~KeepAsConstvars() {
+    auto& kept = detail::kept_constvars();
+    kept.resize(kept.size() >= count_ ? kept.size() - count_ : 0);
+  }
+
+ private:
+  std::size_t count_;
+};
 
 /// A value being staged into a jaxpr: just its variable.
 class JaxprTracer final : public Tracer {
@@ -76,7 +106,7 @@ class JaxprTrace final : public Trace {
     std::vector<Array> consts;
     std::unordered_map<const void*, Literal> literals;  // var id -> literal
     for (const auto& [value, var] : consts_) {
-      if (value.ndim() == 0 && value.is_concrete()) {
+      if (value.ndim() == 0 && value.is_concrete() && !kept_.count(var.id())) {
         literals.emplace(var.id(), Literal{value});
       } else {
         jaxpr.constvars.push_back(var);
@@ -111,6 +141,9 @@ class JaxprTrace final : public Trace {
     if (it != const_index_.end()) return consts_[it->second].second;
     const_index_.emplace(value.impl().get(), consts_.size());
     consts_.emplace_back(value, Var(value.aval()));
+    const auto& kept = detail::kept_constvars();
+    if (std::find(kept.begin(), kept.end(), value.impl().get()) != kept.end())
+      kept_.insert(consts_.back().second.id());
     return consts_.back().second;
   }
 
@@ -118,6 +151,7 @@ class JaxprTrace final : public Trace {
   std::vector<Eqn> eqns_;
   std::vector<std::pair<Array, Var>> consts_;  // holds each constant alive, so its key is stable
   std::unordered_map<const void*, std::size_t> const_index_;
+  std::unordered_set<const void*> kept_;  // constvars never inlined (see KeepAsConstvars)
 };
 
 }  // namespace xpr::rt

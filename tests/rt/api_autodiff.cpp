@@ -1,0 +1,483 @@
+// Tests of include/xpr/rt/api_autodiff.hpp: Autodidax Part 4's printed results reproduced to
+// 1e-12 (linearize, vjp, grad, the nested-call stress test against its closed form), the
+// JVP-to-VJP article's linearize jaxpr (four equations, two residuals, its printed text), the
+// vjp/jvp inner-product identity on random vectors, gradients against central finite
+// differences, compositions (grad of grad, vmap of grad, grad of vmap, jacrev of jacfwd), the
+// Rosenbrock Hessian against its closed form, pytrees, has_aux, argnums, error cases.
+#include "xpr/rt/api_autodiff.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "xpr/rt/api.hpp"
+
+namespace test_rt_api_autodiff {
+
+using xpr::Array;
+using xpr::Shape;
+
+double scalar(const Array& a) { return a.item<double>(); }
+
+std::vector<double> values(const Array& a) { return a.to_vector<double>(); }
+
+Array random_vector(std::mt19937& rng, std::int64_t n) {
+  std::normal_distribution<double> d;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = d(rng);
+  return xpr::array(v, Shape{n});
+}
+
+double dot_host(const Array& a, const Array& b) {
+  auto x = values(a), y = values(b);
+  double s = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+  return s;
+}
+
+// ---- Autodidax Part 4 -----------------------------------------------------------------------
+
+TEST(AutodidaxPart4, LinearizeSin) {
+  auto [y, sin_lin] = xpr::linearize([](auto x) { return xpr::sin(x); }, 3.0);
+  EXPECT_NEAR(scalar(y), 0.1411200080598672, 1e-12);
+  EXPECT_NEAR(scalar(sin_lin(1.0)), -0.9899924966004454, 1e-12);
+  EXPECT_NEAR(scalar(y), std::sin(3.0), 1e-12);
+  EXPECT_NEAR(scalar(sin_lin(1.0)), std::cos(3.0), 1e-12);
+}
+
+auto autodidax_f = [](auto x) {
+  auto y = xpr::sin(x) * 2.;
+  auto z = -y + x;
+  return z;
+};
+
+TEST(AutodidaxPart4, LinearizeOfTheFirstExample) {
+  auto [y, f_lin] = xpr::linearize(autodidax_f, 3.0);
+  EXPECT_NEAR(scalar(y), 2.7177599838802657, 1e-12);
+  EXPECT_NEAR(scalar(f_lin(1.0)), 2.979984993200891, 1e-12);
+}
+
+TEST(AutodidaxPart4, LinearizeWithANestedCall) {
+  // Autodidax wraps f and g in jit; the values do not depend on it.
+  auto g = [](auto x, auto y) { return xpr::cos(x) + y; };
+  auto f = [&](auto x) {
+    auto y = xpr::sin(x) * 2.;
+    return g(x, y);
+  };
+  auto [y, f_lin] = xpr::linearize(f, 3.0);
+  EXPECT_NEAR(scalar(y), -0.7077524804807109, 1e-12);
+  EXPECT_NEAR(scalar(f_lin(1.0)), -2.121105001260758, 1e-12);
+}
+
+TEST(AutodidaxPart4, VjpOfSin) {
+  auto [y, f_vjp] = xpr::vjp([](auto x) { return xpr::sin(x); }, 3.0);
+  auto [ct] = f_vjp(1.0);
+  EXPECT_NEAR(scalar(ct), -0.9899924966004454, 1e-12);
+  EXPECT_NEAR(scalar(ct), std::cos(3.0), 1e-12);
+  EXPECT_NEAR(scalar(y), std::sin(3.0), 1e-12);
+}
+
+TEST(AutodidaxPart4, Grad) {
+  EXPECT_NEAR(scalar(xpr::grad(autodidax_f)(3.0)), 2.979984993200891, 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(autodidax_f))(3.0)), 2.0 * std::sin(3.0), 1e-12);
+}
+
+TEST(AutodidaxPart4, GradWithNestedCalls) {
+  auto g = [](auto x) { return xpr::cos(x) * 2.; };
+  auto f = [&](auto x) {
+    auto y = x * 2.;
+    return g(y);
+  };
+  EXPECT_NEAR(scalar(xpr::grad(f)(3.0)), 1.1176619927957034, 1e-12);
+}
+
+// core_test.py's fun_with_nested_calls_2, Autodidax's "compositionality stress test" (its jit
+// calls are plain calls here). By hand: baz(w) = sin(x) y + 3y + w with y = x; the jvp along
+// w with tangent y gives p = x sin x + 4x + 1 and t = x, so foo(x) = x^2 sin x + 4x^2 + 2x.
+auto foo = [](auto x) {
+  auto bar = [&](auto y) {
+    auto baz = [&](auto w) {
+      auto q = y;
+      q = q + y;
+      q = q + (w + y);
+      q = xpr::sin(x) * y + q;
+      return q;
+    };
+    auto [p, t] = xpr::jvp(baz, std::tuple{x + 1.0}, std::tuple{y});
+    return t + (x * p);
+  };
+  return bar(x);
+};
+
+TEST(AutodidaxPart4, NestedCallsStressTest) {
+  const double x = 3.0, s = std::sin(x), c = std::cos(x);
+  const double value = x * x * s + 4 * x * x + 2 * x;
+  const double deriv = 2 * x * s + x * x * c + 8 * x + 2;
+  const double hess = 2 * s + 4 * x * c - x * x * s + 8;
+  EXPECT_NEAR(scalar(foo(Array(x))), value, 1e-12);
+  auto [ans3, deriv4] = xpr::jvp(foo, std::tuple{x}, std::tuple{1.0});
+  EXPECT_NEAR(scalar(ans3), value, 1e-12);
+  EXPECT_NEAR(scalar(deriv4), deriv, 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(foo)(x)), deriv, 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(foo))(x)), hess, 1e-12);
+  auto [d5, hess5] = xpr::jvp(xpr::grad(foo), std::tuple{x}, std::tuple{1.0});
+  EXPECT_NEAR(scalar(d5), deriv, 1e-12);
+  EXPECT_NEAR(scalar(hess5), hess, 1e-12);
+}
+
+// ---- the JVP-to-VJP article -----------------------------------------------------------------
+
+auto article_f = [](auto x, auto y) { return xpr::sin(x) - xpr::exp(x + y); };
+
+TEST(JvpToVjp, LinearizeJaxprHasFourEquationsAndTwoResiduals) {
+  auto [y, f_jvp] = xpr::linearize(article_f, 1.0, 2.0);
+  EXPECT_NEAR(scalar(y), std::sin(1.0) - std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(f_jvp(1.0, 0.0)), std::cos(1.0) - std::exp(3.0), 1e-12);
+  auto j = xpr::make_jaxpr(f_jvp)(1.0, 0.0);
+  EXPECT_EQ(j.jaxpr.eqns.size(), 4u);
+  ASSERT_EQ(j.consts.size(), 2u);
+  EXPECT_NEAR(scalar(j.consts[0]), std::cos(1.0), 1e-15);
+  EXPECT_NEAR(scalar(j.consts[1]), std::exp(3.0), 1e-12);
+  // The article prints (JAX with 32-bit floats):
+  //   { lambda a:f32[] b:f32[]; c:f32[] d:f32[]. let
+  //       e:f32[] = mul c a
+  //       f:f32[] = add c d
+  //       g:f32[] = mul f b
+  //       h:f32[] = sub e g
+  //     in (h,) }
+  const std::string expected = R"({ lambda a:f64[] b:f64[]; c:f64[] d:f64[]. let
+    e:f64[] = mul c a
+    f:f64[] = add c d
+    g:f64[] = mul f b
+    h:f64[] = sub e g
+  in (h,) })";
+  std::ostringstream os;
+  os << j;
+  EXPECT_EQ(os.str(), expected);
+}
+
+TEST(JvpToVjp, LinearTransposeOfTheLinearizedFunction) {
+  auto [y, f_jvp] = xpr::linearize(article_f, 1.0, 2.0);
+  auto f_transp = xpr::linear_transpose(f_jvp, 1.0, 2.0);
+  auto [cx, cy] = f_transp(1.0);
+  // The article: (-19.545235, -20.085537) in f32.
+  EXPECT_NEAR(scalar(cx), std::cos(1.0) - std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(cy), -std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(cx), -19.545235, 1e-5);
+  EXPECT_NEAR(scalar(cy), -20.085537, 1e-5);
+  // Its jaxpr keeps the residuals as constants too, and has four equations.
+  auto j = xpr::make_jaxpr(f_transp)(1.0);
+  EXPECT_EQ(j.consts.size(), 2u);
+  EXPECT_EQ(j.jaxpr.eqns.size(), 4u);
+}
+
+TEST(JvpToVjp, VjpAndGradOfTheArticlesFunction) {
+  auto [y, f_vjp] = xpr::vjp(article_f, 1.0, 2.0);
+  auto [cx, cy] = f_vjp(1.0);
+  EXPECT_NEAR(scalar(cx), std::cos(1.0) - std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(cy), -std::exp(3.0), 1e-12);
+  auto [gx, gy] = xpr::grad<0, 1>(article_f)(1.0, 2.0);
+  EXPECT_NEAR(scalar(gx), std::cos(1.0) - std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(gy), -std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad<1>(article_f)(1.0, 2.0)), -std::exp(3.0), 1e-12);
+}
+
+// ---- laws -----------------------------------------------------------------------------------
+
+// Elementwise functions of two vectors, each a pytree-of-arrays function.
+auto law_f1 = [](auto x, auto y) { return xpr::sin(x) * y + xpr::exp(x * y); };
+auto law_f2 = [](auto x, auto y) { return xpr::tanh(x - y) / (1.0 + x * x) + xpr::log1p(y * y); };
+auto law_f3 = [](auto x, auto y) { return xpr::sqrt(xpr::exp(x) + y * y) * xpr::cos(y) - x; };
+
+template <class F>
+void check_vjp_against_jvp(F f, unsigned seed) {
+  std::mt19937 rng(seed);
+  Array x = random_vector(rng, 5), y = random_vector(rng, 5);
+  Array tx = random_vector(rng, 5), ty = random_vector(rng, 5), ct = random_vector(rng, 5);
+  auto [out, f_vjp] = xpr::vjp(f, x, y);
+  auto [cx, cy] = f_vjp(ct);
+  auto [out2, t] = xpr::jvp(f, std::tuple{x, y}, std::tuple{tx, ty});
+  EXPECT_NEAR(dot_host(cx, tx) + dot_host(cy, ty), dot_host(ct, t), 1e-12);
+  EXPECT_EQ(values(out), values(out2));
+  // linearize agrees with jvp.
+  auto [out3, f_lin] = xpr::linearize(f, x, y);
+  auto t3 = values(f_lin(tx, ty)), t2 = values(t);
+  for (std::size_t i = 0; i < t2.size(); ++i) EXPECT_NEAR(t3[i], t2[i], 1e-13);
+}
+
+TEST(Laws, VjpAgreesWithJvp) {
+  check_vjp_against_jvp(law_f1, 1);
+  check_vjp_against_jvp(law_f2, 2);
+  check_vjp_against_jvp(law_f3, 3);
+}
+
+template <class F>
+void check_grad_against_finite_differences(F f, const std::vector<double>& at) {
+  auto g = values(xpr::grad(f)(xpr::array(at, Shape{static_cast<std::int64_t>(at.size())})));
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    auto plus = at, minus = at;
+    plus[i] += h;
+    minus[i] -= h;
+    double fd = (scalar(f(xpr::array(plus, Shape{static_cast<std::int64_t>(at.size())}))) -
+                 scalar(f(xpr::array(minus, Shape{static_cast<std::int64_t>(at.size())})))) /
+                (2 * h);
+    EXPECT_NEAR(g[i], fd, 1e-6 * (1 + std::abs(fd))) << "component " << i;
+  }
+}
+
+TEST(Laws, GradAgainstCentralDifferences) {
+  check_grad_against_finite_differences(
+      [](auto x) { return xpr::sum(xpr::sin(x) * xpr::exp(-x * x)); }, {0.3, -1.2, 2.0});
+  check_grad_against_finite_differences(
+      [](auto x) { return xpr::sum(xpr::tanh(x)) * xpr::sum(x * x); }, {0.5, 0.1, -0.7, 1.1});
+  check_grad_against_finite_differences([](auto x) { return xpr::log(xpr::sum(xpr::exp(x))); },
+                                        {1.0, 2.0, 3.0});
+}
+
+// ---- compositions ---------------------------------------------------------------------------
+
+TEST(Compose, GradOfGradOfGrad) {
+  auto f = [](auto x) { return xpr::sin(x) * x; };
+  // f' = cos x x + sin x; f'' = 2 cos x - x sin x; f''' = -3 sin x - x cos x.
+  const double x = 0.7;
+  EXPECT_NEAR(scalar(xpr::grad(f)(x)), std::cos(x) * x + std::sin(x), 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(f))(x)), 2 * std::cos(x) - x * std::sin(x), 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(xpr::grad(f)))(x)),
+              -3 * std::sin(x) - x * std::cos(x), 1e-12);
+}
+
+TEST(Compose, VmapOfGrad) {
+  auto f = [](auto x) { return xpr::sin(x) * xpr::exp(x); };
+  std::vector<double> xs{-1.0, 0.25, 2.0};
+  auto g = values(xpr::vmap(xpr::grad(f))(xpr::array(xs, Shape{3})));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(g[i], (std::cos(xs[i]) + std::sin(xs[i])) * std::exp(xs[i]), 1e-12);
+}
+
+TEST(Compose, GradOfVmap) {
+  // grad of sum(vmap(f)) is the elementwise derivative.
+  auto f = [](auto x) { return xpr::sin(x) * x; };
+  auto total = [&](auto xs) { return xpr::sum(xpr::vmap(f)(xs)); };
+  std::vector<double> xs{0.1, -0.5, 1.5};
+  auto g = values(xpr::grad(total)(xpr::array(xs, Shape{3})));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(g[i], std::cos(xs[i]) * xs[i] + std::sin(xs[i]), 1e-12);
+}
+
+TEST(Compose, JvpOfGradAndGradOfJvp) {
+  auto f = [](auto x, auto y) { return xpr::sin(x * y); };
+  const double x = 0.4, y = 1.3;
+  // d/dx f = y cos(xy); its derivative along (1, 0) is -y^2 sin(xy).
+  auto [g, dg] = xpr::jvp(xpr::grad(f), std::tuple{x, y}, std::tuple{1.0, 0.0});
+  EXPECT_NEAR(scalar(g), y * std::cos(x * y), 1e-12);
+  EXPECT_NEAR(scalar(dg), -y * y * std::sin(x * y), 1e-12);
+  auto dir = [&](auto a) {
+    return xpr::jvp(f, std::tuple{a, Array(y)}, std::tuple{1.0, 0.0}).second;
+  };
+  EXPECT_NEAR(scalar(xpr::grad(dir)(x)), -y * y * std::sin(x * y), 1e-12);
+}
+
+TEST(Compose, JacrevOfJacfwdAndHessianOfRosenbrock) {
+  // Two-dimensional Rosenbrock with scalar arguments: the Hessian as a tuple of tuples.
+  auto rosen = [](auto x, auto y) {
+    return (1.0 - x) * (1.0 - x) + 100.0 * (y - x * x) * (y - x * x);
+  };
+  const double x = 0.8, y = 1.7;
+  const double hxx = 2 - 400 * (y - x * x) + 800 * x * x, hxy = -400 * x, hyy = 200;
+  auto h = xpr::hessian<0, 1>(rosen)(x, y);
+  EXPECT_NEAR(scalar(std::get<0>(std::get<0>(h))), hxx, 1e-9);
+  EXPECT_NEAR(scalar(std::get<1>(std::get<0>(h))), hxy, 1e-9);
+  EXPECT_NEAR(scalar(std::get<0>(std::get<1>(h))), hxy, 1e-9);
+  EXPECT_NEAR(scalar(std::get<1>(std::get<1>(h))), hyy, 1e-9);
+  auto h2 = xpr::jacrev<0, 1>(xpr::jacfwd<0, 1>(rosen))(x, y);
+  EXPECT_NEAR(scalar(std::get<0>(std::get<0>(h2))), hxx, 1e-9);
+  EXPECT_NEAR(scalar(std::get<1>(std::get<0>(h2))), hxy, 1e-9);
+  EXPECT_NEAR(scalar(std::get<1>(std::get<1>(h2))), hyy, 1e-9);
+}
+
+TEST(Compose, HessianOfVectorRosenbrock) {
+  // f(x) = sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2, written with slices.
+  auto rosen = [](auto x) {
+    auto n = x.shape()[0];
+    auto head = xpr::slice(x, {0}, {n - 1}), tail = xpr::slice(x, {1}, {n});
+    return xpr::sum(100.0 * (tail - head * head) * (tail - head * head) +
+                    (1.0 - head) * (1.0 - head));
+  };
+  std::vector<double> v{0.5, -0.3, 1.2, 0.9};
+  const std::size_t n = v.size();
+  auto hess = values(xpr::hessian(rosen)(xpr::array(v, Shape{4})));
+  ASSERT_EQ(hess.size(), n * n);
+  // Closed form: a tridiagonal matrix.
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double e = 0;
+      if (i == j) {
+        if (i + 1 < n) e += 2 - 400 * (v[i + 1] - v[i] * v[i]) + 800 * v[i] * v[i];
+        if (i > 0) e += 200;
+      } else if (j == i + 1 || i == j + 1) {
+        e = -400 * v[std::min(i, j)];
+      }
+      EXPECT_NEAR(hess[i * n + j], e, 1e-9) << i << "," << j;
+    }
+  // The gradient, by both Jacobians and by grad, against the closed form.
+  auto g = values(xpr::grad(rosen)(xpr::array(v, Shape{4})));
+  auto jf = values(xpr::jacfwd(rosen)(xpr::array(v, Shape{4})));
+  auto jr = values(xpr::jacrev(rosen)(xpr::array(v, Shape{4})));
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = 0;
+    if (i + 1 < n) e += -400 * v[i] * (v[i + 1] - v[i] * v[i]) - 2 * (1 - v[i]);
+    if (i > 0) e += 200 * (v[i] - v[i - 1] * v[i - 1]);
+    EXPECT_NEAR(g[i], e, 1e-10);
+    EXPECT_NEAR(jf[i], e, 1e-10);
+    EXPECT_NEAR(jr[i], e, 1e-10);
+  }
+}
+
+// ---- Jacobians and pytrees ------------------------------------------------------------------
+
+TEST(Jacobians, ShapesFollowJax) {
+  // f: R^3 -> R^2 with a known Jacobian.
+  auto f = [](auto x) {
+    auto a = xpr::slice(x, {0}, {2}), b = xpr::slice(x, {1}, {3});
+    return xpr::sin(a) * b;
+  };
+  std::vector<double> v{0.2, 0.5, -1.0};
+  Array x = xpr::array(v, Shape{3});
+  Array jf = xpr::jacfwd(f)(x), jr = xpr::jacrev(f)(x);
+  EXPECT_EQ(jf.shape(), (Shape{2, 3}));
+  EXPECT_EQ(jr.shape(), (Shape{2, 3}));
+  std::vector<double> expected{std::cos(v[0]) * v[1], std::sin(v[0]), 0,
+                               0, std::cos(v[1]) * v[2], std::sin(v[1])};
+  auto a = values(jf), b = values(jr);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(a[i], expected[i], 1e-14);
+    EXPECT_NEAR(b[i], expected[i], 1e-14);
+  }
+}
+
+TEST(Jacobians, TuplesInAndOut) {
+  // f(x, y) = (x * y, sin(x)) with x of shape (2,), y a scalar: J is a tuple (per output) of
+  // tuples (per argument) of blocks of shape out.shape + in.shape.
+  auto f = [](auto x, auto y) { return std::tuple{x * y, xpr::sin(x)}; };
+  Array x = xpr::array({0.3, -0.8});
+  auto j = xpr::jacrev<0, 1>(f)(x, 2.0);
+  auto jf = xpr::jacfwd<0, 1>(f)(x, 2.0);
+  const Array& d0x = std::get<0>(std::get<0>(j));
+  const Array& d0y = std::get<1>(std::get<0>(j));
+  const Array& d1x = std::get<0>(std::get<1>(j));
+  const Array& d1y = std::get<1>(std::get<1>(j));
+  EXPECT_EQ(d0x.shape(), (Shape{2, 2}));
+  EXPECT_EQ(d0y.shape(), (Shape{2}));
+  EXPECT_EQ(d1x.shape(), (Shape{2, 2}));
+  EXPECT_EQ(d1y.shape(), (Shape{2}));
+  EXPECT_EQ(values(d0x), (std::vector<double>{2, 0, 0, 2}));
+  EXPECT_EQ(values(d0y), (std::vector<double>{0.3, -0.8}));
+  EXPECT_NEAR(values(d1x)[0], std::cos(0.3), 1e-15);
+  EXPECT_NEAR(values(d1x)[3], std::cos(-0.8), 1e-15);
+  EXPECT_EQ(values(d1y), (std::vector<double>{0, 0}));
+  EXPECT_EQ(values(std::get<0>(std::get<0>(jf))), values(d0x));
+  EXPECT_EQ(values(std::get<1>(std::get<0>(jf))), values(d0y));
+  EXPECT_EQ(values(std::get<1>(std::get<1>(jf))), values(d1y));
+}
+
+TEST(Pytrees, GradOfADictAndAVector) {
+  auto loss = [](const std::map<std::string, Array>& p, const std::vector<Array>& xs) {
+    return xpr::sum(p.at("w") * xs[0]) + p.at("b") * xpr::sum(xs[1]);
+  };
+  std::map<std::string, Array> params{{"w", xpr::array({1.0, 2.0})}, {"b", Array(0.5)}};
+  std::vector<Array> xs{xpr::array({3.0, 4.0}), xpr::array({5.0, 6.0})};
+  auto g = xpr::grad(loss)(params, xs);
+  EXPECT_EQ(values(g.at("w")), (std::vector<double>{3.0, 4.0}));
+  EXPECT_EQ(scalar(g.at("b")), 11.0);
+  auto [gp, gx] = xpr::grad<0, 1>(loss)(params, xs);
+  EXPECT_EQ(values(gx[0]), (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(values(gx[1]), (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(scalar(gp.at("b")), 11.0);
+}
+
+TEST(Pytrees, VjpOfATupleOutput) {
+  auto f = [](auto x, auto y) { return std::pair{x * y, x + y}; };
+  auto [out, f_vjp] = xpr::vjp(f, 2.0, 3.0);
+  EXPECT_EQ(scalar(out.first), 6.0);
+  auto [cx, cy] = f_vjp(std::pair{1.0, 10.0});
+  EXPECT_EQ(scalar(cx), 3.0 + 10.0);
+  EXPECT_EQ(scalar(cy), 2.0 + 10.0);
+}
+
+TEST(Grad, HasAuxAndValueAndGrad) {
+  auto f = [](auto x) { return std::pair{xpr::sin(x) * 3.0, std::tuple{x * 2.0, xpr::cos(x)}}; };
+  auto [g, aux] = xpr::grad(f, xpr::has_aux)(0.5);
+  EXPECT_NEAR(scalar(g), 3 * std::cos(0.5), 1e-15);
+  EXPECT_EQ(scalar(std::get<0>(aux)), 1.0);
+  EXPECT_NEAR(scalar(std::get<1>(aux)), std::cos(0.5), 1e-15);
+  auto [value_aux, g2] = xpr::value_and_grad(f, xpr::has_aux)(0.5);
+  EXPECT_NEAR(scalar(value_aux.first), 3 * std::sin(0.5), 1e-15);
+  EXPECT_NEAR(scalar(g2), 3 * std::cos(0.5), 1e-15);
+  auto [v, g3] = xpr::value_and_grad(article_f)(1.0, 2.0);
+  EXPECT_NEAR(scalar(v), std::sin(1.0) - std::exp(3.0), 1e-12);
+  EXPECT_NEAR(scalar(g3), std::cos(1.0) - std::exp(3.0), 1e-12);
+}
+
+TEST(Grad, KeepsDtypesAndTakesFloat32) {
+  auto f = [](auto x) { return xpr::sum(x * x); };
+  Array g = xpr::grad(f)(xpr::array({1.0f, 2.0f}));
+  EXPECT_EQ(g.dtype(), xpr::float32);
+  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2.0f, 4.0f}));
+}
+
+TEST(Grad, ConstantFunctionsHaveZeroGradients) {
+  auto f = [](auto, auto y) { return y * 2.0; };
+  auto [gx, gy] = xpr::grad<0, 1>(f)(1.5, 4.0);
+  EXPECT_EQ(scalar(gx), 0.0);
+  EXPECT_EQ(scalar(gy), 2.0);
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+template <class Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const xpr::type_error& e) {
+    return e.what();
+  }
+  return "no type_error";
+}
+
+TEST(Errors, GradOfANonScalarOutput) {
+  auto f = [](auto x) { return xpr::sin(x); };
+  EXPECT_EQ(error_of([&] { xpr::grad(f)(xpr::array({1.0, 2.0, 3.0})); }),
+            "Gradient only defined for scalar-output functions. Output had shape: (3,).");
+}
+
+TEST(Errors, GradOfIntegerInputs) {
+  auto f = [](auto x) { return x * 2; };
+  EXPECT_EQ(error_of([&] { xpr::grad(f)(3); }),
+            "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+            "np.inexact), but got int32. If you want to use Boolean- or integer-valued inputs, "
+            "use vjp or set allow_int to True.");
+}
+
+TEST(Errors, WrongCotangentsAndTangents) {
+  auto [y, f_vjp] = xpr::vjp([](auto x) { return xpr::sin(x); }, xpr::array({1.0, 2.0}));
+  EXPECT_THROW(f_vjp(xpr::array({1.0, 2.0, 3.0})), xpr::type_error);
+  EXPECT_THROW(f_vjp(xpr::array({1.0f, 2.0f})), xpr::type_error);
+  auto [y2, f_lin] = xpr::linearize([](auto x) { return xpr::sin(x); }, 1.0);
+  EXPECT_THROW(f_lin(xpr::array({1.0, 2.0})), xpr::type_error);
+  EXPECT_THROW(f_lin(std::tuple{1.0}), xpr::type_error);
+}
+
+TEST(Errors, LinearTransposeOfANonLinearFunction) {
+  auto f = [](auto t) { return xpr::sin(t); };
+  auto f_t = xpr::linear_transpose(f, 1.0);
+  EXPECT_THROW(f_t(1.0), xpr::error);
+}
+
+}  // namespace test_rt_api_autodiff
