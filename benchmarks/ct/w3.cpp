@@ -50,7 +50,7 @@ struct Data {
                 t = bench::input<T>(n, 0.25, 2, 5);
   bench::Vec<T> price = bench::Vec<T>(n), delta = bench::Vec<T>(n), vega = bench::Vec<T>(n),
                 rho = bench::Vec<T>(n);
-  std::vector<const bench::Vec<T>*> outs() const { return {&price, &delta, &vega, &rho}; }
+  std::vector<bench::Vec<T>*> outs() { return {&price, &delta, &vega, &rho}; }
 };
 
 /// N(x) for the hand code, the same operations on float, double or an xsimd batch.
