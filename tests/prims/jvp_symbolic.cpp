@@ -2,16 +2,17 @@
 // symbolic zeros (empty), each rule gives the primal outputs and tangents of `jvp` with those
 // zeros instantiated, and an empty tangent exactly where every contribution is zero or the output
 // is not floating; and the jaxpr of a JVP stages no work for zero tangents (no `mul x 0.0`).
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tests/laws/laws.hpp"
+#include <gtest/gtest.h>
+
 #include "xpr/rt/api.hpp"
+
+#include "tests/laws/laws.hpp"
 
 namespace test_prims_jvp_symbolic {
 
@@ -52,8 +53,10 @@ std::vector<Record> records() {
     const Primitive* const binary[] = {&rt::add_p, &rt::sub_p, &rt::mul_p, &rt::max_p, &rt::min_p};
     for (const Primitive* prim : binary) {
       out.push_back({prim->name(), prim, {}, {real(s, d), real(s, d)}, {true, true}});
-      out.push_back({prim->name() + " rank 0 lhs", prim, {}, {real({}, d), real(s, d)}, {true, true}});
-      out.push_back({prim->name() + " rank 0 rhs", prim, {}, {real(s, d), real({}, d)}, {true, true}});
+      out.push_back(
+          {prim->name() + " rank 0 lhs", prim, {}, {real({}, d), real(s, d)}, {true, true}});
+      out.push_back(
+          {prim->name() + " rank 0 rhs", prim, {}, {real(s, d), real({}, d)}, {true, true}});
     }
     // Ties for max and min, where each side gets half.
     ArgSpec ints{s, d, -1, 1, false, true};
@@ -61,35 +64,70 @@ std::vector<Record> records() {
     out.push_back({"div", &rt::div_p, {}, {real(s, d), positive(s, d)}, {true, true}});
     out.push_back({"div rank 0", &rt::div_p, {}, {real({}, d), positive(s, d)}, {true, true}});
     out.push_back({"pow", &rt::pow_p, {}, {positive(s, d), real(s, d)}, {true, true}});
-    out.push_back({"select_n", &rt::select_n_p, {},
-                   {{s, DType::bool_, 0, 1}, real(s, d), real(s, d)}, {false, true, true}});
-    out.push_back({"select_n int32 rank 0 case", &rt::select_n_p, {},
+    out.push_back({"select_n",
+                   &rt::select_n_p,
+                   {},
+                   {{s, DType::bool_, 0, 1}, real(s, d), real(s, d)},
+                   {false, true, true}});
+    out.push_back({"select_n int32 rank 0 case",
+                   &rt::select_n_p,
+                   {},
                    {{s, DType::int32, 0, 2}, real(s, d), real({}, d), real(s, d)},
                    {false, true, true, true}});
-    out.push_back({"dot_general", &rt::dot_general_p, dn({1}, {0}),
-                   {real({3, 4}, d), real({4, 2}, d)}, {true, true}});
-    out.push_back({"dot_general batched", &rt::dot_general_p, dn({2}, {1}, {0}, {0}),
-                   {real({2, 3, 4}, d), real({2, 4, 5}, d)}, {true, true}});
-    out.push_back({"concatenate", &rt::concatenate_p, {{"dimension", std::int64_t{1}}},
-                   {real({2, 1}, d), real({2, 3}, d), real({2, 2}, d)}, {true, true, true}});
-    out.push_back({"pad", &rt::pad_p, {{"padding_config", PaddingConfig{{{1, -1, 1}, {0, 2, 0}}}}},
-                   {real({3, 2}, d), real({}, d)}, {true, true}});
-    out.push_back({"dynamic_slice", &rt::dynamic_slice_p, {{"slice_sizes", Axes{2, 2}}},
-                   {real({4, 3}, d), index(), index()}, {true, false, false}});
-    out.push_back({"dynamic_update_slice", &rt::dynamic_update_slice_p, {},
-                   {real({4, 3}, d), real({2, 2}, d), index(), index()}, {true, true, false, false}});
+    out.push_back({"dot_general",
+                   &rt::dot_general_p,
+                   dn({1}, {0}),
+                   {real({3, 4}, d), real({4, 2}, d)},
+                   {true, true}});
+    out.push_back({"dot_general batched",
+                   &rt::dot_general_p,
+                   dn({2}, {1}, {0}, {0}),
+                   {real({2, 3, 4}, d), real({2, 4, 5}, d)},
+                   {true, true}});
+    out.push_back({"concatenate",
+                   &rt::concatenate_p,
+                   {{"dimension", std::int64_t{1}}},
+                   {real({2, 1}, d), real({2, 3}, d), real({2, 2}, d)},
+                   {true, true, true}});
+    out.push_back({"pad",
+                   &rt::pad_p,
+                   {{"padding_config", PaddingConfig{{{1, -1, 1}, {0, 2, 0}}}}},
+                   {real({3, 2}, d), real({}, d)},
+                   {true, true}});
+    out.push_back({"dynamic_slice",
+                   &rt::dynamic_slice_p,
+                   {{"slice_sizes", Axes{2, 2}}},
+                   {real({4, 3}, d), index(), index()},
+                   {true, false, false}});
+    out.push_back({"dynamic_update_slice",
+                   &rt::dynamic_update_slice_p,
+                   {},
+                   {real({4, 3}, d), real({2, 2}, d), index(), index()},
+                   {true, true, false, false}});
   }
   // Integer results: the tangent is a symbolic zero whatever the operands' tangents.
-  out.push_back({"add int32", &rt::add_p, {}, {{s, DType::int32, -3, 3}, {s, DType::int32, -3, 3}},
+  out.push_back({"add int32",
+                 &rt::add_p,
+                 {},
+                 {{s, DType::int32, -3, 3}, {s, DType::int32, -3, 3}},
                  {true, true}});
-  out.push_back({"dot_general int32", &rt::dot_general_p, dn({1}, {0}),
-                 {{{2, 3}, DType::int32, -3, 3}, {{3}, DType::int32, -3, 3}}, {true, true}});
+  out.push_back({"dot_general int32",
+                 &rt::dot_general_p,
+                 dn({1}, {0}),
+                 {{{2, 3}, DType::int32, -3, 3}, {{3}, DType::int32, -3, 3}},
+                 {true, true}});
   out.push_back({"lt", &rt::lt_p, {}, {real(s), real(s)}, {true, true}});
   out.push_back({"stop_gradient", &rt::stop_gradient_p, {}, {real(s)}, {true}});
-  out.push_back({"convert_element_type to int32", &rt::convert_element_type_p,
-                 {{"new_dtype", DType::int32}, {"weak_type", false}}, {real(s)}, {true}});
-  out.push_back({"convert_element_type to float32", &rt::convert_element_type_p,
-                 {{"new_dtype", DType::float32}, {"weak_type", false}}, {real(s)}, {true}});
+  out.push_back({"convert_element_type to int32",
+                 &rt::convert_element_type_p,
+                 {{"new_dtype", DType::int32}, {"weak_type", false}},
+                 {real(s)},
+                 {true}});
+  out.push_back({"convert_element_type to float32",
+                 &rt::convert_element_type_p,
+                 {{"new_dtype", DType::float32}, {"weak_type", false}},
+                 {real(s)},
+                 {true}});
   return out;
 }
 
@@ -154,8 +192,8 @@ TEST(JvpSymbolic, EqualsJvpWithZerosInstantiated) {
 TEST(JvpSymbolic, TangentHasTheOutputsWeakType) {
   Array x = laws::make_array(Shape{3}, DType::float32, {1, 2, 3}, true);
   Array y = laws::make_array(Shape{3}, DType::float32, {4, 5, 6}, false);
-  auto [ys, ts] = rt::add_p.jvp_symbolic(std::vector<Array>{x, y},
-                                         rt::Tangents{x, std::nullopt}, {});
+  auto [ys, ts] =
+      rt::add_p.jvp_symbolic(std::vector<Array>{x, y}, rt::Tangents{x, std::nullopt}, {});
   ASSERT_TRUE(ts[0]);
   EXPECT_EQ(ts[0]->aval(), ys[0].aval());
   EXPECT_FALSE(ts[0]->weak_type());

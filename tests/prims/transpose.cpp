@@ -5,19 +5,20 @@
 // known operands make it affine), with the inner products
 // computed here in long double; each cotangent has its operand's exact type (shape, dtype, weak
 // flag). Then the rules on tracers (under vmap and jvp), and their errors.
-#include <gtest/gtest.h>
-
+#include <array>
 #include <cmath>
 #include <cstdint>
-#include <array>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "xpr/rt/api.hpp"
+
 #include "tests/laws/laws.hpp"
 #include "tests/prims/common.hpp"
-#include "xpr/rt/api.hpp"
 
 namespace test_prims_transpose {
 
@@ -44,8 +45,12 @@ Operand known(Array a) {
   ShapedArray t = a.aval();
   return {std::move(a), std::move(t)};
 }
-Operand linear(Shape s, DType d, bool weak = false) { return {std::nullopt, {std::move(s), d, weak}}; }
-Operand index(std::int64_t i) { return known(test_prims_common::make(DType::int32, Shape{}, {double(i)})); }
+Operand linear(Shape s, DType d, bool weak = false) {
+  return {std::nullopt, {std::move(s), d, weak}};
+}
+Operand index(std::int64_t i) {
+  return known(test_prims_common::make(DType::int32, Shape{}, {double(i)}));
+}
 
 Array random(const ShapedArray& a, laws::Rng& rng, double lo = -1, double hi = 1) {
   return laws::draw({a.shape, a.dtype, lo, hi, false, false, a.weak_type}, rng);
@@ -85,7 +90,8 @@ void check_transpose(const Primitive& prim, const std::vector<Operand>& ops,
   Array out = rt::bind(prim, primals, params)[0];
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (!ops[i].value) primals[i] = rt::zeros_like_aval(ops[i].aval);
-  std::vector<double> at_zero = laws::values(rt::bind(prim, primals, params)[0]), lin = laws::values(out);
+  std::vector<double> at_zero = laws::values(rt::bind(prim, primals, params)[0]),
+                      lin = laws::values(out);
   for (std::size_t i = 0; i < lin.size(); ++i) lin[i] -= at_zero[i];
   out = laws::make_array(out.shape(), out.dtype(), lin, out.weak_type());
   Array ct = random(out.aval(), rng);
@@ -99,8 +105,8 @@ void check_transpose(const Primitive& prim, const std::vector<Operand>& ops,
       continue;
     }
     ASSERT_TRUE(cts[i].has_value()) << "operand " << i;
-    EXPECT_EQ(cts[i]->aval(), ops[i].aval) << "operand " << i << ": cotangent "
-                                           << cts[i]->aval().str();
+    EXPECT_EQ(cts[i]->aval(), ops[i].aval)
+        << "operand " << i << ": cotangent " << cts[i]->aval().str();
     if (cts[i]->aval().shape != ops[i].aval.shape) return;
     auto [r, m] = inner_products(*cts[i], ts[i]);
     rhs += r;
@@ -121,7 +127,8 @@ constexpr DType floats[] = {DType::float32, DType::float64};
 TEST(Transpose, AddAndSubInEitherOrBothOperands) {
   laws::Rng rng(7);
   for (DType d : floats) {
-    for (const Primitive* p : {static_cast<const Primitive*>(&rt::add_p), static_cast<const Primitive*>(&rt::sub_p)}) {
+    for (const Primitive* p :
+         {static_cast<const Primitive*>(&rt::add_p), static_cast<const Primitive*>(&rt::sub_p)}) {
       Shape s{3, 4};
       Array y = random({s, d}, rng);
       check_transpose(*p, {linear(s, d), known(y)});
@@ -178,16 +185,22 @@ TEST(Transpose, NonLinearOperandsAreErrors) {
   std::vector<rt::Cotangent> cts{ct};
   UndefinedPrimal u{y.aval()};
   expect_error<xpr::type_error>(
-      [&] { (void)rt::mul_p.transpose(cts, std::vector<LinearArg>{u, u}, {}); },
+      [&] {
+        (void)rt::mul_p.transpose(cts, std::vector<LinearArg>{u, u}, {});
+      },
       {"mul", "expected one operand to be known", "not linear"});
   expect_error<xpr::type_error>(
-      [&] { (void)rt::div_p.transpose(cts, std::vector<LinearArg>{y, u}, {}); },
+      [&] {
+        (void)rt::div_p.transpose(cts, std::vector<LinearArg>{y, u}, {});
+      },
       {"div", "the divisor", "not linear"});
   expect_error<xpr::core::not_implemented_error>(
       [&] { (void)rt::sin_p.transpose(cts, std::vector<LinearArg>{u}, {}); },
       {"Transpose rule for 'sin' not implemented"});
   expect_error<xpr::core::not_implemented_error>(
-      [&] { (void)rt::max_p.transpose(cts, std::vector<LinearArg>{u, y}, {}); },
+      [&] {
+        (void)rt::max_p.transpose(cts, std::vector<LinearArg>{u, y}, {});
+      },
       {"Transpose rule for 'max' not implemented"});
 }
 
@@ -251,15 +264,15 @@ TEST(Transpose, DotGeneralInEitherOperandWithBatchAndContractingDimensions) {
     Params params;
   };
   const Case cases[] = {
-      {{3, 4}, {4, 5}, dn({1}, {0})},                   // matmul
-      {{4}, {4}, dn({0}, {0})},                         // inner product
-      {{3}, {5}, dn({}, {})},                           // outer product
-      {{4, 3}, {5, 4}, dn({0}, {1})},                   // contracting dims not last/first
-      {{2, 3, 4}, {2, 4, 5}, dn({2}, {1}, {0}, {0})},   // batched matmul
-      {{3, 2, 4}, {4, 5, 2}, dn({2}, {0}, {1}, {2})},   // batch dims in the middle and last
+      {{3, 4}, {4, 5}, dn({1}, {0})},                  // matmul
+      {{4}, {4}, dn({0}, {0})},                        // inner product
+      {{3}, {5}, dn({}, {})},                          // outer product
+      {{4, 3}, {5, 4}, dn({0}, {1})},                  // contracting dims not last/first
+      {{2, 3, 4}, {2, 4, 5}, dn({2}, {1}, {0}, {0})},  // batched matmul
+      {{3, 2, 4}, {4, 5, 2}, dn({2}, {0}, {1}, {2})},  // batch dims in the middle and last
       {{2, 3, 4, 5}, {5, 2, 6, 3}, dn({1, 3}, {3, 0}, {0}, {1})},  // two contracting, reordered
       {{4, 2, 3}, {3, 4, 2}, dn({0, 2}, {1, 0}, {1}, {2})},
-      {{2, 3}, {3, 2}, dn({}, {}, {0, 1}, {1, 0})},     // batch only, reordered
+      {{2, 3}, {3, 2}, dn({}, {}, {0, 1}, {1, 0})},  // batch only, reordered
   };
   for (DType d : floats) {
     for (const Case& c : cases) {
@@ -276,10 +289,10 @@ TEST(Transpose, DotGeneralInEitherOperandWithBatchAndContractingDimensions) {
   Array y = random({Shape{2}, DType::float64}, rng);
   test_prims_common::expect_error<xpr::type_error>(
       [&] {
-        (void)rt::dot_general_p.transpose(std::vector<rt::Cotangent>{y},
-                                          std::vector<LinearArg>{UndefinedPrimal{y.aval()},
-                                                                 UndefinedPrimal{y.aval()}},
-                                          dn({}, {}, {0}, {0}));
+        (void)rt::dot_general_p.transpose(
+            std::vector<rt::Cotangent>{y},
+            std::vector<LinearArg>{UndefinedPrimal{y.aval()}, UndefinedPrimal{y.aval()}},
+            dn({}, {}, {0}, {0}));
       },
       {"dot_general", "not linear"});
 }
@@ -361,11 +374,11 @@ TEST(Transpose, PadInOperandAndPaddingValueWithNegativeAndInteriorPadding) {
   const std::pair<Shape, Params> cases[] = {
       {Shape{4}, cfg({{1, 2, 0}})},
       {Shape{4}, cfg({{0, 0, 2}})},
-      {Shape{5}, cfg({{-1, -2, 0}})},           // cropping
-      {Shape{5}, cfg({{-2, 1, 1}})},            // cropping into interior padding
+      {Shape{5}, cfg({{-1, -2, 0}})},  // cropping
+      {Shape{5}, cfg({{-2, 1, 1}})},   // cropping into interior padding
       {Shape{3, 4}, cfg({{1, -1, 1}, {-3, 2, 2}})},
       {Shape{2, 3}, cfg({{0, 0, 0}, {2, 1, 3}})},
-      {Shape{0}, cfg({{2, 1, 1}})},             // all padding
+      {Shape{0}, cfg({{2, 1, 1}})},  // all padding
   };
   for (DType d : floats) {
     for (const auto& [s, p] : cases) {
@@ -388,8 +401,8 @@ TEST(Transpose, ConcatenateSlicesEachUndefinedOperand) {
                     {linear(Shape{2, 1}, d), known(random({Shape{2, 3}, d}, rng)),
                      linear(Shape{2, 2}, d, true), linear(Shape{2, 0}, d)},
                     dim1);
-    check_transpose(rt::concatenate_p, {known(random({Shape{1, 2}, d}, rng)), linear(Shape{3, 2}, d)},
-                    dim0);
+    check_transpose(rt::concatenate_p,
+                    {known(random({Shape{1, 2}, d}, rng)), linear(Shape{3, 2}, d)}, dim0);
     check_transpose(rt::concatenate_p, {linear(Shape{5}, d)}, dim0);
   }
 }
@@ -456,34 +469,67 @@ std::vector<TracerCase> tracer_cases() {
   const laws::ArgSpec idx{Shape{}, DType::int32, -1, 4, false, true, false};
   return {
       {"mul", &rt::mul_p, {a3, std::nullopt}, {}, {spec({3}), spec({3})}},
-      {"mul by rank 0", &rt::mul_p, {std::nullopt, ShapedArray{Shape{}, f}}, {}, {spec({3}), spec({3})}},
+      {"mul by rank 0",
+       &rt::mul_p,
+       {std::nullopt, ShapedArray{Shape{}, f}},
+       {},
+       {spec({3}), spec({3})}},
       {"neg", &rt::neg_p, {a3}, {}, {spec({3})}},
       {"sub", &rt::sub_p, {a3, a3}, {}, {spec({3})}},
       {"div", &rt::div_p, {a3, std::nullopt}, {}, {spec({3}), {Shape{3}, f, 0.5, 2, true}}},
       {"reduce_sum", &rt::reduce_sum_p, {a34}, {{"axes", Axes{1}}}, {spec({3})}},
-      {"broadcast_in_dim", &rt::broadcast_in_dim_p, {ShapedArray{Shape{1, 3}, f}},
-       {{"shape", Shape{4, 3}}, {"broadcast_dimensions", Axes{0, 1}}}, {spec({4, 3})}},
+      {"broadcast_in_dim",
+       &rt::broadcast_in_dim_p,
+       {ShapedArray{Shape{1, 3}, f}},
+       {{"shape", Shape{4, 3}}, {"broadcast_dimensions", Axes{0, 1}}},
+       {spec({4, 3})}},
       {"transpose", &rt::transpose_p, {a34}, {{"permutation", Axes{1, 0}}}, {spec({4, 3})}},
-      {"dot_general lhs", &rt::dot_general_p, {a34, std::nullopt}, dn({1}, {0}),
+      {"dot_general lhs",
+       &rt::dot_general_p,
+       {a34, std::nullopt},
+       dn({1}, {0}),
        {spec({3, 5}), spec({4, 5})}},
-      {"dot_general rhs batched", &rt::dot_general_p,
-       {std::nullopt, ShapedArray{Shape{4, 2, 5}, f}}, dn({2}, {0}, {0}, {1}),
+      {"dot_general rhs batched",
+       &rt::dot_general_p,
+       {std::nullopt, ShapedArray{Shape{4, 2, 5}, f}},
+       dn({2}, {0}, {0}, {1}),
        {spec({2, 3, 5}), spec({2, 3, 4})}},
-      {"select_n", &rt::select_n_p, {std::nullopt, a34, a34}, {},
+      {"select_n",
+       &rt::select_n_p,
+       {std::nullopt, a34, a34},
+       {},
        {spec({3, 4}), {Shape{3, 4}, DType::bool_, 0, 1}}},
-      {"convert_element_type", &rt::convert_element_type_p, {ShapedArray{Shape{3}, DType::float32}},
-       {{"new_dtype", f}, {"weak_type", false}}, {spec({3})},
+      {"convert_element_type",
+       &rt::convert_element_type_p,
+       {ShapedArray{Shape{3}, DType::float32}},
+       {{"new_dtype", f}, {"weak_type", false}},
+       {spec({3})},
        [](std::span<const Array> in) { return rt::Arrays{in[0]}; }},
-      {"slice", &rt::slice_p, {ShapedArray{Shape{7}, f}},
-       {{"start_indices", Axes{1}}, {"limit_indices", Axes{7}}, {"strides", Axes{2}}}, {spec({3})}},
-      {"pad", &rt::pad_p, {ShapedArray{Shape{3}, f}, ShapedArray{Shape{}, f}},
-       {{"padding_config", PaddingConfig{{{-1, 2, 1}}}}}, {spec({6})}},
-      {"concatenate", &rt::concatenate_p, {a3, std::nullopt, ShapedArray{Shape{2}, f}},
-       {{"dimension", std::int64_t{0}}}, {spec({9}), spec({4})}},
-      {"dynamic_slice", &rt::dynamic_slice_p, {a54, std::nullopt, std::nullopt},
-       {{"slice_sizes", Axes{2, 3}}}, {spec({2, 3}), idx, idx}},
-      {"dynamic_update_slice", &rt::dynamic_update_slice_p,
-       {a54, ShapedArray{Shape{2, 3}, f}, std::nullopt, std::nullopt}, {}, {spec({5, 4}), idx, idx}},
+      {"slice",
+       &rt::slice_p,
+       {ShapedArray{Shape{7}, f}},
+       {{"start_indices", Axes{1}}, {"limit_indices", Axes{7}}, {"strides", Axes{2}}},
+       {spec({3})}},
+      {"pad",
+       &rt::pad_p,
+       {ShapedArray{Shape{3}, f}, ShapedArray{Shape{}, f}},
+       {{"padding_config", PaddingConfig{{{-1, 2, 1}}}}},
+       {spec({6})}},
+      {"concatenate",
+       &rt::concatenate_p,
+       {a3, std::nullopt, ShapedArray{Shape{2}, f}},
+       {{"dimension", std::int64_t{0}}},
+       {spec({9}), spec({4})}},
+      {"dynamic_slice",
+       &rt::dynamic_slice_p,
+       {a54, std::nullopt, std::nullopt},
+       {{"slice_sizes", Axes{2, 3}}},
+       {spec({2, 3}), idx, idx}},
+      {"dynamic_update_slice",
+       &rt::dynamic_update_slice_p,
+       {a54, ShapedArray{Shape{2, 3}, f}, std::nullopt, std::nullopt},
+       {},
+       {spec({5, 4}), idx, idx}},
   };
 }
 

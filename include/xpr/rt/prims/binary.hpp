@@ -101,15 +101,24 @@ struct binary_jvp<op::mul> {
   template <class A> static A tangent(const A& x, const A& y, const A&, const A& tx, const A& ty) {
     return tx * y + x * ty;
   }
-  template <class A> static A tangent_x(const A&, const A& y, const A&, const A& tx) { return tx * y; }
-  template <class A> static A tangent_y(const A& x, const A&, const A&, const A& ty) { return x * ty; }
+  template <class A>
+  static A tangent_x(const A&, const A& y, const A&, const A& tx) {
+    return tx * y;
+  }
+  template <class A>
+  static A tangent_y(const A& x, const A&, const A&, const A& ty) {
+    return x * ty;
+  }
 };
 template <>
 struct binary_jvp<op::div> {  // d(x/y) = dx/y - dy x/y^2
   template <class A> static A tangent(const A&, const A& y, const A& ans, const A& tx, const A& ty) {
     return tx / y - ty * (ans / y);
   }
-  template <class A> static A tangent_x(const A&, const A& y, const A&, const A& tx) { return tx / y; }
+  template <class A>
+  static A tangent_x(const A&, const A& y, const A&, const A& tx) {
+    return tx / y;
+  }
   template <class A> static A tangent_y(const A&, const A& y, const A& ans, const A& ty) {
     return -(ty * (ans / y));
   }
@@ -263,7 +272,8 @@ class BinaryElementwise final : public Primitive {
         if (uy) out[1] = detail::fit_cotangent(T::ct_y(ct, ct), aval_of(args[1]));
       } else {
         if (ux) {
-          const Array& y = detail::known_operand(name(), args[1], T::in_y ? "one operand" : "the divisor");
+          const Array& y =
+              detail::known_operand(name(), args[1], T::in_y ? "one operand" : "the divisor");
           out[0] = detail::fit_cotangent(T::ct_x(ct, y), aval_of(args[0]));
         } else if constexpr (T::in_y) {
           const Array& x = detail::known_operand(name(), args[0], "one operand");

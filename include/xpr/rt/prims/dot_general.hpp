@@ -334,7 +334,8 @@ class DotGeneral final : public Primitive {
     auto remaining = [](std::size_t rank, const Axes& a, const Axes& b) {
       Axes out;
       for (std::int64_t d = 0; d < static_cast<std::int64_t>(rank); ++d)
-        if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
+        if (std::find(a.begin(), a.end(), d) == a.end() &&
+            std::find(b.begin(), b.end(), d) == b.end())
           out.push_back(d);
       return out;
     };

@@ -251,7 +251,8 @@ template <class Monoid>
 class Reduce final : public Primitive {
  public:
   Reduce() : Primitive("reduce_" + std::string(Monoid::name)) {
-    if constexpr (std::is_same_v<Monoid, detail::SumMonoid>) detail::ReduceSumHook::primitive = this;
+    if constexpr (std::is_same_v<Monoid, detail::SumMonoid>)
+      detail::ReduceSumHook::primitive = this;  // for the rules that cannot include this header
   }
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {

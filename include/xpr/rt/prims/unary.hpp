@@ -141,7 +141,8 @@ class UnaryElementwise final : public Primitive {
                        const Params& params) const override {
     if constexpr (std::is_same_v<Op, op::neg>) {
       if (args.size() != 1)
-        throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
+        throw core::type_error(name() + " expected 1 operand, found " +
+                               std::to_string(args.size()));
       return {bind1(*this, {*cts[0]})};
     } else {
       return Primitive::transpose(cts, args, params);
