@@ -4,8 +4,9 @@ benchmarks/ct/*.cpp (benchmark names `<workload>/<dtype>/<contender>`, a `points
 
 Each contender is shown as ns per point and as ratios to the hand-written xsimd loop and the
 hand-written scalar loop of the same workload and dtype, measured in the same run. Times are
-the median CPU time over repetitions (single-threaded, so CPU time is the run time on an idle
-machine and is less disturbed than wall time on a shared one).
+CPU times (single-threaded, so on an idle machine the run time; on a shared one less disturbed
+than wall time), the minimum over the repetitions when the JSON holds each repetition (other
+load only ever adds time), else the median aggregate.
 
 Usage: benchmarks/ct_table.py [--markdown] results/*.json
 """
@@ -27,22 +28,26 @@ TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 def load(paths):
     """{(workload, dtype): {contender: ns per point}} from the medians (or single runs)."""
-    runs = {}
+    reps, medians = {}, {}
     for path in paths:
         for b in json.load(open(path))["benchmarks"]:
             if b.get("error_occurred"):
                 continue
-            if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-                continue
-            name = b.get("run_name", b["name"])
-            parts = name.split("/")
+            parts = b.get("run_name", b["name"]).split("/")
             if len(parts) != 3 or "points" not in b:
                 continue
+            kind = b.get("run_type", "iteration")
+            if kind == "aggregate" and b.get("aggregate_name") != "median":
+                continue
             ns = b["cpu_time"] * TO_NS[b["time_unit"]] / b["points"]
-            runs.setdefault((parts[0], parts[1]), {}).setdefault(parts[2], []).append(ns)
+            into = reps if kind == "iteration" else medians
+            into.setdefault((parts[0], parts[1]), {}).setdefault(parts[2], []).append(ns)
     table = OrderedDict()
-    for key in sorted(runs, key=lambda k: (list(GOALS).index(k[0]) if k[0] in GOALS else 99, k[1] != "f64")):
-        table[key] = {c: sorted(v)[len(v) // 2] for c, v in runs[key].items()}
+    keys = set(reps) | set(medians)
+    for key in sorted(keys, key=lambda k: (list(GOALS).index(k[0]) if k[0] in GOALS else 99, k[1] != "f64")):
+        row = {c: v[0] for c, v in medians.get(key, {}).items()}
+        row.update({c: min(v) for c, v in reps.get(key, {}).items()})
+        table[key] = row
     return table
 
 
