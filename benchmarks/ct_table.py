@@ -51,6 +51,11 @@ def load(paths):
     return table
 
 
+def fmt(ns):
+    """ns per point: three significant digits, no exponent."""
+    return f"{ns:.0f}" if ns >= 100 else f"{ns:.3g}"
+
+
 def contenders(table):
     seen = {c for row in table.values() for c in row}
     return [c for c in ORDER if c in seen] + sorted(seen - set(ORDER))
@@ -74,10 +79,10 @@ def main():
             if c not in row:
                 cells.append("n/a")
             elif base:
-                cells.append(f"{row[c] / base:.2f} ({row[c]:.3g})" if markdown
-                             else f"{row[c] / base:7.2f} {row[c]:7.3g}ns")
+                cells.append(f"{row[c] / base:.2f} ({fmt(row[c])})" if markdown
+                             else f"{row[c] / base:7.2f} {fmt(row[c]):>6}ns")
             else:
-                cells.append(f"({row[c]:.3g} ns)")
+                cells.append(f"({fmt(row[c])} ns)")
         goal = GOALS.get(w)
         if markdown:
             print(f"| {TITLES.get(w, w)} | {dt} | " + " | ".join(cells) + f" | {'<= %.2f' % goal if goal else ''} |")
