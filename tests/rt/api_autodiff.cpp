@@ -439,6 +439,15 @@ TEST(Grad, ConstantFunctionsHaveZeroGradients) {
   EXPECT_EQ(scalar(gy), 2.0);
 }
 
+TEST(Grad, ControlFlowOnValues) {
+  // Partial evaluation keeps primal values concrete, so C++ control flow on them works under
+  // grad (Autodidax's `grad(lambda x: x**2 if x > 0 else 0.)`).
+  auto f = [](auto x) { return x > 0.0 ? x * x : x * 0.0; };
+  EXPECT_EQ(scalar(xpr::grad(f)(3.0)), 6.0);
+  EXPECT_EQ(scalar(xpr::grad(f)(-3.0)), 0.0);
+  EXPECT_EQ(scalar(xpr::grad(xpr::grad(f))(3.0)), 2.0);
+}
+
 // ---- errors ---------------------------------------------------------------------------------
 
 template <class Fn>

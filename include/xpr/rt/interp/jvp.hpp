@@ -34,6 +34,11 @@ class JvpTracer final : public Tracer {
     return tangent_ ? *tangent_ : zeros_like_aval(primal_.aval());
   }
   const detail::ConcreteArray* concrete() const noexcept override { return primal_.concrete(); }
+  /// A value with a zero tangent is just its primal (JAX's JVPTracer.full_lower), so work that
+  /// does not depend on the inputs leaves the JVP interpreter at once.
+  Array full_lower(const Array& self) const override {
+    return tangent_ ? self : rt::full_lower(primal_);
+  }
 
  private:
   Array primal_;
