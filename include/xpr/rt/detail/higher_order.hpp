@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -54,9 +55,26 @@ struct ConvertedJaxpr {
   Arrays consts;
 };
 
-/// `closed` with its constvars made leading invars.
+/// `closed` with its constvars made leading invars. Staging writes a rank-0 value whose concrete
+/// value is known as a literal even when it is a tracer of an enclosing transformation (a JVP
+/// tracer with a concrete primal); such literals become constvars too, so the enclosing
+/// transformation sees them as operands instead of constants.
 inline ConvertedJaxpr convert_constvars(ClosedJaxpr closed) {
   Jaxpr j = std::move(closed.jaxpr);
+  std::unordered_map<const void*, Var> hoisted;
+  auto hoist = [&](Atom& a) {
+    const Literal* l = std::get_if<Literal>(&a);
+    if (!l || !l->value.is_tracer()) return;
+    auto [it, fresh] = hoisted.try_emplace(l->value.impl().get(), l->value.aval());
+    if (fresh) {
+      j.constvars.push_back(it->second);
+      closed.consts.push_back(l->value);
+    }
+    a = it->second;
+  };
+  for (Eqn& e : j.eqns)
+    for (Atom& a : e.inputs) hoist(a);
+  for (Atom& a : j.outvars) hoist(a);
   std::vector<Var> invars = std::move(j.constvars);
   invars.insert(invars.end(), j.invars.begin(), j.invars.end());
   j.constvars.clear();
