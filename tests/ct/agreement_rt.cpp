@@ -1,0 +1,203 @@
+// The two tiers agree (issue 6, "Checked by"): the same generic lambdas, differentiated by the
+// compile-time tier (xpr::ct::grad, value_and_grad, jacfwd, jacrev, hessian) and by the runtime
+// tier (xpr::grad, ...), give the same gradients, Jacobians and Hessians to 1e-12 relative, for
+// every scalar primitive the compile-time tier has (include/xpr/ct/prims: neg sin cos tan tanh
+// exp log log1p expm1 sqrt rsqrt abs sign logistic, add sub mul div max min pow, integer_pow,
+// the comparisons eq ne lt le gt ge with select, stop_gradient), at several points, and for
+// functions of std::array arguments with std::array results.
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "xpr/xpr.hpp"
+
+namespace {
+
+namespace ct = xpr::ct;
+
+/// Every leaf of a result of either tier, as doubles (the runtime tier's pytree functions
+/// flatten the compile-time tier's numbers, tuples and std::arrays too).
+template <class T>
+std::vector<double> leaves(const T& tree) {
+  std::vector<double> out;
+  for (const xpr::Array& a : xpr::tree_leaves(tree)) out.push_back(a.item<double>());
+  return out;
+}
+
+/// |a - b| <= 1e-12 max(|a|, |b|): relative agreement. Entries that are zero in exact arithmetic
+/// must then be zero in both tiers.
+void expect_agree(const std::vector<double>& rt, const std::vector<double>& ct_,
+                  const std::string& what) {
+  ASSERT_EQ(rt.size(), ct_.size()) << what;
+  for (std::size_t i = 0; i < rt.size(); ++i)
+    EXPECT_LE(std::abs(rt[i] - ct_[i]), 1e-12 * std::max(std::abs(rt[i]), std::abs(ct_[i])))
+        << what << " leaf " << i << ": rt " << rt[i] << ", ct " << ct_[i];
+}
+
+/// grad, value_and_grad, jacfwd, jacrev and hessian of `f` (one or two scalar arguments; with
+/// two, with respect to both) in both tiers at `x` (and `y`).
+template <class F>
+void check_scalar(const char* name, F f, double x, double y = 0) {
+  SCOPED_TRACE(::testing::Message() << name << " at (" << x << ", " << y << ")");
+  if constexpr (std::is_invocable_v<F, double>) {
+    expect_agree(leaves(xpr::grad(f)(x)), leaves(ct::grad(f)(x)), "grad");
+    expect_agree(leaves(xpr::value_and_grad(f)(x)), leaves(ct::value_and_grad(f)(x)),
+                 "value_and_grad");
+    expect_agree(leaves(xpr::jacfwd(f)(x)), leaves(ct::jacfwd(f)(x)), "jacfwd");
+    expect_agree(leaves(xpr::jacrev(f)(x)), leaves(ct::jacrev(f)(x)), "jacrev");
+    expect_agree(leaves(xpr::hessian(f)(x)), leaves(ct::hessian(f)(x)), "hessian");
+    // and the runtime tier's value is the function's own on doubles
+    expect_agree(leaves(xpr::value_and_grad(f)(x).first), {f(x)}, "value");
+  } else {
+    expect_agree(leaves(xpr::grad<0, 1>(f)(x, y)), leaves(ct::grad<0, 1>(f)(x, y)), "grad");
+    expect_agree(leaves(xpr::value_and_grad<0, 1>(f)(x, y)),
+                 leaves(ct::value_and_grad<0, 1>(f)(x, y)), "value_and_grad");
+    expect_agree(leaves(xpr::jacfwd<0, 1>(f)(x, y)), leaves(ct::jacfwd<0, 1>(f)(x, y)), "jacfwd");
+    expect_agree(leaves(xpr::jacrev<0, 1>(f)(x, y)), leaves(ct::jacrev<0, 1>(f)(x, y)), "jacrev");
+    expect_agree(leaves(xpr::hessian<0, 1>(f)(x, y)), leaves(ct::hessian<0, 1>(f)(x, y)),
+                 "hessian");
+    expect_agree(leaves(xpr::value_and_grad<0, 1>(f)(x, y).first), {f(x, y)}, "value");
+  }
+}
+
+template <class F>
+void check_unary(const char* name, F f, std::initializer_list<double> xs) {
+  for (double x : xs) check_scalar(name, f, x);
+}
+template <class F>
+void check_binary(const char* name, F f, std::initializer_list<std::pair<double, double>> xys) {
+  for (auto [x, y] : xys) check_scalar(name, f, x, y);
+}
+
+// Each unary primitive applied to a non-linear inner function, so that its second derivative
+// meets a non-trivial first one (chain rule in both tiers).
+TEST(TiersAgree, UnaryPrimitives) {
+  const auto pts = {0.3, -0.7, 1.1};
+  const auto pos = {0.3, 1.7, 2.6};
+  check_unary(
+      "neg", [](auto x) { return -(x * x * x); }, pts);
+  check_unary(
+      "sin", [](auto x) { return xpr::sin(x * x); }, pts);
+  check_unary(
+      "cos", [](auto x) { return xpr::cos(x * x); }, pts);
+  check_unary(
+      "tan", [](auto x) { return xpr::tan(x); }, pts);
+  check_unary(
+      "tanh", [](auto x) { return xpr::tanh(2.0 * x); }, pts);
+  check_unary(
+      "exp", [](auto x) { return xpr::exp(xpr::sin(x)); }, pts);
+  check_unary(
+      "log", [](auto x) { return xpr::log(x); }, pos);
+  check_unary(
+      "log1p", [](auto x) { return xpr::log1p(x * x); }, pts);
+  check_unary(
+      "expm1", [](auto x) { return xpr::expm1(x); }, pts);
+  check_unary(
+      "sqrt", [](auto x) { return xpr::sqrt(x); }, pos);
+  check_unary(
+      "rsqrt", [](auto x) { return xpr::rsqrt(x); }, pos);
+  check_unary(
+      "abs", [](auto x) { return xpr::abs(x) * x; }, pts);
+  check_unary(
+      "sign", [](auto x) { return xpr::sign(x) * x * x; }, pts);
+  check_unary(
+      "logistic", [](auto x) { return xpr::logistic(3.0 * x); }, pts);
+  check_unary(
+      "integer_pow 3", [](auto x) { return xpr::integer_pow(x, 3); }, pts);
+  check_unary(
+      "integer_pow -2", [](auto x) { return xpr::integer_pow(x, -2); }, pts);
+  check_unary(
+      "integer_pow 0", [](auto x) { return xpr::integer_pow(x, 0) * x; }, pts);
+  check_unary(
+      "square", [](auto x) { return xpr::square(xpr::sin(x)); }, pts);
+  check_unary(
+      "stop_gradient", [](auto x) { return xpr::stop_gradient(x) * x * x; }, pts);
+}
+
+TEST(TiersAgree, BinaryPrimitives) {
+  const auto pts = {std::pair{0.3, 1.4}, std::pair{-0.7, 0.5}, std::pair{1.1, -2.0}};
+  const auto pos = {std::pair{0.3, 1.4}, std::pair{1.7, -0.5}, std::pair{2.6, 2.0}};
+  check_binary(
+      "add", [](auto x, auto y) { return x + y; }, pts);
+  check_binary(
+      "sub", [](auto x, auto y) { return x * x - y; }, pts);
+  check_binary(
+      "mul", [](auto x, auto y) { return x * y; }, pts);
+  check_binary(
+      "div", [](auto x, auto y) { return x / y; }, pts);
+  check_binary(
+      "max", [](auto x, auto y) { return xpr::maximum(x * x, y); }, pts);
+  check_binary(
+      "min", [](auto x, auto y) { return xpr::minimum(x * y, y); }, pts);
+  check_binary(
+      "pow", [](auto x, auto y) { return xpr::pow(x, y); }, pos);
+  check_binary(
+      "mixed", [](auto x, auto y) { return xpr::sin(x) * y + xpr::exp(x * y); }, pts);
+  // ties: both tiers split the derivative evenly (JAX's convention)
+  check_binary("max tie", [](auto x, auto y) { return xpr::maximum(x, y); }, {{0.5, 0.5}});
+  check_binary("min tie", [](auto x, auto y) { return xpr::minimum(x, y); }, {{0.5, 0.5}});
+}
+
+TEST(TiersAgree, ComparisonsWithSelect) {
+  const auto pts = {std::pair{0.3, 1.4}, std::pair{-0.7, -1.5}, std::pair{1.1, 1.1}};
+  check_binary(
+      "eq", [](auto x, auto y) { return xpr::where(x == y, x * y, x - y); }, pts);
+  check_binary(
+      "ne", [](auto x, auto y) { return xpr::where(x != y, x * y, x - y); }, pts);
+  check_binary(
+      "lt", [](auto x, auto y) { return xpr::where(x < y, xpr::sin(x), y * y); }, pts);
+  check_binary(
+      "le", [](auto x, auto y) { return xpr::where(x <= y, xpr::sin(x), y * y); }, pts);
+  check_binary(
+      "gt", [](auto x, auto y) { return xpr::where(x > y, x * x * y, xpr::exp(y)); }, pts);
+  check_binary(
+      "ge", [](auto x, auto y) { return xpr::where(x >= y, x * x * y, xpr::exp(y)); }, pts);
+}
+
+// Functions of std::array arguments with std::array results: the Jacobian is an array of arrays
+// in both tiers.
+TEST(TiersAgree, ArrayArgumentsAndResults) {
+  auto vector_valued = [](const auto& x) {
+    return std::array{x[0] * x[1] * x[2], xpr::sin(x[0]) + x[2] / x[1], xpr::exp(x[1] - x[0])};
+  };
+  auto scalar = [](const auto& x) {
+    return xpr::tanh(x[0] * x[1]) + xpr::log1p(x[2] * x[2]) * x[0] - xpr::sqrt(x[1] * x[1] + 1.0);
+  };
+  for (const std::array<double, 3>& x :
+       {std::array{0.5, 2.0, -1.5}, std::array{-0.3, 0.7, 1.2}, std::array{1.5, -1.0, 0.25}}) {
+    SCOPED_TRACE(::testing::Message() << "x = (" << x[0] << ", " << x[1] << ", " << x[2] << ")");
+    expect_agree(leaves(xpr::jacfwd(vector_valued)(x)), leaves(ct::jacfwd(vector_valued)(x)),
+                 "jacfwd");
+    expect_agree(leaves(xpr::jacrev(vector_valued)(x)), leaves(ct::jacrev(vector_valued)(x)),
+                 "jacrev");
+    expect_agree(leaves(xpr::grad(scalar)(x)), leaves(ct::grad(scalar)(x)), "grad");
+    expect_agree(leaves(xpr::hessian(scalar)(x)), leaves(ct::hessian(scalar)(x)), "hessian");
+  }
+}
+
+// Compositions agree too: grad of grad, jvp of grad, jacrev of jacfwd.
+TEST(TiersAgree, Compositions) {
+  auto f = [](auto x, auto y) { return xpr::sin(x) * y + xpr::exp(x * y); };
+  for (auto [x, y] : {std::pair{0.8, 1.4}, std::pair{-0.2, 0.6}}) {
+    SCOPED_TRACE(::testing::Message() << "(" << x << ", " << y << ")");
+    expect_agree(leaves(xpr::grad(xpr::grad(f))(x, y)), leaves(ct::grad(ct::grad(f))(x, y)),
+                 "grad(grad)");
+    expect_agree(leaves(xpr::grad<1>(xpr::grad(f))(x, y)), leaves(ct::grad<1>(ct::grad(f))(x, y)),
+                 "grad<1>(grad)");
+    expect_agree(
+        leaves(xpr::jvp(xpr::grad<0, 1>(f), std::tuple{x, y}, std::tuple{1.0, 2.0}).second),
+        leaves(ct::jvp(ct::grad<0, 1>(f), std::tuple{x, y}, std::tuple{1.0, 2.0}).second),
+        "jvp(grad)");
+    expect_agree(leaves(xpr::jacrev<0, 1>(xpr::jacfwd<0, 1>(f))(x, y)),
+                 leaves(ct::jacrev<0, 1>(ct::jacfwd<0, 1>(f))(x, y)), "jacrev(jacfwd)");
+  }
+}
+
+}  // namespace
