@@ -30,6 +30,38 @@
 
 namespace xpr::rt {
 
+namespace detail {
+
+/// The jaxpr that computes the outputs of `j` that are unknown when the inputs `in_unknowns` are,
+/// from all of `j`'s inputs, recomputing the known values it needs rather than reading them as
+/// residuals (JAX's `partial_eval_jaxpr_custom` with nothing saveable): the known half of the
+/// split followed by the unknown half, pruned to the unknown outputs. Going through the split,
+/// rather than pruning `j` itself, matters when `j` holds higher-order equations: a nested
+/// `checkpoint` of known and unknown operands is split too, so every equation of the result is
+/// either all known (recomputed forward when transposing) or linear in the unknown inputs.
+/// Returns it with the inputs it reads and the outputs' unknown flags.
+struct StagedRecompute {
+  ClosedJaxpr jaxpr;
+  std::vector<bool> used_inputs;
+  std::vector<bool> out_unknowns;
+};
+inline StagedRecompute staged_recompute(const ClosedJaxpr& j, const std::vector<bool>& in_unknowns) {
+  PartialEvalJaxpr split = rt::partial_eval_jaxpr(j, in_unknowns);
+  Jaxpr composed;
+  composed.constvars = split.known.jaxpr.constvars;
+  composed.invars = j.jaxpr.invars;
+  composed.eqns = split.known.jaxpr.eqns;
+  composed.eqns.insert(composed.eqns.end(), split.unknown.jaxpr.eqns.begin(),
+                       split.unknown.jaxpr.eqns.end());
+  composed.outvars = split.unknown.jaxpr.outvars;
+  auto [pruned, used] = dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
+                                  std::vector<bool>(split.unknown.jaxpr.outvars.size(), true),
+                                  false);
+  return {std::move(pruned), std::move(used), std::move(split.out_unknowns)};
+}
+
+}  // namespace detail
+
 /// `checkpoint[jaxpr=... prevent_cse=True differentiated=False policy=None]`: applies `jaxpr` (no
 /// constants) to its operands. Its rules keep the application whole through every
 /// transformation: jvp gives a `checkpoint` of the JVP jaxpr (`differentiated=True`), vmap one of
@@ -124,10 +156,10 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     ClosedJaxpr known = dce_jaxpr(split.known, keep, true).first;
     Arrays known_out = eval_jaxpr(known, known_values);
 
-    // Unknown outputs: the whole jaxpr pruned to them, recomputing what it needs.
+    // Unknown outputs: staged, recomputing the known values they need from the known inputs.
     Arrays unknown_out;
     if (num_known_out < out_unknowns.size()) {
-      auto [staged, used] = dce_jaxpr(j, out_unknowns, false);
+      auto [staged, used, unknowns] = detail::staged_recompute(j, in_unknowns);
       Arrays operands;
       for (std::size_t i = 0; i < tracers.size(); ++i)
         if (used[i]) operands.push_back(tracers[i]);
@@ -159,7 +191,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     }
     if (std::find(split.out_unknowns.begin(), split.out_unknowns.end(), true) !=
         split.out_unknowns.end()) {
-      auto [uj, used] = dce_jaxpr(j, split.out_unknowns, false);
+      auto [uj, used, unknowns] = detail::staged_recompute(j, in_unknowns);
       result.unknown = sub_eqn(eqn, uj, used, split.out_unknowns);
       result.unknown->params.set("differentiated", true);
       for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
