@@ -6,18 +6,17 @@
 // CMake found them (XPR_BENCH_CERES, XPR_BENCH_ADOLC, XPR_BENCH_BOOST_AUTODIFF).
 #pragma once
 
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <xsimd/xsimd.hpp>
 
 namespace bench {
@@ -60,7 +59,8 @@ void add(const std::string& workload, const std::string& contender, std::size_t 
          std::size_t period = 1, std::size_t prefix = 1) {
   const std::string name = workload + "/" + dtype_name<T> + "/" + contender;
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-    for (Vec<T>* o : outputs()) std::fill(o->begin(), o->end(), std::numeric_limits<T>::quiet_NaN());
+    for (Vec<T>* o : outputs())
+      std::fill(o->begin(), o->end(), std::numeric_limits<T>::quiet_NaN());
     run();
     const auto got = outputs();
     const auto want = reference();
@@ -69,12 +69,13 @@ void add(const std::string& workload, const std::string& contender, std::size_t 
       for (std::size_t i = 0; i < got[k]->size(); ++i) {
         if (i % period >= prefix) continue;
         const double r = static_cast<double>((*want[k])[i]);
-        const double e = std::abs(static_cast<double>((*got[k])[i]) - r) / std::max(1.0, std::abs(r));
+        const double e =
+            std::abs(static_cast<double>((*got[k])[i]) - r) / std::max(1.0, std::abs(r));
         if (!(e <= d)) d = e;  // NaN counts as the largest difference
       }
       if (!(d <= tol)) {
-        const std::string msg = "output " + std::to_string(k) + " differs from the hand scalar loop by " +
-                                std::to_string(d);
+        const std::string msg = "output " + std::to_string(k) +
+                                " differs from the hand scalar loop by " + std::to_string(d);
         // Not SkipWithError: Google Benchmark 1.7.1 aborts when it aggregates skipped repetitions.
         std::fprintf(stderr, "%s: %s\n", name.c_str(), msg.c_str());
         std::abort();

@@ -3,11 +3,10 @@
 // points, f64 and f32: xpr::ct::vmap(value_and_grad<0, 1, 2>(w1)).into(...) against a
 // hand-written scalar loop and a hand-written xsimd loop (derivatives by hand), and the peers
 // that CMake found. benchmarks/ct_table.py prints the ratios; the table is in docs/benchmarks.md.
-#include <xpr/ct/ct.hpp>
-
 #include <cstddef>
 #include <memory>
 #include <tuple>
+#include <xpr/ct/ct.hpp>
 
 #include "benchmarks/ct/common.hpp"
 #include "benchmarks/ct/peers.hpp"
@@ -32,14 +31,16 @@ template <class T>
 struct Data {
   bench::Vec<T> x = bench::input<T>(n, -2, 2, 1), y = bench::input<T>(n, -2, 2, 2),
                 z = bench::input<T>(n, -1, 1, 3);
-  bench::Vec<T> f = bench::Vec<T>(n), fx = bench::Vec<T>(n), fy = bench::Vec<T>(n), fz = bench::Vec<T>(n);
+  bench::Vec<T> f = bench::Vec<T>(n), fx = bench::Vec<T>(n), fy = bench::Vec<T>(n),
+                fz = bench::Vec<T>(n);
   std::vector<bench::Vec<T>*> outs() { return {&f, &fx, &fy, &fz}; }
 };
 
 // Hand-written: f and its partials derived on paper,
 //   fx = cos(x) y + z exp(x z),  fy = sin(x) - 2 y z / (1 + y^2),  fz = x exp(x z) - log(1 + y^2).
 template <class V>
-[[gnu::always_inline]] inline void w1_hand(const V& x, const V& y, const V& z, V& f, V& fx, V& fy, V& fz) {
+[[gnu::always_inline]] inline void w1_hand(const V& x, const V& y, const V& z, V& f, V& fx, V& fy,
+                                           V& fz) {
   using std::cos, std::exp, std::log, std::sin;
   const V s = sin(x), c = cos(x), e = exp(x * z), q = V(1) + y * y, l = log(q);
   f = s * y + e - l * z;
@@ -50,7 +51,8 @@ template <class V>
 
 template <class T>
 void hand_scalar(Data<T>& d) {
-  for (std::size_t i = 0; i < n; ++i) w1_hand<T>(d.x[i], d.y[i], d.z[i], d.f[i], d.fx[i], d.fy[i], d.fz[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    w1_hand<T>(d.x[i], d.y[i], d.z[i], d.f[i], d.fx[i], d.fy[i], d.fz[i]);
 }
 
 template <class T>
@@ -59,7 +61,8 @@ void hand_xsimd(Data<T>& d) {
   static_assert(n % B::size == 0);  // no tail
   for (std::size_t i = 0; i < n; i += B::size) {
     B f, fx, fy, fz;
-    w1_hand(B::load_aligned(&d.x[i]), B::load_aligned(&d.y[i]), B::load_aligned(&d.z[i]), f, fx, fy, fz);
+    w1_hand(B::load_aligned(&d.x[i]), B::load_aligned(&d.y[i]), B::load_aligned(&d.z[i]), f, fx, fy,
+            fz);
     f.store_aligned(&d.f[i]);
     fx.store_aligned(&d.fx[i]);
     fy.store_aligned(&d.fy[i]);
@@ -79,8 +82,9 @@ void xpr_vmap(Data<T>& d) {
 template <class T>
 void xpr_run(Data<T>& d) {
   constexpr auto vg = xpr::ct::value_and_grad<0, 1, 2>(w1);
-  bench::xpr_into(vg, std::tuple{std::span<T>(d.f), std::span<T>(d.fx), std::span<T>(d.fy), std::span<T>(d.fz)},
-                  std::span<const T>(d.x), std::span<const T>(d.y), std::span<const T>(d.z));
+  bench::xpr_into(
+      vg, std::tuple{std::span<T>(d.f), std::span<T>(d.fx), std::span<T>(d.fy), std::span<T>(d.fz)},
+      std::span<const T>(d.x), std::span<const T>(d.y), std::span<const T>(d.z));
 }
 
 #if XPR_BENCH_CERES
@@ -161,10 +165,12 @@ void register_all() {
   auto ref = std::make_shared<Data<T>>();
   hand_scalar(*ref);
   auto reference = [ref] { return ref->outs(); };
-  auto d = std::make_shared<Data<T>>();  // shared by all contenders: each is checked right after it runs
+  auto d =
+      std::make_shared<Data<T>>();  // shared by all contenders: each is checked right after it runs
   auto add = [&](const char* name, void (*run)(Data<T>&), std::size_t points = n) {
-    bench::add<T>("w1", name, points, [d, run] { run(*d); }, [d] { return d->outs(); }, reference,
-                  bench::tolerance<T>, n, points);
+    bench::add<T>(
+        "w1", name, points, [d, run] { run(*d); }, [d] { return d->outs(); }, reference,
+        bench::tolerance<T>, n, points);
   };
   add("hand_scalar", hand_scalar<T>);
   add("hand_xsimd", hand_xsimd<T>);

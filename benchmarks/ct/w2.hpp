@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
-// W2 (included by w2_n16.cpp and w2_n64.cpp, one process per n because ADOL-C's tapeless
-// direction count is global and cannot change safely once adoubles were allocated): gradient of the extended Rosenbrock function (the chained form of
-// examples/ct_rosenbrock.cpp, sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2) for n = 16 and 64,
-// f64 and f32, over a batch of independent points in SoA layout (coordinate i of every point is
-// one contiguous array): xpr::ct::grad on std::array<xsimd::batch, n> against hand-written
-// gradient code (scalar per point, and xsimd over W points at a time), and the peers CMake found.
+// W2: gradient of the extended Rosenbrock function (the chained form of
+// examples/ct_rosenbrock.cpp, sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2), f64 and f32, over a
+// batch of independent points in SoA layout (coordinate i of every point is one contiguous
+// array): xpr::ct::vmap(grad(rosenbrock)) against hand-written gradient code (scalar per point,
+// and xsimd over W points at a time), and the peers CMake found. Included by w2_n16.cpp and
+// w2_n64.cpp: one process per n, because ADOL-C's tapeless direction count is global and its
+// memory pool breaks when the count changes after adoubles were allocated.
 #pragma once
-
-#include <xpr/ct/ct.hpp>
 
 #include <array>
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
+#include <xpr/ct/ct.hpp>
 
 #include "benchmarks/ct/common.hpp"
 #include "benchmarks/ct/peers.hpp"
@@ -141,7 +141,8 @@ void adolc_tapeless(Data<double, N>& d) {
       x[i].setADValue(static_cast<unsigned>(i), 1);
     }
     const adtl::adouble r = rosenbrock_peer<double>(x, N);
-    for (std::size_t i = 0; i < N; ++i) d.g[i * points + p] = r.getADValue(static_cast<unsigned>(i));
+    for (std::size_t i = 0; i < N; ++i)
+      d.g[i * points + p] = r.getADValue(static_cast<unsigned>(i));
   }
 }
 
@@ -195,8 +196,9 @@ void register_n() {
   auto d = std::make_shared<Data<T, N>>();
   const std::string w = "w2_n" + std::to_string(N);
   auto add = [&](const char* name, void (*run)(Data<T, N>&), std::size_t pts = points) {
-    bench::add<T>(w, name, pts, [d, run] { run(*d); }, [d] { return d->outs(); }, reference,
-                  bench::tolerance<T>, points, pts);
+    bench::add<T>(
+        w, name, pts, [d, run] { run(*d); }, [d] { return d->outs(); }, reference,
+        bench::tolerance<T>, points, pts);
   };
   add("hand_scalar", hand_scalar<T, N>);
   add("hand_xsimd", hand_xsimd<T, N>);
@@ -216,7 +218,6 @@ void register_n() {
   add("boost_autodiff", boost_autodiff<T, N>, slow_points);
 #endif
 }
-
 
 /// The whole benchmark for one n: f64 and f32.
 template <std::size_t N>

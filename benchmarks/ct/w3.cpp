@@ -9,13 +9,12 @@
 //   N(x) = 1 - phi(x) (b1 t + ... + b5 t^5), t = 1 / (1 + p x) for x >= 0, N(x) = 1 - N(-x).
 // The hand code uses N for the price, delta and rho and phi for vega (the closed forms); AD
 // differentiates the approximation instead, so the two agree to the approximation's accuracy.
-#include <xpr/ct/ct.hpp>
-
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <tuple>
 #include <type_traits>
+#include <xpr/ct/ct.hpp>
 
 #include "benchmarks/ct/common.hpp"
 #include "benchmarks/ct/peers.hpp"
@@ -69,8 +68,8 @@ template <class V>
 
 // Hand-written closed forms: delta = N(d1), vega = S phi(d1) sqrt(T), rho = K T e^{-rT} N(d2).
 template <class V>
-[[gnu::always_inline]] inline void call_hand(const V& s, const V& sigma, const V& r, const V& k, const V& t,
-                                             V& price, V& delta, V& vega, V& rho) {
+[[gnu::always_inline]] inline void call_hand(const V& s, const V& sigma, const V& r, const V& k,
+                                             const V& t, V& price, V& delta, V& vega, V& rho) {
   using std::exp, std::log, std::sqrt;
   const V st = sqrt(t), sst = sigma * st;
   const V d1 = (log(s / k) + (r + V(0.5) * sigma * sigma) * t) / sst, d2 = d1 - sst;
@@ -85,7 +84,8 @@ template <class V>
 template <class T>
 void hand_scalar(Data<T>& d) {
   for (std::size_t i = 0; i < n; ++i)
-    call_hand<T>(d.s[i], d.sigma[i], d.r[i], d.k[i], d.t[i], d.price[i], d.delta[i], d.vega[i], d.rho[i]);
+    call_hand<T>(d.s[i], d.sigma[i], d.r[i], d.k[i], d.t[i], d.price[i], d.delta[i], d.vega[i],
+                 d.rho[i]);
 }
 
 template <class T>
@@ -184,12 +184,14 @@ void register_all() {
   auto ref = std::make_shared<Data<T>>();
   hand_scalar(*ref);
   auto reference = [ref] { return ref->outs(); };
-  auto d = std::make_shared<Data<T>>();  // shared by all contenders: each is checked right after it runs
+  auto d =
+      std::make_shared<Data<T>>();  // shared by all contenders: each is checked right after it runs
   // AD differentiates the approximation of N, the hand code uses phi: delta differs by up to
   // 1.9e-5 (every AD contender alike), so this guard allows 1e-4; f32 its own rounding.
   const double tol = sizeof(T) == 8 ? 1e-4 : 1e-3;
   auto add = [&](const char* name, void (*run)(Data<T>&)) {
-    bench::add<T>("w3", name, n, [d, run] { run(*d); }, [d] { return d->outs(); }, reference, tol);
+    bench::add<T>(
+        "w3", name, n, [d, run] { run(*d); }, [d] { return d->outs(); }, reference, tol);
   };
   add("hand_scalar", hand_scalar<T>);
   add("hand_xsimd", hand_xsimd<T>);

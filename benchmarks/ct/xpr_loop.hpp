@@ -7,9 +7,9 @@
 #include <span>
 #include <tuple>
 #include <utility>
+#include <xpr/ct/ct.hpp>
 
 #include <xsimd/xsimd.hpp>
-#include <xpr/ct/ct.hpp>
 
 namespace bench {
 
@@ -25,10 +25,12 @@ void xpr_into(G, std::tuple<Outs...> outs, std::span<const T> first, Ins... rest
   const std::size_t n = first.size();
   const T* in[ni] = {first.data(), rest.data()...};
   T* out[no];
-  std::apply([&](auto... o) {
-    std::size_t k = 0;
-    ((out[k++] = o.data()), ...);
-  }, outs);
+  std::apply(
+      [&](auto... o) {
+        std::size_t k = 0;
+        ((out[k++] = o.data()), ...);
+      },
+      outs);
   std::size_t i = 0;
   for (; i + B::size <= n; i += B::size) {
     B bi[ni], bo[no];
