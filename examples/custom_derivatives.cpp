@@ -39,7 +39,9 @@ int main() {
         (void)lo, (void)hi;
         return x;  // the identity, forwards
       },
-      [](auto lo, auto hi, auto x) { return std::pair{x, std::tuple{lo, hi}}; },
+      [](auto lo, auto hi, auto x) {
+        return std::pair{x, std::tuple{lo, hi}};
+      },
       [](auto res, auto g) {
         auto [lo, hi] = res;
         return std::tuple{xpr::zeros_like(lo), xpr::zeros_like(hi),

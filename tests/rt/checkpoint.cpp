@@ -5,14 +5,14 @@
 // JAX's `checkpoint[...]`; the partial_eval_jaxpr and dce rules split and prune the equation.
 #include "xpr/rt/checkpoint.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 
@@ -39,12 +39,15 @@ auto sin3 = [](auto x) { return xpr::sin(xpr::sin(xpr::sin(x))); };
 auto sin3_ckpt = xpr::checkpoint(sin3);
 
 // d/dx sin(sin(sin x)) and its second derivative, by hand.
-double d_sin3(double x) { return std::cos(std::sin(std::sin(x))) * std::cos(std::sin(x)) * std::cos(x); }
+double d_sin3(double x) {
+  return std::cos(std::sin(std::sin(x))) * std::cos(std::sin(x)) * std::cos(x);
+}
 double dd_sin3(double x) {
   double a = x, b = std::sin(a), c = std::sin(b);
   double ca = std::cos(a), cb = std::cos(b), cc = std::cos(c);
   // d/dx [cc * cb * ca] with c' = cb * ca, b' = ca.
-  return -std::sin(c) * cb * ca * cb * ca + cc * (-std::sin(b) * ca) * ca + cc * cb * (-std::sin(a));
+  return -std::sin(c) * cb * ca * cb * ca + cc * (-std::sin(b) * ca) * ca +
+         cc * cb * (-std::sin(a));
 }
 
 TEST(Checkpoint, LinearizeStoresOnlyTheInput) {
@@ -101,13 +104,14 @@ TEST(Checkpoint, SameDerivativesAsTheFunction) {
     EXPECT_NEAR(scalar(xpr::grad(sin3_ckpt)(x)), d_sin3(x), 1e-15);
     EXPECT_EQ(scalar(xpr::grad(sin3_ckpt)(x)), scalar(xpr::grad(sin3)(x)));
     EXPECT_NEAR(scalar(xpr::grad(xpr::grad(sin3_ckpt))(x)), dd_sin3(x), 1e-14);
-    EXPECT_NEAR(scalar(xpr::grad(xpr::grad(sin3_ckpt))(x)),
-                scalar(xpr::grad(xpr::grad(sin3))(x)), 1e-15);
+    EXPECT_NEAR(scalar(xpr::grad(xpr::grad(sin3_ckpt))(x)), scalar(xpr::grad(xpr::grad(sin3))(x)),
+                1e-15);
     auto [p, t] = xpr::jvp(sin3_ckpt, x, 0.5);
     EXPECT_NEAR(scalar(t), 0.5 * d_sin3(x), 1e-15);
     // Central differences of the gradient.
     const double h = 1e-5;
-    double fd = (scalar(xpr::grad(sin3_ckpt)(x + h)) - scalar(xpr::grad(sin3_ckpt)(x - h))) / (2 * h);
+    double fd =
+        (scalar(xpr::grad(sin3_ckpt)(x + h)) - scalar(xpr::grad(sin3_ckpt)(x - h))) / (2 * h);
     EXPECT_NEAR(scalar(xpr::grad(xpr::grad(sin3_ckpt))(x)), fd, 1e-8);
   }
 }
@@ -179,15 +183,16 @@ TEST(Checkpoint, PytreesClosuresAndNesting) {
     EXPECT_EQ(xpr::make_jaxpr(lin)(1.0).consts.size(), 1u);
   }
   // A closed-over value that is being differentiated is an operand, so its derivative counts.
-  auto g = xpr::grad([](auto w) {
-    return xpr::checkpoint([w](auto v) { return xpr::sin(v * w); })(2.0);
-  })(0.5);
+  auto g = xpr::grad(
+      [](auto w) { return xpr::checkpoint([w](auto v) { return xpr::sin(v * w); })(2.0); })(0.5);
   EXPECT_NEAR(scalar(g), 2.0 * std::cos(1.0), 1e-15);
 }
 
 TEST(Checkpoint, PartialEvalJaxprAndDceRules) {
   // A jaxpr with a checkpoint of two outputs.
-  auto two = xpr::checkpoint([](auto a, auto b) { return std::tuple{xpr::sin(a) * b, xpr::cos(a)}; });
+  auto two = xpr::checkpoint([](auto a, auto b) {
+    return std::tuple{xpr::sin(a) * b, xpr::cos(a)};
+  });
   xpr::ClosedJaxpr j = xpr::make_jaxpr([&](auto a, auto b) {
     auto [p, q] = two(a, b);
     return std::tuple{p, q};

@@ -6,14 +6,14 @@
 // return the wrong structure, shape or dtype.
 #include "xpr/rt/custom_derivatives.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 
@@ -121,7 +121,8 @@ TEST(CustomJvp, MakeJaxprStagesOneCustomJvpCall) {
             "    ] a\n"
             "  in (b,) }");
   // Evaluating the staged program calls the function.
-  EXPECT_NEAR(scalar(xpr::eval_jaxpr(j, {xpr::full(xpr::Shape{}, 3.0)})[0]), std::log1p(std::exp(3.0)), 1e-14);
+  EXPECT_NEAR(scalar(xpr::eval_jaxpr(j, {xpr::full(xpr::Shape{}, 3.0)})[0]),
+              std::log1p(std::exp(3.0)), 1e-14);
 }
 
 TEST(CustomJvp, LinearizeKeepsOnlyTheRulesTangentWork) {
@@ -159,9 +160,7 @@ TEST(CustomJvp, VmapBatchesTheFunctionAndTheRule) {
                                 });
   Array m = xpr::array(std::vector<double>{1, 2, 3, 4, 5, 6}, xpr::Shape{2, 3});
   auto colsum = [&](auto col) { return xpr::sum(scaled(col, 3.0)); };
-  Array gm = xpr::grad([&](auto mm) {
-    return xpr::sum(xpr::vmap(colsum, 1)(mm));
-  })(m);
+  Array gm = xpr::grad([&](auto mm) { return xpr::sum(xpr::vmap(colsum, 1)(mm)); })(m);
   EXPECT_EQ(values(gm), std::vector<double>(6, 3.0));
 }
 
@@ -182,13 +181,13 @@ TEST(CustomJvp, GradOfGradDifferentiatesTheRule) {
 }
 
 // JAX's two-argument example: f(x, y) = sin(x) * y.
-auto f_xy = xpr::custom_jvp([](auto x, auto y) { return xpr::sin(x) * y; },
-                            [](auto primals, auto tangents) {
-                              auto [x, y] = primals;
-                              auto [x_dot, y_dot] = tangents;
-                              return std::pair{xpr::sin(x) * y,
-                                               xpr::cos(x) * x_dot * y + xpr::sin(x) * y_dot};
-                            });
+auto f_xy = xpr::custom_jvp(
+    [](auto x, auto y) { return xpr::sin(x) * y; },
+    [](auto primals, auto tangents) {
+      auto [x, y] = primals;
+      auto [x_dot, y_dot] = tangents;
+      return std::pair{xpr::sin(x) * y, xpr::cos(x) * x_dot * y + xpr::sin(x) * y_dot};
+    });
 
 TEST(CustomJvp, SeveralArgumentsAndPytrees) {
   auto [gx, gy] = xpr::grad<0, 1>(f_xy)(2.0, 3.0);
@@ -303,7 +302,9 @@ auto clip_gradient = xpr::custom_vjp(
       (void)lo, (void)hi;
       return x;
     },
-    [](auto lo, auto hi, auto x) { return std::pair{x, std::tuple{lo, hi}}; },
+    [](auto lo, auto hi, auto x) {
+      return std::pair{x, std::tuple{lo, hi}};
+    },
     [](auto res, auto g) {
       auto [lo, hi] = res;
       return std::tuple{xpr::zeros_like(lo), xpr::zeros_like(hi),
@@ -320,7 +321,7 @@ TEST(CustomVjp, ClipGradient) {
     EXPECT_NEAR(scalar(v), std::sin(x), 1e-15);
     EXPECT_NEAR(scalar(g), 0.75 * std::cos(x), 1e-15);
     auto [y, f_vjp] = xpr::vjp(f, x);
-    EXPECT_NEAR(scalar(std::get<0>(f_vjp(0.5))), 0.5 * std::cos(x), 1e-15);   // inside the range
+    EXPECT_NEAR(scalar(std::get<0>(f_vjp(0.5))), 0.5 * std::cos(x), 1e-15);  // inside the range
     EXPECT_NEAR(scalar(std::get<0>(f_vjp(-3.0))), -0.75 * std::cos(x), 1e-15);
   }
   Array xs = xpr::array({0.5, 2.0});
@@ -346,15 +347,15 @@ TEST(CustomVjp, ForwardModeIsATypeError) {
 }
 
 // JAX's two-argument example: f(x, y) = sin(x) * y with residuals (cos x, sin x, y).
-auto f_vjp_xy = xpr::custom_vjp(
-    [](auto x, auto y) { return xpr::sin(x) * y; },
-    [](auto x, auto y) {
-      return std::pair{xpr::sin(x) * y, std::tuple{xpr::cos(x), xpr::sin(x), y}};
-    },
-    [](auto res, auto g) {
-      auto [cos_x, sin_x, y] = res;
-      return std::tuple{cos_x * g * y, sin_x * g};
-    });
+auto f_vjp_xy =
+    xpr::custom_vjp([](auto x, auto y) { return xpr::sin(x) * y; },
+                    [](auto x, auto y) {
+                      return std::pair{xpr::sin(x) * y, std::tuple{xpr::cos(x), xpr::sin(x), y}};
+                    },
+                    [](auto res, auto g) {
+                      auto [cos_x, sin_x, y] = res;
+                      return std::tuple{cos_x * g * y, sin_x * g};
+                    });
 
 TEST(CustomVjp, SeveralArgumentsVmapAndMakeJaxpr) {
   auto [gx, gy] = xpr::grad<0, 1>(f_vjp_xy)(2.0, 3.0);
@@ -394,7 +395,9 @@ TEST(CustomVjp, SeveralArgumentsVmapAndMakeJaxpr) {
 TEST(CustomVjp, GradOfGradDifferentiatesBwd) {
   // sin with residual x: bwd computes g * cos(x), which the outer grad differentiates.
   auto my_sin = xpr::custom_vjp([](auto x) { return xpr::sin(x); },
-                                [](auto x) { return std::pair{xpr::sin(x), x}; },
+                                [](auto x) {
+                                  return std::pair{xpr::sin(x), x};
+                                },
                                 [](auto x, auto g) { return std::tuple{g * xpr::cos(x)}; });
   for (double x : {0.3, 1.7}) {
     EXPECT_NEAR(scalar(xpr::grad(my_sin)(x)), std::cos(x), 1e-15);
@@ -404,25 +407,43 @@ TEST(CustomVjp, GradOfGradDifferentiatesBwd) {
 
 TEST(CustomVjp, RulesWithTheWrongStructureOrTypesAreTypeErrors) {
   auto id = [](auto x) { return x; };
-  auto bare = xpr::custom_vjp(id, [](auto x) { return std::pair{x, x}; },
-                              [](auto, auto g) { return g; });  // not a tuple
+  auto bare = xpr::custom_vjp(
+      id,
+      [](auto x) {
+        return std::pair{x, x};
+      },
+      [](auto, auto g) { return g; });  // not a tuple
   std::string msg = error_of([&] { (void)xpr::grad(bare)(1.0); });
   EXPECT_NE(msg.find("Custom VJP bwd rule must produce an output with the same container"),
             std::string::npos)
       << msg;
-  auto wrong_shape = xpr::custom_vjp(id, [](auto x) { return std::pair{x, x}; },
-                                     [](auto, auto g) { return std::tuple{xpr::stack({g, g})}; });
+  auto wrong_shape = xpr::custom_vjp(
+      id,
+      [](auto x) {
+        return std::pair{x, x};
+      },
+      [](auto, auto g) {
+        return std::tuple{xpr::stack({g, g})};
+      });
   msg = error_of([&] { (void)xpr::grad(wrong_shape)(1.0); });
   EXPECT_NE(msg.find("shape/dtype f64[2] corresponding to an input of shape/dtype f64[]"),
             std::string::npos)
       << msg;
-  auto wrong_fwd = xpr::custom_vjp(id, [](auto x) { return std::pair{std::tuple{x, x}, x}; },
-                                   [](auto, auto g) { return std::tuple{g}; });
+  auto wrong_fwd = xpr::custom_vjp(
+      id,
+      [](auto x) {
+        return std::pair{std::tuple{x, x}, x};
+      },
+      [](auto, auto g) { return std::tuple{g}; });
   msg = error_of([&] { (void)xpr::grad(wrong_fwd)(1.0); });
   EXPECT_NE(msg.find("Custom VJP fwd rule must produce a pair"), std::string::npos) << msg;
   // A weakly typed number from bwd takes the argument's dtype, as a Python scalar does in JAX.
-  auto zero_grad = xpr::custom_vjp(id, [](auto x) { return std::pair{x, x}; },
-                                   [](auto, auto) { return std::tuple{0.0}; });
+  auto zero_grad = xpr::custom_vjp(
+      id,
+      [](auto x) {
+        return std::pair{x, x};
+      },
+      [](auto, auto) { return std::tuple{0.0}; });
   Array g = xpr::grad(zero_grad)(xpr::full(xpr::Shape{}, 2.0f));
   EXPECT_EQ(g.dtype(), xpr::float32);
   EXPECT_EQ(g.item<float>(), 0.0f);
@@ -432,7 +453,9 @@ TEST(CustomVjp, DifferentiatingAClosedOverValueIsAnError) {
   std::string msg = error_of([&] {
     (void)xpr::grad([](auto y) {
       auto g = xpr::custom_vjp([y](auto x) { return x * y; },
-                               [y](auto x) { return std::pair{x * y, y}; },
+                               [y](auto x) {
+                                 return std::pair{x * y, y};
+                               },
                                [](auto r, auto ct) { return std::tuple{ct * r}; });
       return g(2.0);
     })(3.0);

@@ -45,7 +45,8 @@ struct StagedRecompute {
   std::vector<bool> used_inputs;
   std::vector<bool> out_unknowns;
 };
-inline StagedRecompute staged_recompute(const ClosedJaxpr& j, const std::vector<bool>& in_unknowns) {
+inline StagedRecompute staged_recompute(const ClosedJaxpr& j,
+                                        const std::vector<bool>& in_unknowns) {
   PartialEvalJaxpr split = rt::partial_eval_jaxpr(j, in_unknowns);
   Jaxpr composed;
   composed.constvars = split.known.jaxpr.constvars;
@@ -54,9 +55,9 @@ inline StagedRecompute staged_recompute(const ClosedJaxpr& j, const std::vector<
   composed.eqns.insert(composed.eqns.end(), split.unknown.jaxpr.eqns.begin(),
                        split.unknown.jaxpr.eqns.end());
   composed.outvars = split.unknown.jaxpr.outvars;
-  auto [pruned, used] = dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
-                                  std::vector<bool>(split.unknown.jaxpr.outvars.size(), true),
-                                  false);
+  auto [pruned, used] =
+      dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
+                std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
   return {std::move(pruned), std::move(used), std::move(split.out_unknowns)};
 }
 
@@ -84,9 +85,8 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
                              " operands, found " + std::to_string(args.size()));
     for (std::size_t i = 0; i < args.size(); ++i)
       if (!args[i].same_type(j.jaxpr.invars[i].aval()))
-        throw core::type_error("checkpoint: expected operand " + std::to_string(i) +
-                               " of type " + j.jaxpr.invars[i].aval().str() + ", found " +
-                               args[i].str());
+        throw core::type_error("checkpoint: expected operand " + std::to_string(i) + " of type " +
+                               j.jaxpr.invars[i].aval().str() + ", found " + args[i].str());
     return j.out_avals();
   }
 
@@ -163,8 +163,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
       Arrays operands;
       for (std::size_t i = 0; i < tracers.size(); ++i)
         if (used[i]) operands.push_back(tracers[i]);
-      Params p = detail::with_param(params, "jaxpr",
-                                    std::make_shared<const ClosedJaxpr>(staged));
+      Params p = detail::with_param(params, "jaxpr", std::make_shared<const ClosedJaxpr>(staged));
       p.set("differentiated", true);
       unknown_out = trace.stage(*this, operands, p, staged.out_avals());
     }
@@ -210,8 +209,10 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
   /// `eqn` restricted to the inputs `used_in` and outputs `used_out`, applying `jaxpr`.
   static Eqn sub_eqn(const Eqn& eqn, const ClosedJaxpr& jaxpr, const std::vector<bool>& used_in,
                      const std::vector<bool>& used_out) {
-    Eqn e{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr",
-                                                std::make_shared<const ClosedJaxpr>(jaxpr)), {}};
+    Eqn e{eqn.primitive,
+          {},
+          detail::with_param(eqn.params, "jaxpr", std::make_shared<const ClosedJaxpr>(jaxpr)),
+          {}};
     for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
       if (used_in[i]) e.inputs.push_back(eqn.inputs[i]);
     for (std::size_t k = 0; k < eqn.outputs.size(); ++k)

@@ -88,30 +88,35 @@ inline std::size_t num_consts(const Params& params) {
 
 [[noreturn]] inline void throw_closed_over(const char* kind, const char* rules) {
   throw core::type_error(
-      std::string("Detected differentiation of a ") + kind + " function with respect to a "
+      std::string("Detected differentiation of a ") + kind +
+      " function with respect to a "
       "closed-over value. That isn't supported because the custom " +
       (kind[7] == 'j' ? "JVP" : "VJP") + " rule only specifies how to differentiate the " + kind +
       " function with respect to explicit input parameters. Try passing the closed-over value "
-      "into the " + kind + " function as an argument, and adapting the " + kind + " " + rules +
-      ".");
+      "into the " +
+      kind + " function as an argument, and adapting the " + kind + " " + rules + ".");
 }
 
 /// The structure check JAX applies to what a rule returns for the function's output.
 inline void check_rule_output(const std::string& what, const PyTreeDef& expected_def,
-                              std::span<const ShapedArray> expected,
-                              const PyTreeDef& found_def, std::span<const Array> found) {
+                              std::span<const ShapedArray> expected, const PyTreeDef& found_def,
+                              std::span<const Array> found) {
   if (found_def != expected_def)
-    throw core::type_error(what + " (equal to the output of the function, and in particular of "
+    throw core::type_error(what +
+                           " (equal to the output of the function, and in particular of "
                            "the same container/pytree structure), but instead it had structure " +
                            found_def.str() + " while the function had output structure " +
                            expected_def.str());
   for (std::size_t i = 0; i < found.size(); ++i)
     if (!found[i].aval().same_type(expected[i]))
-      throw core::type_error(what + " (equal to the output of the function, and in particular "
+      throw core::type_error(what +
+                             " (equal to the output of the function, and in particular "
                              "with leaves of the same shape/dtype), but instead it had "
-                             "shapes/dtypes of (" + avals_list(avals_of_values(found)) + ") while the "
-                             "function had output shapes/dtypes of (" + avals_list(expected) +
-                             ")");
+                             "shapes/dtypes of (" +
+                             avals_list(avals_of_values(found)) +
+                             ") while the "
+                             "function had output shapes/dtypes of (" +
+                             avals_list(expected) + ")");
 }
 
 template <class T>
@@ -155,9 +160,10 @@ class CustomJvpCallP final : public Primitive {
       if (tangents[i]) detail::throw_closed_over("custom_jvp", "rule");
     const auto* rule = detail::opaque_value<detail::CustomJvpRule>(params, "jvp_jaxpr_fun");
     if (!rule)
-      throw core::not_implemented_error("custom_jvp_call: this equation has no jvp rule (a jaxpr "
-                                        "read from text keeps only call_jaxpr), so it cannot be "
-                                        "differentiated");
+      throw core::not_implemented_error(
+          "custom_jvp_call: this equation has no jvp rule (a jaxpr "
+          "read from text keeps only call_jaxpr), so it cannot be "
+          "differentiated");
     const ClosedJaxpr& jvp = rule->jvp_jaxpr.get();
     Arrays ins(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
     for (std::size_t i = nc; i < tangents.size(); ++i)
@@ -250,8 +256,10 @@ class CustomLinP final : public Primitive {
     for (std::size_t i = 0; i < num_res; ++i) {
       const Array* r = std::get_if<Array>(&args[i]);
       if (!r)
-        throw core::type_error("custom_lin: expected known residuals when transposing, found an "
-                               "undefined primal of type " + aval_of(args[i]).str());
+        throw core::type_error(
+            "custom_lin: expected known residuals when transposing, found an "
+            "undefined primal of type " +
+            aval_of(args[i]).str());
       res.push_back(*r);
     }
     Arrays cts_out;
@@ -270,8 +278,9 @@ class CustomLinP final : public Primitive {
   static const detail::CustomLinRule& lin_rule(const Params& params) {
     const auto* lin = detail::opaque_value<detail::CustomLinRule>(params, "bwd");
     if (!lin)
-      throw core::not_implemented_error("custom_lin: this equation has no bwd rule (a jaxpr read "
-                                        "from text keeps none)");
+      throw core::not_implemented_error(
+          "custom_lin: this equation has no bwd rule (a jaxpr read "
+          "from text keeps none)");
     return *lin;
   }
 };
@@ -370,9 +379,10 @@ class CustomVjpCallP final : public Primitive {
   static std::shared_ptr<const detail::CustomVjpRule> rule_of(const Params& params) {
     auto rule = detail::opaque_shared<detail::CustomVjpRule>(params, "fwd_jaxpr_thunk");
     if (!rule)
-      throw core::not_implemented_error("custom_vjp_call: this equation has no fwd and bwd rules "
-                                        "(a jaxpr read from text keeps only call_jaxpr), so it "
-                                        "cannot be differentiated");
+      throw core::not_implemented_error(
+          "custom_vjp_call: this equation has no fwd and bwd rules "
+          "(a jaxpr read from text keeps only call_jaxpr), so it "
+          "cannot be differentiated");
     return rule;
   }
 };
@@ -389,7 +399,8 @@ namespace detail {
 template <class F, class Rule>
 class CustomJvp {
  public:
-  CustomJvp(F f, Rule rule) : f_(std::move(f)), rule_(std::make_shared<const Rule>(std::move(rule))) {}
+  CustomJvp(F f, Rule rule)
+      : f_(std::move(f)), rule_(std::make_shared<const Rule>(std::move(rule))) {}
 
   template <class... A>
   auto operator()(const A&... args) const {
@@ -417,23 +428,26 @@ class CustomJvp {
             auto result = (*rule)(std::as_const(primals), std::as_const(tangents));
             auto [p_leaves, p_def] = tree_flatten(std::get<0>(result));
             auto [t_leaves, t_def] = tree_flatten(std::get<1>(result));
-            const std::string what = "Custom JVP rule must produce a pair (primal_out, tangent_out) "
-                                     "where the first element represents the primal output";
+            const std::string what =
+                "Custom JVP rule must produce a pair (primal_out, tangent_out) "
+                "where the first element represents the primal output";
             check_rule_output(what, out_def, out_avals, p_def, p_leaves);
             if (static_cast<const PyTreeDef&>(t_def) != out_def)
-              throw core::type_error("Custom JVP rule must produce primal and tangent outputs "
-                                     "with equal container (pytree) structures, but got " +
-                                     out_def.str() + " and " + t_def.str() + " respectively.");
+              throw core::type_error(
+                  "Custom JVP rule must produce primal and tangent outputs "
+                  "with equal container (pytree) structures, but got " +
+                  out_def.str() + " and " + t_def.str() + " respectively.");
             for (std::size_t i = 0; i < t_leaves.size(); ++i) {
               if (!t_leaves[i].aval().same_type(p_leaves[i].aval())) {
                 if (t_leaves[i].weak_type() && t_leaves[i].shape() == p_leaves[i].shape()) {
                   t_leaves[i] = convert_element_type(t_leaves[i], p_leaves[i].dtype());
                   continue;
                 }
-                throw core::type_error("Custom JVP rule must produce primal and tangent outputs "
-                                       "with equal shapes and dtypes, but got " +
-                                       p_leaves[i].aval().str() + " and " +
-                                       t_leaves[i].aval().str() + " respectively.");
+                throw core::type_error(
+                    "Custom JVP rule must produce primal and tangent outputs "
+                    "with equal shapes and dtypes, but got " +
+                    p_leaves[i].aval().str() + " and " + t_leaves[i].aval().str() +
+                    " respectively.");
               }
             }
             return concat(p_leaves, t_leaves);
@@ -469,8 +483,8 @@ class CustomVjp {
     using Args = std::tuple<std::remove_cvref_t<A>...>;
     using In = tree_of_arrays_t<Args>;
     using Out = flat_result_t<F, Args>;
-    using FwdOut = std::remove_cvref_t<decltype(std::apply(std::declval<const Fwd&>(),
-                                                           std::declval<In>()))>;
+    using FwdOut =
+        std::remove_cvref_t<decltype(std::apply(std::declval<const Fwd&>(), std::declval<In>()))>;
     static_assert(is_pair_v<FwdOut>,
                   "xpr::custom_vjp: fwd is called with the function's arguments and must return "
                   "a pair (output, residuals)");
@@ -492,9 +506,10 @@ class CustomVjp {
             auto result = std::apply(*fwd, tree_unflatten<In>(in_def, in));
             auto [o_leaves, o_def] = tree_flatten(std::get<0>(result));
             auto [r_leaves, r_def] = tree_flatten(std::get<1>(result));
-            check_rule_output("Custom VJP fwd rule must produce a pair (output, residuals) "
-                              "where the first element represents the primal output",
-                              out_def, out_avals, o_def, o_leaves);
+            check_rule_output(
+                "Custom VJP fwd rule must produce a pair (output, residuals) "
+                "where the first element represents the primal output",
+                out_def, out_avals, o_def, o_leaves);
             res_def = r_def;
             num_res = r_leaves.size();
             return concat(r_leaves, o_leaves);
@@ -502,18 +517,18 @@ class CustomVjp {
           ClosedJaxpr j = make_jaxpr_flat(fwd_flat, avals);
           return CustomVjpFwd{std::move(j), num_res, std::move(*res_def)};
         }),
-        [bwd = bwd_, in_def, out_def = *out_def](const PyTreeDef& res_def,
-                                                 std::span<const Array> res,
-                                                 std::span<const Array> cts) {
-          auto cts_in = (*bwd)(tree_unflatten<Res>(res_def, res), tree_unflatten<Out>(out_def, cts));
+        [bwd = bwd_, in_def, out_def = *out_def](
+            const PyTreeDef& res_def, std::span<const Array> res, std::span<const Array> cts) {
+          auto cts_in =
+              (*bwd)(tree_unflatten<Res>(res_def, res), tree_unflatten<Out>(out_def, cts));
           auto [c_leaves, c_def] = tree_flatten(cts_in);
           if (static_cast<const PyTreeDef&>(c_def) != in_def)
             throw core::type_error(
                 "Custom VJP bwd rule must produce an output with the same container (pytree) "
                 "structure as the args tuple of the primal function, and in particular must "
                 "produce a tuple of length equal to the number of arguments to the primal "
-                "function, but got bwd output structure " + c_def.str() +
-                " for primal input structure " + in_def.str() + ".");
+                "function, but got bwd output structure " +
+                c_def.str() + " for primal input structure " + in_def.str() + ".");
           return Arrays(c_leaves.begin(), c_leaves.end());
         },
         avals});
@@ -528,11 +543,14 @@ class CustomVjp {
           out[i] = convert_element_type(out[i], avals[i].dtype);
           continue;
         }
-        throw core::type_error("Custom VJP bwd rule must produce an output with the same "
-                               "shape/dtypes as the args tuple of the primal function, but at "
-                               "output leaf " + std::to_string(i) + " the bwd rule produced an "
-                               "output of shape/dtype " + out[i].aval().str() +
-                               " corresponding to an input of shape/dtype " + avals[i].str());
+        throw core::type_error(
+            "Custom VJP bwd rule must produce an output with the same "
+            "shape/dtypes as the args tuple of the primal function, but at "
+            "output leaf " +
+            std::to_string(i) +
+            " the bwd rule produced an "
+            "output of shape/dtype " +
+            out[i].aval().str() + " corresponding to an input of shape/dtype " + avals[i].str());
       }
       return out;
     };

@@ -218,8 +218,8 @@ std::shared_ptr<const T> opaque_shared(const Params& params, std::string_view na
 /// The sub-jaxpr parameter `name` of a higher-order equation.
 inline const ClosedJaxpr& jaxpr_param(const Params& params, std::string_view name) {
   const JaxprParam& p = params.get<JaxprParam>(name);
-  if (!p) throw core::type_error("expected a jaxpr in parameter '" + std::string(name) +
-                                 "', found None");
+  if (!p)
+    throw core::type_error("expected a jaxpr in parameter '" + std::string(name) + "', found None");
   return *p;
 }
 
