@@ -14,7 +14,6 @@
 
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/ops.hpp"
-#include "xpr/ct/detail/buffer.hpp"
 
 namespace xpr::ct {
 
@@ -46,6 +45,140 @@ constexpr bool dependent_false = false;
 constexpr void fail(const char* message) {
   if (message) throw message;
 }
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Buffer<T>: a growable array for constant evaluation. Storage comes in blocks of 16 << k
+// elements created by `new Block<T, N>{}`: GCC evaluates that zero-filled aggregate once, as a
+// constant, where `new T[n]()` or a fill loop costs ~25 operations per element of the
+// evaluator's budget (-fconstexpr-ops-limit), and every stage allocates thousands of elements.
+// (std::vector works in constant evaluation too, but its layers cost several times more.)
+// ---------------------------------------------------------------------------------------------
+namespace detail {
+template <class T, std::size_t N>
+struct Block {
+  T items[N];
+};
+
+inline constexpr int num_block_sizes = 21;  // 16 .. 16M elements
+constexpr std::size_t block_capacity(int k) { return std::size_t{16} << k; }
+
+// A pointer to a block of one of the sizes 16 << k for k <= K. A union, because a constant
+// evaluation must delete an object through a pointer to its own type (not a void*).
+template <class T, int K>
+union BlockPtr {
+  Block<T, block_capacity(K)>* block;
+  BlockPtr<T, K - 1> smaller;
+};
+template <class T>
+union BlockPtr<T, 0> {
+  Block<T, block_capacity(0)>* block;
+};
+
+template <class T, int K>
+constexpr T* allocate_block(BlockPtr<T, K>& p, int k) {
+  if constexpr (K > 0) {
+    if (k < K) {
+      p.smaller = {};
+      return allocate_block(p.smaller, k);
+    }
+  }
+  p.block = new Block<T, block_capacity(K)>{};
+  return p.block->items;
+}
+template <class T, int K>
+constexpr void delete_block(BlockPtr<T, K>& p, int k) {
+  if constexpr (K > 0) {
+    if (k < K) return delete_block(p.smaller, k);
+  }
+  delete p.block;
+}
+
+/// A growable array of `T` (default-constructible, copyable) for constant evaluation. Elements
+/// past `size()` up to `capacity()` are value-initialized.
+template <class T>
+class Buffer {
+ public:
+  constexpr Buffer() = default;
+  constexpr explicit Buffer(std::size_t n) { resize(n); }
+  constexpr Buffer(std::size_t n, const T& fill) { resize(n, fill); }
+  constexpr Buffer(const Buffer& other) { *this = other; }
+  constexpr Buffer(Buffer&& other) noexcept { steal(other); }
+  constexpr Buffer& operator=(const Buffer& other) {
+    if (this == &other) return *this;
+    size_ = 0;
+    reserve(other.size_);
+    for (std::size_t i = 0; i < other.size_; ++i) data_[i] = other.data_[i];
+    size_ = other.size_;
+    return *this;
+  }
+  constexpr Buffer& operator=(Buffer&& other) noexcept {
+    if (this == &other) return *this;
+    release();
+    steal(other);
+    return *this;
+  }
+  constexpr ~Buffer() { release(); }
+
+  constexpr std::size_t size() const { return size_; }
+  constexpr std::size_t capacity() const { return data_ ? block_capacity(class_) : 0; }
+  constexpr bool empty() const { return size_ == 0; }
+  constexpr T& operator[](std::size_t i) { return data_[i]; }
+  constexpr const T& operator[](std::size_t i) const { return data_[i]; }
+  constexpr T& back() { return data_[size_ - 1]; }
+  constexpr const T* begin() const { return data_; }
+  constexpr const T* end() const { return data_ + size_; }
+
+  constexpr void reserve(std::size_t n) {
+    if (n <= capacity()) return;
+    int k = 0;
+    while (block_capacity(k) < n) ++k;
+    if (k >= num_block_sizes) fail("xpr::ct: a jaxpr is too large (over 16M entries)");
+    BlockPtr<T, num_block_sizes - 1> fresh{};
+    T* items = allocate_block(fresh, k);
+    for (std::size_t i = 0; i < size_; ++i) items[i] = static_cast<T&&>(data_[i]);
+    if (data_) delete_block(block_, class_);
+    block_ = fresh;
+    data_ = items;
+    class_ = k;
+  }
+  constexpr void push_back(const T& x) {
+    if (size_ == capacity()) reserve(size_ + 1);
+    data_[size_++] = x;
+  }
+  constexpr void pop_back() { --size_; }
+  /// Grows to `n` value-initialized elements (shrinking is not supported).
+  constexpr void resize(std::size_t n) {
+    reserve(n);
+    size_ = n;
+  }
+  constexpr void resize(std::size_t n, const T& fill) {
+    reserve(n);
+    for (std::size_t i = size_; i < n; ++i) data_[i] = fill;
+    size_ = n;
+  }
+  constexpr void clear() { size_ = 0; }
+
+ private:
+  constexpr void release() {
+    if (data_) delete_block(block_, class_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  constexpr void steal(Buffer& other) {
+    block_ = other.block_;
+    data_ = other.data_;
+    size_ = other.size_;
+    class_ = other.class_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+
+  BlockPtr<T, num_block_sizes - 1> block_{};
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  int class_ = 0;
+};
 }  // namespace detail
 
 /// The primitives of the compile-time tier, in the order of `detail::prim_ops`.
@@ -147,19 +280,17 @@ class Graph {
 
   /// The variable computing `e`: an existing equation when one is identical, else a new one.
   constexpr int emit(const Eqn& e) {
-    // Grown 4x at a time: a constant evaluation pays for every step of a rehash.
-    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 256 ? 1024 : 4 * table_.size());
+    if (2 * (eqns_.size() + 1) > table_.size()) rehash(2 * (eqns_.size() + 1));
     const std::size_t mask = table_.size() - 1;
-    const std::size_t h0 = hash(e);
-    for (std::size_t h = h0 & mask;; h = (h + 1) & mask) {
-      int id = table_[h];
-      if (id < 0) {
-        id = static_cast<int>(eqns_.size());
-        table_[h] = id;
+    for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
+      const int slot = table_[h];
+      if (slot == 0) {
+        const int id = static_cast<int>(eqns_.size());
+        table_[h] = id + 1;
         eqns_.push_back(e);
         return id;
       }
-      if (eqns_[static_cast<std::size_t>(id)] == e) return id;
+      if (eqns_[static_cast<std::size_t>(slot - 1)] == e) return slot - 1;
     }
   }
   /// The variable computing `e` if there is one, else -1.
@@ -167,24 +298,25 @@ class Graph {
     if (table_.empty()) return -1;
     const std::size_t mask = table_.size() - 1;
     for (std::size_t h = hash(e) & mask;; h = (h + 1) & mask) {
-      int id = table_[h];
-      if (id < 0) return -1;
-      if (eqns_[static_cast<std::size_t>(id)] == e) return id;
+      const int slot = table_[h];
+      if (slot == 0) return -1;
+      if (eqns_[static_cast<std::size_t>(slot - 1)] == e) return slot - 1;
     }
   }
   /// Appends `e`, known to differ from every equation already here (a frozen program's), without
   /// looking for an equal one.
   constexpr int append_unique(const Eqn& e) {
-    if (2 * (eqns_.size() + 1) > table_.size()) rehash(table_.size() < 256 ? 1024 : 4 * table_.size());
-    const std::size_t mask = table_.size() - 1;
-    const std::size_t h0 = hash(e);
-    std::size_t h = h0 & mask;
-    while (table_[h] >= 0) h = (h + 1) & mask;
+    if (2 * (eqns_.size() + 1) > table_.size()) rehash(2 * (eqns_.size() + 1));
     const int id = static_cast<int>(eqns_.size());
-    table_[h] = id;
+    insert(e, id);
     eqns_.push_back(e);
     if (e.prim == Prim::arg) ++num_args_;
     return id;
+  }
+  /// Makes room for `n` equations in all, so that adding them rehashes nothing.
+  constexpr void reserve(std::size_t n) {
+    eqns_.reserve(n);
+    if (2 * n > table_.size()) rehash(2 * n);
   }
   /// A fresh input variable; never merged with another.
   constexpr int new_arg(DType dtype, bool weak = false) {
@@ -209,14 +341,19 @@ class Graph {
                       (static_cast<std::uint32_t>(e.prim) << 24 | static_cast<std::uint32_t>(e.dtype) << 16);
     return h ^ (h >> 15);
   }
+  // The table holds id + 1, so that a zero-filled block is an empty table: growing it costs
+  // only the re-insertions. Its size is a power of two at least `n`, at most half full.
   constexpr void rehash(std::size_t n) {
-    table_ = detail::Buffer<int>(n, -1);
-    for (std::size_t i = 0; i < eqns_.size(); ++i)
-      for (std::size_t h = hash(eqns_[i]) & (n - 1);; h = (h + 1) & (n - 1))
-        if (table_[h] < 0) {
-          table_[h] = static_cast<int>(i);
-          break;
-        }
+    std::size_t size = 1024;
+    while (size < n) size *= 2;
+    table_ = detail::Buffer<int>(size);
+    for (std::size_t i = 0; i < eqns_.size(); ++i) insert(eqns_[i], static_cast<int>(i));
+  }
+  constexpr void insert(const Eqn& e, int id) {
+    const std::size_t mask = table_.size() - 1;
+    std::size_t h = hash(e) & mask;
+    while (table_[h] != 0) h = (h + 1) & mask;
+    table_[h] = id + 1;
   }
 
   detail::Buffer<Eqn> eqns_;
@@ -256,7 +393,7 @@ namespace detail {
 constexpr Buffer<int> frozen_index(const Jaxpr& j) {
   const Graph& g = j.graph;
   Buffer<int> index(g.size(), -1);
-  Buffer<bool> live(g.size(), false);
+  Buffer<bool> live(g.size());
   for (int o : j.outs) live[static_cast<std::size_t>(o)] = true;
   for (std::size_t i = g.size(); i-- > 0;)
     if (live[i])
@@ -303,6 +440,7 @@ constexpr Program<S.eqns, S.ins, S.outs> freeze(const Jaxpr& j) {
 template <class P>
 constexpr Jaxpr thaw(const P& p) {
   Jaxpr j;
+  j.graph.reserve(2 * P::num_eqns);  // room for the stage's new equations, too
   for (std::size_t i = 0; i < P::num_eqns; ++i) {
     Eqn e = p.eqns[i];
     if (e.prim == Prim::arg) {

@@ -222,7 +222,7 @@ constexpr Jaxpr trace(const DType* dtypes) {
 /// fold and equal subexpressions merge with the enclosing trace's.
 constexpr detail::Buffer<Tracer> inline_jaxpr(const Jaxpr& j, const Tracer* args) {
   const Graph& g = j.graph;
-  detail::Buffer<bool> live(g.size(), false);
+  detail::Buffer<bool> live(g.size());
   for (int o : j.outs) live[static_cast<std::size_t>(o)] = true;
   for (std::size_t i = g.size(); i-- > 0;)
     if (live[i])

@@ -41,7 +41,7 @@ constexpr void jvp_sweep(Graph& g, detail::Buffer<Tracer>& tangent) {
 
 /// Which equations depend on the given inputs: the linear part of a jvp jaxpr.
 constexpr detail::Buffer<bool> linear_flags(const Graph& g, const int* linear_ins, std::size_t n) {
-  detail::Buffer<bool> lin(g.size(), false);
+  detail::Buffer<bool> lin(g.size());
   for (std::size_t k = 0; k < n; ++k) lin[static_cast<std::size_t>(linear_ins[k])] = true;
   for (std::size_t i = 0; i < g.size(); ++i)
     for (int k = 0; k < arity(g[i].prim); ++k)
@@ -167,7 +167,7 @@ namespace detail {
 /// The residuals: known (non-linear, non-literal) values the linear equations read, in SSA order.
 constexpr Buffer<int> residuals(const Jaxpr& j, const Buffer<bool>& lin, std::size_t nl) {
   const Graph& g = j.graph;
-  Buffer<bool> live(g.size(), false), needed(g.size(), false);
+  Buffer<bool> live(g.size()), needed(g.size());
   for (std::size_t o = j.outs.size() - nl; o < j.outs.size(); ++o) {
     auto y = static_cast<std::size_t>(j.outs[o]);
     if (lin[y])
