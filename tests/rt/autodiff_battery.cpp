@@ -320,6 +320,9 @@ std::vector<Case> battery() {
       any(m23), any(m23)));
   c.push_back(unary(
       "clip", [](const Array& x) { return xpr::clip(x, -0.9, 1.1); }, grid(m23, 0.5)));
+  c.push_back(unary(
+      "relu (where with a number)", [](const Array& x) { return xpr::where(x > 0.0, x, 0.0) * x; },
+      grid(m23, 0.5)));
   // reductions
   c.push_back(unary("reduce_sum all", [](const Array& x) { return xpr::sum(x * x); }));
   c.push_back(unary("reduce_sum axis 0", [](const Array& x) { return xpr::sum(xpr::sin(x), 0); }));
@@ -363,6 +366,13 @@ std::vector<Case> battery() {
         return xpr::dot_general(a, b, {{1}, {2}, {0}, {1}});
       },
       any(Shape{2, 3, 2}), any(Shape{2, 2, 3})));
+  c.push_back(binary(
+      "inner (2,3).(4,3)",
+      [](const Array& a, const Array& b) { return xpr::inner(xpr::sin(a), b); }, any(m23),
+      any(Shape{4, 3})));
+  c.push_back(binary(
+      "vdot", [](const Array& a, const Array& b) { return xpr::vdot(a * a, b); }, any(m23),
+      any(Shape{3, 2})));
   c.push_back(binary(
       "x @ x^T", [](const Array& a, const Array&) { return xpr::matmul(a, xpr::transpose(a)); },
       any(m23), any(Shape{})));
