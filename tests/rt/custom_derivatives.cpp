@@ -164,6 +164,19 @@ TEST(CustomJvp, VmapBatchesTheFunctionAndTheRule) {
   EXPECT_EQ(values(gm), std::vector<double>(6, 3.0));
 }
 
+TEST(CustomJvp, JaxsTwoStepSpelling) {
+  auto f = xpr::custom_jvp(log1pexp_fn).defjvp(log1pexp_jvp);
+  EXPECT_NEAR(scalar(xpr::grad(f)(1.5)), sigmoid(1.5), 1e-15);
+  auto g = xpr::custom_vjp([](auto x) { return xpr::sin(x); })
+               .defvjp(
+                   [](auto x) {
+                     return std::pair{xpr::sin(x), x};
+                   },
+                   [](auto x, auto ct) { return std::tuple{ct * 2.0 * x}; });
+  EXPECT_NEAR(scalar(g(1.5)), std::sin(1.5), 1e-15);
+  EXPECT_EQ(scalar(xpr::grad(g)(1.5)), 3.0);
+}
+
 TEST(CustomJvp, GradOfGradDifferentiatesTheRule) {
   for (double x : {-2.0, 0.0, 1.0, 30.0}) {
     double s = sigmoid(x);

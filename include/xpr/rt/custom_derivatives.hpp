@@ -572,6 +572,44 @@ class CustomVjp {
 
 }  // namespace detail
 
+namespace detail {
+
+/// What `custom_jvp(f)` returns before its rule is given (JAX's two-step spelling).
+template <class F>
+struct CustomJvpWithoutRule {
+  F f;
+  /// `custom_jvp(f).defjvp(rule)` = `custom_jvp(f, rule)`.
+  template <class Rule>
+  auto defjvp(Rule rule) const {
+    return CustomJvp<F, Rule>(f, std::move(rule));
+  }
+  template <class... A>
+  void operator()(const A&...) const {
+    static_assert(sizeof...(A) < 0,
+                  "xpr::custom_jvp(f): no JVP rule defined; write custom_jvp(f).defjvp(rule) or "
+                  "custom_jvp(f, rule)");
+  }
+};
+
+/// What `custom_vjp(f)` returns before its rules are given.
+template <class F>
+struct CustomVjpWithoutRules {
+  F f;
+  /// `custom_vjp(f).defvjp(fwd, bwd)` = `custom_vjp(f, fwd, bwd)`.
+  template <class Fwd, class Bwd>
+  auto defvjp(Fwd fwd, Bwd bwd) const {
+    return CustomVjp<F, Fwd, Bwd>(f, std::move(fwd), std::move(bwd));
+  }
+  template <class... A>
+  void operator()(const A&...) const {
+    static_assert(sizeof...(A) < 0,
+                  "xpr::custom_vjp(f): no VJP rules defined; write custom_vjp(f).defvjp(fwd, bwd) "
+                  "or custom_vjp(f, fwd, bwd)");
+  }
+};
+
+}  // namespace detail
+
 /// `custom_jvp(f, rule)`: `f` with a custom JVP rule, honoured by every transformation. The rule
 /// is called as `rule(primals, tangents)` with two std::tuples holding one entry per argument
 /// (the arguments' structures with Array leaves) and returns a pair `{primal_out, tangent_out}`
@@ -590,6 +628,19 @@ auto custom_jvp(F f, Rule rule) {
 template <class F, class Fwd, class Bwd>
 auto custom_vjp(F f, Fwd fwd, Bwd bwd) {
   return detail::CustomVjp<F, Fwd, Bwd>(std::move(f), std::move(fwd), std::move(bwd));
+}
+
+/// `custom_jvp(f).defjvp(rule)`: JAX's two-step spelling of `custom_jvp(f, rule)`; `defjvp`
+/// returns the new function (C++ cannot change the type of `f`'s object afterwards).
+template <class F>
+auto custom_jvp(F f) {
+  return detail::CustomJvpWithoutRule<F>{std::move(f)};
+}
+
+/// `custom_vjp(f).defvjp(fwd, bwd)`: JAX's two-step spelling of `custom_vjp(f, fwd, bwd)`.
+template <class F>
+auto custom_vjp(F f) {
+  return detail::CustomVjpWithoutRules<F>{std::move(f)};
 }
 
 }  // namespace xpr::rt
