@@ -158,6 +158,15 @@ TEST(Checkpoint, MakeJaxprPrintsJaxsCheckpoint) {
   EXPECT_FALSE(j.jaxpr.eqns[0].params.get<bool>("prevent_cse"));
 }
 
+TEST(Checkpoint, RoundTripsThroughText) {
+  // A checkpoint is all data, so a parsed one is differentiated like the original.
+  xpr::ClosedJaxpr j = xpr::parse_jaxpr(text(xpr::make_jaxpr(sin3_ckpt)(1.0)));
+  auto through_text = [&](auto x) { return xpr::eval_jaxpr(j, {x})[0]; };
+  EXPECT_EQ(scalar(xpr::grad(through_text)(1.0)), scalar(xpr::grad(sin3_ckpt)(1.0)));
+  auto [y, lin] = xpr::linearize(through_text, 1.0);
+  EXPECT_EQ(xpr::make_jaxpr(lin)(1.0).consts.size(), 1u);
+}
+
 TEST(Checkpoint, PytreesClosuresAndNesting) {
   Array c = xpr::array({1.0, 2.0});
   auto f = xpr::checkpoint([c](auto xy) {

@@ -125,6 +125,15 @@ TEST(CustomJvp, MakeJaxprStagesOneCustomJvpCall) {
               std::log1p(std::exp(3.0)), 1e-14);
 }
 
+TEST(CustomJvp, ParsedBackFromTextItEvaluatesButHasNoRule) {
+  xpr::ClosedJaxpr j = xpr::parse_jaxpr(text(xpr::make_jaxpr(log1pexp)(3.0)));
+  EXPECT_EQ(text(j), text(xpr::make_jaxpr(log1pexp)(3.0)));
+  EXPECT_NEAR(scalar(xpr::eval_jaxpr(j, {xpr::full(xpr::Shape{}, 3.0)})[0]),
+              std::log1p(std::exp(3.0)), 1e-14);
+  auto through_text = [&](auto x) { return xpr::eval_jaxpr(j, {x})[0]; };
+  EXPECT_THROW((void)xpr::grad(through_text)(3.0), xpr::core::not_implemented_error);
+}
+
 TEST(CustomJvp, LinearizeKeepsOnlyTheRulesTangentWork) {
   auto [y, f_lin] = xpr::linearize(log1pexp, 3.0);
   EXPECT_NEAR(scalar(y), std::log1p(std::exp(3.0)), 1e-14);
