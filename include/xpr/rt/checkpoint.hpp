@@ -39,15 +39,9 @@ namespace detail {
 /// rather than pruning `j` itself, matters when `j` holds higher-order equations: a nested
 /// `checkpoint` of known and unknown operands is split too, so every equation of the result is
 /// either all known (recomputed forward when transposing) or linear in the unknown inputs.
-/// Returns it with the inputs it reads and the outputs' unknown flags.
-struct StagedRecompute {
-  ClosedJaxpr jaxpr;
-  std::vector<bool> used_inputs;
-  std::vector<bool> out_unknowns;
-};
-inline StagedRecompute staged_recompute(const ClosedJaxpr& j,
-                                        const std::vector<bool>& in_unknowns) {
-  PartialEvalJaxpr split = rt::partial_eval_jaxpr(j, in_unknowns);
+/// `split` is `partial_eval_jaxpr(j, in_unknowns)`. Returns the jaxpr and the inputs it reads.
+inline std::pair<ClosedJaxpr, std::vector<bool>> staged_recompute(const ClosedJaxpr& j,
+                                                                  const PartialEvalJaxpr& split) {
   Jaxpr composed;
   composed.constvars = split.known.jaxpr.constvars;
   composed.invars = j.jaxpr.invars;
@@ -55,10 +49,8 @@ inline StagedRecompute staged_recompute(const ClosedJaxpr& j,
   composed.eqns.insert(composed.eqns.end(), split.unknown.jaxpr.eqns.begin(),
                        split.unknown.jaxpr.eqns.end());
   composed.outvars = split.unknown.jaxpr.outvars;
-  auto [pruned, used] =
-      dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
-                std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
-  return {std::move(pruned), std::move(used), std::move(split.out_unknowns)};
+  return dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
+                   std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
 }
 
 }  // namespace detail
@@ -67,9 +59,9 @@ inline StagedRecompute staged_recompute(const ClosedJaxpr& j,
 /// constants) to its operands. Its rules keep the application whole through every
 /// transformation: jvp gives a `checkpoint` of the JVP jaxpr (`differentiated=True`), vmap one of
 /// the batched jaxpr; partial evaluation computes the known outputs now but stages the unknown
-/// ones as a `checkpoint` of the whole jaxpr, which recomputes the primal values it needs from the
-/// known inputs, so those inputs are the only residuals (JAX's `remat_partial_eval` with the
-/// policy that saves nothing). The transpose recomputes them while running backwards.
+/// ones as a `checkpoint` that recomputes the primal values it needs from the known inputs
+/// (`staged_recompute`), so those inputs are the only residuals (JAX's `remat_partial_eval` with
+/// the policy that saves nothing). The transpose recomputes them while running backwards.
 class CheckpointP final : public Primitive, public PartialEvalRules {
  public:
   CheckpointP() : Primitive("checkpoint", true) {}
@@ -159,7 +151,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     // Unknown outputs: staged, recomputing the known values they need from the known inputs.
     Arrays unknown_out;
     if (num_known_out < out_unknowns.size()) {
-      auto [staged, used, unknowns] = detail::staged_recompute(j, in_unknowns);
+      auto [staged, used] = detail::staged_recompute(j, split);
       Arrays operands;
       for (std::size_t i = 0; i < tracers.size(); ++i)
         if (used[i]) operands.push_back(tracers[i]);
@@ -190,7 +182,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     }
     if (std::find(split.out_unknowns.begin(), split.out_unknowns.end(), true) !=
         split.out_unknowns.end()) {
-      auto [uj, used, unknowns] = detail::staged_recompute(j, in_unknowns);
+      auto [uj, used] = detail::staged_recompute(j, split);
       result.unknown = sub_eqn(eqn, uj, used, split.out_unknowns);
       result.unknown->params.set("differentiated", true);
       for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
