@@ -122,14 +122,6 @@ struct first_and_rest<std::tuple<A, B>> {
 // function's program), rewrites it, and freezes it again in two passes (sizes, then values):
 // every stage is a separate constant evaluation with its own operation budget.
 // ---------------------------------------------------------------------------------------------
-template <class Fn>
-constexpr int num_stages = [] {
-  if constexpr (is_transformed<Fn>)
-    return Fn::transform::num_stages;
-  else
-    return 1;
-}();
-
 template <class Fn, class ArgTuple, auto D, int K>
 constexpr Jaxpr build_stage();
 
@@ -139,8 +131,34 @@ inline constexpr Sizes stage_sizes_v = frozen_sizes(build_stage<Fn, ArgTuple, D,
 template <class Fn, class ArgTuple, auto D, int K>
 inline constexpr auto stage_v = freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
 
+/// How many stages (constant evaluations) `Fn` takes: a transformation's fixed `num_stages`, or
+/// as many as its `stage_count` asks for given the size of the program it transforms, so that
+/// work growing with the program is split across evaluations.
 template <class Fn, class ArgTuple, auto D>
-inline constexpr const auto& program_v = stage_v<Fn, ArgTuple, D, num_stages<Fn> - 1>;
+constexpr int stage_count() {
+  if constexpr (!is_transformed<Fn>) {
+    return 1;
+  } else {
+    using X = typename Fn::transform;
+    return []<class... A>(std::tuple<A...>*) {
+      if constexpr (requires { X::template stage_count<A...>(std::size_t{}); }) {
+        using BaseArgs = typename X::template base_args<A...>;
+        constexpr auto base_dtypes = X::base_dtypes(D);
+        using Base = std::remove_cvref_t<decltype(stage_v<typename Fn::base, BaseArgs, base_dtypes,
+                                                          stage_count<typename Fn::base, BaseArgs, base_dtypes>() - 1>)>;
+        return X::template stage_count<A...>(Base::num_eqns);
+      } else {
+        return X::num_stages;
+      }
+    }(static_cast<ArgTuple*>(nullptr));
+  }
+}
+
+template <class Fn, class ArgTuple, auto D>
+inline constexpr int stage_count_v = stage_count<Fn, ArgTuple, D>();
+
+template <class Fn, class ArgTuple, auto D>
+inline constexpr const auto& program_v = stage_v<Fn, ArgTuple, D, stage_count_v<Fn, ArgTuple, D> - 1>;
 
 template <class Fn, auto D, int K, class... A>
 constexpr Jaxpr build_stage_impl(std::tuple<A...>*) {
@@ -157,7 +175,7 @@ constexpr Jaxpr build_stage_impl(std::tuple<A...>*) {
         return thaw(stage_v<Fn, std::tuple<A...>, D, K - 1>);
       }
     }();
-    X::template stage<K, A...>(j);
+    X::template stage<K, A...>(j, stage_count_v<Fn, std::tuple<A...>, D>);
     return j;
   }
 }
@@ -189,7 +207,7 @@ constexpr Jaxpr build_live(const DType* d) {
     Jaxpr j = build_live_tuple<typename Fn::base>(
         static_cast<typename X::template base_args<A...>*>(nullptr), bd.data());
     [&]<int... K>(std::integer_sequence<int, K...>) {
-      (X::template stage<K, A...>(j), ...);
+      (X::template stage<K, A...>(j, X::num_stages), ...);
     }(std::make_integer_sequence<int, X::num_stages>{});
     return j;
   }
@@ -366,7 +384,7 @@ struct GradX : same_args {
   static constexpr int num_stages = 2;
 
   template <int K, class... A>
-  static constexpr void stage(Jaxpr& j) {
+  static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     Buffer<int> which = argnum_leaves<A...>({Argnums...});
     if constexpr (K == 0) {
       jvp_jaxpr(j, which, 1);
@@ -431,14 +449,37 @@ struct GradX : same_args {
 /// jacfwd (one forward sweep per input leaf) and jacrev (one reverse sweep per output leaf).
 template <bool Forward, int... Argnums>
 struct JacX : same_args {
-  static constexpr int num_stages = Forward ? 1 : 2;
+  static constexpr int num_stages = Forward ? 1 : 2;  // on a live jaxpr (a traced call)
+
+  /// jacfwd runs one forward sweep per input leaf: when the program is large, a stage takes only
+  /// some of the columns, so each constant evaluation stays within its operation budget.
+  template <class... A>
+  static constexpr int stage_count(std::size_t base_eqns) {
+    if (!Forward) return 2;
+    const std::size_t nw = argnum_leaves<A...>({Argnums...}).size();
+    const std::size_t per_stage = std::size_t{4000} / (base_eqns + 1);  // columns of equations
+    if (per_stage >= nw) return 1;
+    return static_cast<int>(per_stage == 0 ? nw : (nw + per_stage - 1) / per_stage);
+  }
 
   template <int K, class... A>
-  static constexpr void stage(Jaxpr& j) {
+  static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     Buffer<int> which = argnum_leaves<A...>({Argnums...});
     const std::size_t m = j.outs.size();
     if constexpr (Forward) {
-      jacfwd_jaxpr(j, which);
+      // Stage K of n sweeps columns [K nw / n, (K + 1) nw / n); outs are y... then, column by
+      // column, J[.][c]; the last stage reorders them row-major and drops y.
+      const std::size_t nw = which.size(), n = static_cast<std::size_t>(num_stages_here);
+      const std::size_t first = static_cast<std::size_t>(K) * nw / n;
+      const std::size_t last = (static_cast<std::size_t>(K) + 1) * nw / n;
+      const std::size_t ny = m / (first + 1);
+      for (std::size_t c = first; c < last; ++c) jacfwd_column(j, which[c], ny);
+      if (last < nw) return;
+      Buffer<int> outs;
+      for (std::size_t o = 0; o < ny; ++o)
+        for (std::size_t c = 0; c < nw; ++c) outs.push_back(j.outs[ny + c * ny + o]);
+      j.outs = static_cast<Buffer<int>&&>(outs);
+      return;
     } else if constexpr (K == 0) {
       jvp_jaxpr(j, which, m);
       return;
@@ -454,12 +495,11 @@ struct JacX : same_args {
 
   template <class L, class Args>
   struct arg_shape;
+  // grads_of, so that a single argnum is not summed out of several (both branches of a
+  // std::conditional_t are formed: <0, 1, 2, 3> would name argument 6).
   template <class L, class... Args>
   struct arg_shape<L, std::tuple<Args...>> {
-    using type = std::conditional_t<
-        sizeof...(Argnums) == 1,
-        typename Tree<nth_t<static_cast<std::size_t>((Argnums + ... + 0)), Args...>>::template rebind<L>,
-        std::tuple<typename Tree<nth_t<static_cast<std::size_t>(Argnums), Args...>>::template rebind<L>...>>;
+    using type = typename grads_of<L, std::tuple<Args...>, Argnums...>::type;
   };
 
   /// The output structure with each leaf replaced by the argument's structure.
@@ -508,7 +548,7 @@ struct JvpX {
   }
 
   template <int K, class... A>
-  static constexpr void stage(Jaxpr& j) {
+  static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     Buffer<int> which;
     for (std::size_t k = 0; k < j.ins.size(); ++k) which.push_back(static_cast<int>(k));
     jvp_jaxpr(j, which, j.outs.size());
@@ -549,7 +589,7 @@ struct PartialEvalX {
     return b;
   }
   template <int K, class... A>
-  static constexpr void stage(Jaxpr& j) {
+  static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     const std::size_t nt = j.ins.size() / 2, nl = j.outs.size() / 2;
     if constexpr (Linear)
       j = partial_eval_linear(j, nt, nl);
@@ -568,7 +608,7 @@ struct PartialEvalX {
 struct VjpX : same_args {
   static constexpr int num_stages = 1;
   template <int K, class... A>
-  static constexpr void stage(Jaxpr& j) {
+  static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     constexpr std::size_t nt = (Tree<A>::size + ... + 0);
     transpose_jaxpr(j, nt, j.outs.size(), true);
   }

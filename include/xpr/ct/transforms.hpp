@@ -118,6 +118,25 @@ constexpr void jacfwd_jaxpr(Jaxpr& j, const detail::Buffer<int>& which) {
   for (int id : jac) j.outs.push_back(id);
 }
 
+/// One column of the forward-mode Jacobian: appends ∂y_o/∂x_w for the first `ny` outputs, by one
+/// forward sweep seeded with a literal one at input position `w`.
+constexpr void jacfwd_column(Jaxpr& j, int w, std::size_t ny) {
+  Graph& g = j.graph;
+  // Only the primal equations are swept, not earlier columns' tangents. They come first, and the
+  // last of them is an output: after dead-code elimination nothing reads it.
+  std::size_t primal = 0;
+  for (std::size_t o = 0; o < ny; ++o)
+    if (static_cast<std::size_t>(j.outs[o]) + 1 > primal) primal = static_cast<std::size_t>(j.outs[o]) + 1;
+  detail::Buffer<Tracer> tangent(primal);
+  const int x = j.ins[static_cast<std::size_t>(w)];
+  tangent[static_cast<std::size_t>(x)] = Tracer::constant(1, g[static_cast<std::size_t>(x)].dtype, false, &g);
+  jvp_sweep(g, tangent);
+  for (std::size_t o = 0; o < ny; ++o) {
+    const auto y = static_cast<std::size_t>(j.outs[o]);
+    j.outs.push_back(tangent[y].materialize(g, g[y].dtype));
+  }
+}
+
 /// Transpose of a jvp jaxpr whose last `nt` inputs are tangents and last `nl` outputs are
 /// tangent outputs. With `seed_args`, adds one cotangent input per tangent output (vjp): ins
 /// (x..., c...), outs (y..., x̄...). Otherwise seeds each tangent output with a literal one in
