@@ -128,8 +128,58 @@ constexpr Jaxpr build_stage();
 template <class Fn, class ArgTuple, auto D, int K>
 inline constexpr Sizes stage_sizes_v = frozen_sizes(build_stage<Fn, ArgTuple, D, K>());
 
+template <class Fn, class ArgTuple, auto D>
+constexpr int stage_count();
+
+/// The sizes of the program stage K of `Fn` starts from.
 template <class Fn, class ArgTuple, auto D, int K>
-inline constexpr auto stage_v = freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
+constexpr Sizes input_sizes();
+
+// Room for a transformation stage's draft: generous, since a stage that does not fit is built
+// again in two passes (the trace, whose size nothing bounds, always is).
+template <class Fn, class ArgTuple, auto D, int K>
+inline constexpr Sizes draft_room_v = [] {
+  const Sizes in = input_sizes<Fn, ArgTuple, D, K>();
+  return Sizes{8 * in.eqns + 256, 0, in.outs * (in.ins + 1) + in.ins + 16};
+}();
+
+template <class Fn, class ArgTuple, auto D, int K>
+inline constexpr auto stage_draft_v =
+    freeze_draft<draft_room_v<Fn, ArgTuple, D, K>.eqns, draft_room_v<Fn, ArgTuple, D, K>.outs>(
+        build_stage<Fn, ArgTuple, D, K>());
+
+template <class Fn, class ArgTuple, auto D, int K>
+constexpr auto make_stage() {
+  if constexpr (is_transformed<Fn>) {
+    if constexpr (stage_draft_v<Fn, ArgTuple, D, K>.fits)
+      return from_draft<stage_draft_v<Fn, ArgTuple, D, K>.sizes>(stage_draft_v<Fn, ArgTuple, D, K>);
+    else
+      return freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
+  } else {
+    return freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
+  }
+}
+
+template <class Fn, class ArgTuple, auto D, int K>
+inline constexpr auto stage_v = make_stage<Fn, ArgTuple, D, K>();
+
+template <class Fn, class ArgTuple, auto D, int K>
+constexpr Sizes input_sizes() {
+  using P = std::remove_cvref_t<decltype([] {
+    if constexpr (K > 0) {
+      return stage_v<Fn, ArgTuple, D, K - 1>;
+    } else {
+      return []<class... A>(std::tuple<A...>*) {
+        using X = typename Fn::transform;
+        using BaseArgs = typename X::template base_args<A...>;
+        constexpr auto base_dtypes = X::base_dtypes(D);
+        return stage_v<typename Fn::base, BaseArgs, base_dtypes,
+                       stage_count<typename Fn::base, BaseArgs, base_dtypes>() - 1>;
+      }(static_cast<ArgTuple*>(nullptr));
+    }
+  }())>;
+  return Sizes{P::num_eqns, P::num_ins, P::num_outs};
+}
 
 /// How many stages (constant evaluations) `Fn` takes: a transformation's fixed `num_stages`, or
 /// as many as its `stage_count` asks for given the size of the program it transforms, so that

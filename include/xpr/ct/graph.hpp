@@ -436,6 +436,47 @@ constexpr Program<S.eqns, S.ins, S.outs> freeze(const Jaxpr& j) {
   return p;
 }
 
+/// A frozen jaxpr in room for up to `E` equations and `O` outputs, `sizes` saying how many are
+/// used; `fits` is false when it did not fit. One constant evaluation builds a stage and drafts
+/// it, where `frozen_sizes` then `freeze` build it twice; `from_draft` then copies it to size.
+template <std::size_t E, std::size_t O>
+struct Draft {
+  Sizes sizes;
+  bool fits = false;
+  Eqn eqns[E > 0 ? E : 1];
+  int outs[O > 0 ? O : 1];
+};
+
+/// `j` without dead equations, into a draft of room `E` equations and `O` outputs.
+template <std::size_t E, std::size_t O>
+constexpr Draft<E, O> freeze_draft(const Jaxpr& j) {
+  Draft<E, O> d{};
+  detail::Buffer<int> index = detail::frozen_index(j);
+  std::size_t n = 0;
+  for (int i : index) n += i >= 0;
+  d.sizes = {n, j.ins.size(), j.outs.size()};
+  if (n > E || j.outs.size() > O) return d;
+  for (std::size_t i = 0; i < j.graph.size(); ++i) {
+    if (index[i] < 0) continue;
+    Eqn e = j.graph[i];
+    for (int k = 0; k < arity(e.prim); ++k) e.in[k] = index[static_cast<std::size_t>(e.in[k])];
+    if (e.prim == Prim::arg) e.param = 0;
+    d.eqns[index[i]] = e;
+  }
+  for (std::size_t k = 0; k < j.outs.size(); ++k) d.outs[k] = index[static_cast<std::size_t>(j.outs[k])];
+  d.fits = true;
+  return d;
+}
+
+/// The program a draft holds, at its exact size `S` (`d.sizes`).
+template <Sizes S, std::size_t E, std::size_t O>
+constexpr Program<S.eqns, S.ins, S.outs> from_draft(const Draft<E, O>& d) {
+  Program<S.eqns, S.ins, S.outs> p{};
+  for (std::size_t i = 0; i < S.eqns; ++i) p.eqns[i] = d.eqns[i];
+  for (std::size_t k = 0; k < S.outs; ++k) p.outs[k] = d.outs[k];
+  return p;
+}
+
 /// A frozen program back as a live jaxpr, ready for another transformation.
 template <class P>
 constexpr Jaxpr thaw(const P& p) {
