@@ -195,6 +195,8 @@ def measure_one(kind, n, mode, timeout, cxx, include):
         r["status"] = "timeout"
     elif p.returncode != 0:
         r["status"] = "error"
+        if "operation count exceeds" in p.stderr:
+            r["reason"] = "over the constexpr operation budget"
         r["log"] = p.stderr[-3000:]
     else:
         run = subprocess.run([exe], capture_output=True, text=True)
@@ -238,7 +240,7 @@ def cmd_report(a):
                 elif r["status"] == "timeout":
                     cells.append(f"timeout (> {a.timeout} s), {r['rss_mb']:.0f} MB")
                 else:
-                    cells.append(r["status"])
+                    cells.append(r["status"] + (f" ({r['reason']})" if "reason" in r else ""))
             name = "random DAG" if kind == "dag" else "chain"
             lines.append(f"| {name} | {prims if prims is not None else n} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
