@@ -211,8 +211,23 @@ struct VmapLoop {
   using B = xsimd::batch<T>;
   static constexpr std::size_t width = B::size;
 
-  /// Points [begin, end), a multiple of `width` apart. Loads are unaligned: with AVX the
-  /// unaligned forms cost nothing extra on aligned data and fold into arithmetic instructions.
+  /// Reads and writes one batch of points for `Compiled::run_io`, which loads every input first
+  /// and stores each output as soon as it is computed, straight from and to the arrays. Loads are unaligned: with AVX the unaligned forms cost nothing extra on aligned
+  /// data and fold into arithmetic instructions.
+  struct Io {
+    const T* const* p;
+    const B* b;
+    T* const* o;
+    std::size_t i;
+    [[gnu::always_inline]] B load(std::size_t k) const {
+      return Mapped[k] ? B::load_unaligned(p[k] + i) : b[k];
+    }
+    [[gnu::always_inline]] void store(std::size_t k, const B& y) const {
+      y.store_unaligned(o[k] + i);
+    }
+  };
+
+  /// Points [begin, end), a multiple of `width` apart.
   static void batches(const T* const* in, const B* broadcast, T* const* out, std::size_t begin,
                       std::size_t end) {
     // Local copies: the pointers stay in registers instead of being reloaded around stores.
@@ -224,31 +239,7 @@ struct VmapLoop {
       b[k] = broadcast[k];
     }
     for (std::size_t k = 0; k < NO; ++k) o[k] = out[k];
-    for (std::size_t i = begin; i < end; i += width) {
-      B x[NI > 0 ? NI : 1];
-      B y[NO > 0 ? NO : 1];
-      load(x, p, b, i, std::make_index_sequence<NI>{});
-      C::run(static_cast<const B*>(x), y);
-      store(y, o, i, std::make_index_sequence<NO>{});
-    }
-  }
-
-  template <std::size_t... K>
-  [[gnu::always_inline]] static inline void load(B* x, const T* const* p, const B* b,
-                                                 std::size_t i, std::index_sequence<K...>) {
-    ((x[K] = load1<K>(p, b, i)), ...);
-  }
-  template <std::size_t K>
-  [[gnu::always_inline]] static inline B load1(const T* const* p, const B* b, std::size_t i) {
-    if constexpr (Mapped[K])
-      return B::load_unaligned(p[K] + i);
-    else
-      return b[K];
-  }
-  template <std::size_t... K>
-  [[gnu::always_inline]] static inline void store(const B* y, T* const* o, std::size_t i,
-                                                  std::index_sequence<K...>) {
-    (y[K].store_unaligned(o[K] + i), ...);
+    for (std::size_t i = begin; i < end; i += width) C::run_io(Io{p, b, o, i}, B{});
   }
 
   /// Points [begin, end) with fewer than `width` of them, through a padded batch.

@@ -4,6 +4,7 @@
 // (JAX's formulas, written over tracers) and, for the linear ones, its transpose.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "xpr/core/ops.hpp"
@@ -32,9 +33,99 @@ constexpr bool negated(const T& x, T& y) {
   y = T(g, e.in[0]);
   return true;
 }
+
+/// `y` and the literal `c` when `x` is `mul y c` or `mul c y`, else nothing.
+template <class T>
+constexpr bool scaled(const T& x, T& y, double& c) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::mul) return false;
+  for (int k = 0; k < 2; ++k) {
+    const Eqn& lit = (*g)[static_cast<std::size_t>(e.in[k])];
+    if (lit.prim != Prim::lit) continue;
+    c = lit.value();
+    y = T(g, e.in[1 - k]);
+    return true;
+  }
+  return false;
+}
+
+/// Whether `v` is a power of two (a normal number with a zero mantissa): multiplying by it is
+/// exact, so `c1 * (c2 * y)` may become `(c1 * c2) * y` when either is one.
+constexpr bool power_of_two(double v) {
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  const auto exponent = (bits >> 52) & 0x7ff;
+  return (bits & ((std::uint64_t{1} << 52) - 1)) == 0 && exponent != 0 && exponent != 0x7ff;
+}
+
+/// `(z * c) * y` as `z * w` when `w = c * y` is already in the graph (and older than `z * c`)
+/// and `c` is a power of two (so the two are equal): the jvp of `(c * q) * q` is `(t * c) * q + (c * q) * t`, and this
+/// makes its two terms one, `x + x`. Derivatives of `-0.5 * a * a` and the like save two
+/// operations each.
+template <class T>
+constexpr Simplified reuse_scaled(const T* x, WeakDType out);
+
+/// Whether `v` is a normal number of `dtype` (no overflow, no loss to a subnormal).
+constexpr bool normal_in(double v, DType dtype) {
+  const double a = v < 0 ? -v : v;
+  if (dtype == DType::float32) return a >= 0x1p-126 && a <= 0x1.fffffep127;
+  return a >= 0x1p-1022 && a <= 0x1.fffffffffffffp1023;
+}
+
+template <class T>
+constexpr Simplified reuse_scaled(const T* x, WeakDType out) {
+  Graph* g = x[0].graph();
+  if (!g || x[0].is_constant() || x[1].is_constant()) return {};
+  for (int k = 0; k < 2; ++k) {
+    const Eqn& e = (*g)[static_cast<std::size_t>(x[k].id())];
+    if (e.prim != Prim::mul) continue;
+    for (int j = 0; j < 2; ++j) {
+      const Eqn& lit = (*g)[static_cast<std::size_t>(e.in[j])];
+      if (lit.prim != Prim::lit || !power_of_two(lit.value())) continue;
+      const T& y = x[1 - k];
+      const WeakDType w = detail::join(y.weak_dtype(), {lit.dtype, lit.weak});
+      for (int order = 0; order < 2; ++order) {
+        Eqn m{Prim::mul, w.dtype, w.weak, {y.id(), e.in[j], -1}, 0};
+        if (order) {
+          m.in[0] = e.in[j];
+          m.in[1] = y.id();
+        }
+        // Only towards the older product, so that the rewrite never undoes itself.
+        if (const int id = g->find(m); id >= 0 && id < x[k].id())
+          return same(T(g, e.in[1 - j]) * T(g, id), out);
+      }
+    }
+  }
+  return {};
+}
+
+/// Both operands `select_n p a b` and `select_n p c d` with one predicate and, in each branch,
+/// one operand a literal zero: `combine(a, c)` and `combine(b, d)` then cost at most a `neg`
+/// each, so the two selects and their sum or difference become one select. Transposing
+/// `where` gives such pairs: `where(p, ct, 0)` and `where(p, 0, ct)`.
+template <class T, class Combine>
+constexpr Simplified merge_selects(const T* x, WeakDType out, Combine combine) {
+  Graph* g = x[0].graph();
+  if (!g || x[0].is_constant() || x[1].is_constant() || x[1].graph() != g) return {};
+  const Eqn& l = (*g)[static_cast<std::size_t>(x[0].id())];
+  const Eqn& r = (*g)[static_cast<std::size_t>(x[1].id())];
+  if (l.prim != Prim::select || r.prim != Prim::select || l.in[0] != r.in[0]) return {};
+  auto zero = [&](int id) {
+    const Eqn& e = (*g)[static_cast<std::size_t>(id)];
+    return e.prim == Prim::lit && e.value() == 0;
+  };
+  for (int k = 1; k < 3; ++k)
+    if (!zero(l.in[k]) && !zero(r.in[k])) return {};
+  const T p(g, l.in[0]);
+  const T on_false = combine(T(g, l.in[1]), T(g, r.in[1]));
+  const T on_true = combine(T(g, l.in[2]), T(g, r.in[2]));
+  return same(xpr::where(p, on_true, on_false), out);
+}
 }  // namespace rules
 
-// add: x + 0 = 0 + x = x, x + -y = x - y, -x + y = y - x; jvp ta + tb; transpose ct, ct.
+// add: x + 0 = 0 + x = x, x + x = 2 * x, x + -y = x - y, -x + y = y - x, where(p, a, 0) +
+// where(p, 0, b) = where(p, a, b); jvp ta + tb; transpose ct, ct.
 template <>
 struct Rules<op::add> {
   static constexpr bool linear = true;
@@ -45,10 +136,11 @@ struct Rules<op::add> {
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_zero()) return rules::same(x[0], out);
     if (x[0].is_zero()) return rules::same(x[1], out);
+    if (!x[0].is_constant() && x[0].id() == x[1].id()) return rules::same(x[0] * 2, out);
     T y;
     if (rules::negated(x[1], y)) return rules::same(x[0] - y, out);
     if (rules::negated(x[0], y)) return rules::same(x[1] - y, out);
-    return {};
+    return rules::merge_selects(x, out, [](const T& a, const T& b) { return a + b; });
   }
   template <class T>
   static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
@@ -62,7 +154,8 @@ struct Rules<op::add> {
   }
 };
 
-// sub: x - 0 = x, 0 - x = -x, x - -y = x + y; jvp ta - tb; transpose ct, -ct.
+// sub: x - 0 = x, 0 - x = -x, x - -y = x + y, where(p, a, 0) - where(p, 0, b) = where(p, a, -b);
+// jvp ta - tb; transpose ct, -ct.
 template <>
 struct Rules<op::sub> {
   static constexpr bool linear = true;
@@ -75,7 +168,7 @@ struct Rules<op::sub> {
     if (x[0].is_zero()) return rules::same(-x[1], out);
     T y;
     if (rules::negated(x[1], y)) return rules::same(x[0] + y, out);
-    return {};
+    return rules::merge_selects(x, out, [](const T& a, const T& b) { return a - b; });
   }
   template <class T>
   static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
@@ -89,7 +182,9 @@ struct Rules<op::sub> {
   }
 };
 
-// mul: x * 1 = x, x * -1 = -x, x * 0 = 0; jvp ta * y + x * tb; transpose ct * y (or x * ct).
+// mul: x * 1 = x, x * -1 = -x, x * 0 = 0, c * -z = z * -c, and constants gathered where exact:
+// c1 * (c2 * z) = z * (c1 c2), (z * c1) * (w * c2) = (z * w) * (c1 c2), (z * c) * y = z * (c * y);
+// jvp ta * y + x * tb; transpose ct * y (or x * ct).
 template <>
 struct Rules<op::mul> {
   static constexpr bool linear = true;
@@ -105,8 +200,24 @@ struct Rules<op::mul> {
       if (c.value() == 1) return rules::same(y, out);
       if (c.value() == -1) return rules::same(-y, out);
       if (c.value() == 0) return rules::constant(0, out, y.graph());
+      // Constants gather into one: c * -z = z * -c (exact), and c1 * (c2 * z) = z * (c1 c2)
+      // when the product is exact (either factor a power of two): derivatives are full of
+      // these, 100 * (2 * z) from a square's jvp, and GCC does not reassociate them.
+      T z;
+      double c2 = 0;
+      if (rules::negated(y, z)) return rules::same(z * -c.value(), out);
+      if (rules::scaled(y, z, c2) && (rules::power_of_two(c.value()) || rules::power_of_two(c2)) &&
+          rules::normal_in(c.value() * c2, out.dtype))
+        return rules::same(z * (c.value() * c2), out);
     }
-    return {};
+    // (z * c1) * (w * c2) = (z * w) * (c1 c2) when both are powers of two (exact): often
+    // c1 c2 = 1 or -1, as in 2 * (0.5 * sigma) from the jvp of 0.5 * sigma * sigma.
+    T z, w;
+    double c1 = 0, c2 = 0;
+    if (rules::scaled(x[0], z, c1) && rules::scaled(x[1], w, c2) && rules::power_of_two(c1) &&
+        rules::power_of_two(c2) && rules::normal_in(c1 * c2, out.dtype))
+      return rules::same((z * w) * (c1 * c2), out);
+    return rules::reuse_scaled(x, out);
   }
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
@@ -137,11 +248,16 @@ struct Rules<op::div> {
     if (x[0].is_zero()) return rules::constant(0, out, x[1].graph());
     return {};
   }
+  // jvp: ta / y - tb * (ans / y). Divisions are the slowest arithmetic, so a reciprocal
+  // (ans = 1 / y) uses ans * ans for ans / y, and when both operands have tangents the
+  // division is shared: (ta - tb * ans) / y, one division (reverse mode: u = ct / y, then
+  // ct_a = u and ct_b = -u * ans) where JAX's formula has two.
   template <class T>
   static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
     if (t[1].is_zero()) return t[0] / x[1];
-    T rhs = t[1] * (ans / x[1]);
-    return t[0].is_zero() ? -rhs : t[0] / x[1] - rhs;
+    if (x[0].is_one()) return -(t[1] * (ans * ans));
+    if (t[0].is_zero()) return -(t[1] * (ans / x[1]));
+    return (t[0] - t[1] * ans) / x[1];
   }
   template <class T>
   static constexpr void transpose(const T& ct, const T* x, const bool* linear,

@@ -27,7 +27,7 @@ template <class Op>
 struct unary : not_linear<Op>, no_simplification {};
 }  // namespace rules
 
-// neg: jvp -t; linear: transpose -ct.
+// neg: -(-x) = x, -(c * z) = z * -c; jvp -t; linear: transpose -ct.
 template <>
 struct Rules<op::neg> : rules::no_simplification {
   static constexpr bool linear = true;
@@ -35,8 +35,14 @@ struct Rules<op::neg> : rules::no_simplification {
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     Graph* g = x[0].graph();
-    if (g && !x[0].is_constant() && (*g)[static_cast<std::size_t>(x[0].id())].prim == Prim::neg)
-      return rules::same(Tracer(g, (*g)[static_cast<std::size_t>(x[0].id())].in[0]), out);
+    if (!g || x[0].is_constant()) return {};
+    const Eqn& e = (*g)[static_cast<std::size_t>(x[0].id())];
+    if (e.prim == Prim::neg) return rules::same(Tracer(g, e.in[0]), out);
+    // -(c * z) = z * -c: the sign joins the constant (exact), one operation fewer.
+    if (e.prim == Prim::mul)
+      for (int k = 0; k < 2; ++k)
+        if (const Eqn& c = (*g)[static_cast<std::size_t>(e.in[k])]; c.prim == Prim::lit)
+          return rules::same(Tracer(g, e.in[1 - k]) * -c.value(), out);
     return {};
   }
   template <class T>
@@ -178,7 +184,9 @@ struct Rules<op::abs> : rules::unary<op::abs> {
   }
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
-    return t[0] * xpr::where(x[0] >= 0, 1, -1);
+    // The signs are constants of t's type, so an f32 program stays f32.
+    const T one = T::constant(1, t[0].dtype(), true), minus_one = T::constant(-1, t[0].dtype(), true);
+    return t[0] * xpr::where(x[0] >= 0, one, minus_one);
   }
 };
 
