@@ -109,6 +109,86 @@ TEST(CtTrace, ConstantsFold) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Exact simplifications: constants gathered only where the result is bit for bit the same
+// ---------------------------------------------------------------------------------------------
+constexpr auto square_term = [](auto x) { return 100 * xpr::square(x); };
+constexpr auto negated_scale = [](auto x) { return -(3.0 * x); };
+constexpr auto inexact_scales = [](auto x) { return 3.0 * (5.0 * x); };
+constexpr auto subnormal_scales = [](auto x) { return 1e-300 * (0x1p-100 * x); };
+constexpr auto half_square = [](auto x) { return -0.5 * x * x; };
+constexpr auto quotient = [](auto x, auto y) { return x / y; };
+constexpr auto reciprocal = [](auto x) { return 1 / (1 + x); };
+constexpr auto split = [](auto x, auto y) {
+  return xpr::where(x > 0, x, 0.0) + xpr::where(x > 0, 0.0, y);
+};
+constexpr auto split_difference = [](auto x, auto y) {
+  return xpr::where(x > 0, x, 0.0) - xpr::where(x > 0, 0.0, y);
+};
+
+TEST(CtTrace, ConstantsGatherWhereExact) {
+  // d/dx 100 x^2: the square's 2x and the 100 become one multiplication by 200.
+  EXPECT_EQ(ct::make_jaxpr<double>(ct::grad(square_term)),
+            "{ lambda ; a:f64[]. let\n"
+            "    b:f64[] = mul a 200.0:f64[]\n"
+            "  in (b,) }");
+  EXPECT_EQ(ct::grad(square_term)(0.3), 200 * 0.3);
+  // -(3x) = x * -3 exactly.
+  EXPECT_EQ(ct::make_jaxpr<double>(negated_scale),
+            "{ lambda ; a:f64[]. let\n"
+            "    b:f64[] = mul a -3.0:f64[]\n"
+            "  in (b,) }");
+  // 3 (5 x) and 15 x round differently, so nothing is gathered; nor when the product of the
+  // constants would be subnormal.
+  constexpr const auto& p = ct::jaxpr_of<decltype(inexact_scales), double>;
+  static_assert(count(p, Prim::mul) == 2);
+  constexpr const auto& q = ct::jaxpr_of<decltype(subnormal_scales), double>;
+  static_assert(count(q, Prim::mul) == 2);
+  for (double x : {0.1, 1.0 / 3.0, 7.7}) {
+    double out = 0;
+    ct::compiled_t<decltype(inexact_scales), double>::run(&x, &out);
+    EXPECT_EQ(out, 3.0 * (5.0 * x));  // bit for bit the C++ expression
+  }
+}
+
+TEST(CtTrace, DerivativesShareWork) {
+  // d/dx (-0.5 x x) = -x: the jvp's terms (t * -0.5) * x and (-0.5 x) * t are one product,
+  // their sum twice it, and the 2 meets the -0.5: two multiplications at most.
+  constexpr const auto& h = ct::jaxpr_of<decltype(ct::grad(half_square)), double>;
+  static_assert(num_equations(h) <= 2);
+  for (double x : {-1.5, 0.25, 3.0}) EXPECT_DOUBLE_EQ(ct::grad(half_square)(x), -x);
+  // The gradient of x / y takes two divisions (x / y and ct / y), not three.
+  constexpr const auto& d = ct::jaxpr_of<decltype(ct::value_and_grad<0, 1>(quotient)), double, double>;
+  static_assert(count(d, Prim::div) == 2);
+  const auto [v, g] = ct::value_and_grad<0, 1>(quotient)(3.0, 4.0);
+  EXPECT_DOUBLE_EQ(v, 0.75);
+  EXPECT_DOUBLE_EQ(std::get<0>(g), 1 / 4.0);
+  EXPECT_DOUBLE_EQ(std::get<1>(g), -3.0 / 16.0);
+  // A reciprocal's derivative is -ans^2: one division in all.
+  constexpr const auto& r = ct::jaxpr_of<decltype(ct::value_and_grad(reciprocal)), double>;
+  static_assert(count(r, Prim::div) == 1);
+  for (double x : {0.5, 2.0, -3.0})
+    EXPECT_DOUBLE_EQ(ct::grad(reciprocal)(x), -1 / ((1 + x) * (1 + x)));
+}
+
+TEST(CtTrace, SelectsWithOnePredicateMerge) {
+  // where(p, x, 0) + where(p, 0, y) = where(p, x, y): one select, no add (as the transpose of
+  // a where writes them).
+  constexpr const auto& p = ct::jaxpr_of<decltype(split), double, double>;
+  static_assert(count(p, Prim::select) == 1 && count(p, Prim::add) == 0);
+  constexpr const auto& q = ct::jaxpr_of<decltype(split_difference), double, double>;
+  static_assert(count(q, Prim::select) == 1 && count(q, Prim::sub) == 0);
+  for (double x : {-1.0, 0.0, 2.0}) {
+    const double y = 5.0;
+    EXPECT_EQ(split(x, y), x > 0 ? x : y);
+    double in[2] = {x, y}, out = 0;
+    ct::compiled_t<decltype(split), double, double>::run(in, &out);
+    EXPECT_EQ(out, x > 0 ? x : y);
+    ct::compiled_t<decltype(split_difference), double, double>::run(in, &out);
+    EXPECT_EQ(out, x > 0 ? x : -y);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Text in JAX's syntax
 // ---------------------------------------------------------------------------------------------
 constexpr auto f1 = [](auto x, auto y) { return xpr::sin(x) - xpr::exp(x + y); };

@@ -201,6 +201,25 @@ TEST(CtVmap, InPlace) {
   for (std::size_t i = 0; i < 11; ++i) EXPECT_LT(rel_err(x[i], w1(p.x[i], p.y[i], p.z[i])), 1e-14);
 }
 
+TEST(CtVmap, InPlaceWithSeveralOutputs) {
+  // The schedule stores an output as soon as it is computed, but reads every input of a batch
+  // first: outputs written over the inputs (the value over x, d/dx over y, d/dy over z) give
+  // what separate outputs give, for whole batches and the tail.
+  constexpr auto w1_vg = ct::value_and_grad<0, 1, 2>(w1);
+  const std::size_t n = 37;
+  Points<double> p(n);
+  std::vector<double> x = p.x, y = p.y, z = p.z, dz(n);
+  ct::vmap(w1_vg).into(std::tuple{std::span(x), std::span(y), std::span(z), std::span(dz)}, x, y, z);
+  const auto [v, gx, gy, gz] = ct::vmap(w1_vg)(p.x, p.y, p.z);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<Eigen::Index>(i);
+    EXPECT_EQ(x[i], v[k]);
+    EXPECT_EQ(y[i], gx[k]);
+    EXPECT_EQ(z[i], gy[k]);
+    EXPECT_EQ(dz[i], gz[k]);
+  }
+}
+
 TEST(CtVmap, PerPointArgumentsBroadcast) {
   Points<float> p(19);
   // a C++ double with f32 arrays is weakly typed: the program is f32
