@@ -425,6 +425,26 @@ TEST(Grad, HasAuxAndValueAndGrad) {
   EXPECT_NEAR(scalar(g3), std::cos(1.0) - std::exp(3.0), 1e-12);
 }
 
+TEST(Grad, HasAuxWithArgnums) {
+  // f(x, y, z) = x y^2 + sin z, aux = (x + y, z): d/dy = 2 x y, d/dz = cos z.
+  auto f = [](auto x, auto y, auto z) {
+    return std::pair{x * y * y + xpr::sin(z), std::tuple{x + y, z * 1.0}};
+  };
+  auto [gy, aux] = xpr::grad<1>(f, xpr::has_aux)(1.5, 2.0, 0.25);
+  EXPECT_NEAR(scalar(gy), 2 * 1.5 * 2.0, 1e-15);
+  EXPECT_EQ(scalar(std::get<0>(aux)), 3.5);
+  EXPECT_EQ(scalar(std::get<1>(aux)), 0.25);
+  auto [grads, aux2] = xpr::grad<2, 1>(f, xpr::has_aux)(1.5, 2.0, 0.25);
+  EXPECT_NEAR(scalar(std::get<0>(grads)), std::cos(0.25), 1e-15);
+  EXPECT_NEAR(scalar(std::get<1>(grads)), 2 * 1.5 * 2.0, 1e-15);
+  EXPECT_EQ(scalar(std::get<0>(aux2)), 3.5);
+  auto [value_aux, grads2] = xpr::value_and_grad<0, 2>(f, xpr::has_aux)(1.5, 2.0, 0.25);
+  EXPECT_NEAR(scalar(value_aux.first), 1.5 * 4.0 + std::sin(0.25), 1e-15);
+  EXPECT_EQ(scalar(std::get<1>(value_aux.second)), 0.25);
+  EXPECT_NEAR(scalar(std::get<0>(grads2)), 4.0, 1e-15);
+  EXPECT_NEAR(scalar(std::get<1>(grads2)), std::cos(0.25), 1e-15);
+}
+
 TEST(Grad, KeepsDtypesAndTakesFloat32) {
   auto f = [](auto x) { return xpr::sum(x * x); };
   Array g = xpr::grad(f)(xpr::array({1.0f, 2.0f}));
