@@ -157,7 +157,8 @@ TEST(CtTrace, DerivativesShareWork) {
   static_assert(num_equations(h) <= 2);
   for (double x : {-1.5, 0.25, 3.0}) EXPECT_DOUBLE_EQ(ct::grad(half_square)(x), -x);
   // The gradient of x / y takes two divisions (x / y and ct / y), not three.
-  constexpr const auto& d = ct::jaxpr_of<decltype(ct::value_and_grad<0, 1>(quotient)), double, double>;
+  constexpr const auto& d =
+      ct::jaxpr_of<decltype(ct::value_and_grad<0, 1>(quotient)), double, double>;
   static_assert(count(d, Prim::div) == 2);
   const auto [v, g] = ct::value_and_grad<0, 1>(quotient)(3.0, 4.0);
   EXPECT_DOUBLE_EQ(v, 0.75);

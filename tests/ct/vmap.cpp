@@ -209,7 +209,8 @@ TEST(CtVmap, InPlaceWithSeveralOutputs) {
   const std::size_t n = 37;
   Points<double> p(n);
   std::vector<double> x = p.x, y = p.y, z = p.z, dz(n);
-  ct::vmap(w1_vg).into(std::tuple{std::span(x), std::span(y), std::span(z), std::span(dz)}, x, y, z);
+  ct::vmap(w1_vg).into(std::tuple{std::span(x), std::span(y), std::span(z), std::span(dz)}, x, y,
+                       z);
   const auto [v, gx, gy, gz] = ct::vmap(w1_vg)(p.x, p.y, p.z);
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<Eigen::Index>(i);

@@ -114,8 +114,8 @@ constexpr auto make_layout(const P& p) {
   return l;
 }
 
-inline constexpr std::size_t block_size = 64;    // steps per fold expression
-inline constexpr std::size_t chunk_size = 128;   // steps per out-of-line function
+inline constexpr std::size_t block_size = 64;     // steps per fold expression
+inline constexpr std::size_t chunk_size = 128;    // steps per out-of-line function
 inline constexpr std::size_t inline_limit = 1024; // larger programs are split into chunks
 
 /// Reads inputs from and writes outputs to flat arrays.
@@ -157,7 +157,8 @@ class Compiled {
     if constexpr (num_steps <= detail::inline_limit)
       blocks<0>(v, m, like, io, std::make_index_sequence<num_blocks(num_steps)>{});
     else
-      chunks(v, m, like, io, std::make_index_sequence<(num_steps + detail::chunk_size - 1) / detail::chunk_size>{});
+      chunks(v, m, like, io,
+             std::make_index_sequence<(num_steps + detail::chunk_size - 1) / detail::chunk_size>{});
   }
 
  private:
@@ -184,7 +185,8 @@ class Compiled {
   template <std::size_t C, class S, class M, class Io>
   [[gnu::noinline]] static void chunk(S* v, M* m, const S& like, const Io& io) {
     constexpr std::size_t first = C * detail::chunk_size;
-    constexpr std::size_t last = first + detail::chunk_size < num_steps ? first + detail::chunk_size : num_steps;
+    constexpr std::size_t last =
+        first + detail::chunk_size < num_steps ? first + detail::chunk_size : num_steps;
     blocks<first>(v, m, like, io, std::make_index_sequence<num_blocks(last - first)>{});
   }
 
@@ -197,7 +199,7 @@ class Compiled {
   [[gnu::always_inline]] static inline void block(S* v, M* m, const S& like, const Io& io,
                                                   std::index_sequence<I...>) {
     (step<layout.steps[First + I].prim, layout.steps[First + I].store>(v, m, like, io,
-                                                                        layout.steps[First + I]),
+                                                                       layout.steps[First + I]),
      ...);
   }
 
@@ -213,7 +215,8 @@ class Compiled {
       const auto k = static_cast<std::size_t>(s.param);
       if constexpr (is_comparison(p)) {
         const M c = m[s.a];
-        io.store(k, S(op::select::number(c, detail::broadcast<S>(1, like), detail::broadcast<S>(0, like))));
+        io.store(k, S(op::select::number(c, detail::broadcast<S>(1, like),
+                                         detail::broadcast<S>(0, like))));
       } else {
         io.store(k, v[s.a]);
       }

@@ -212,8 +212,9 @@ struct VmapLoop {
   static constexpr std::size_t width = B::size;
 
   /// Reads and writes one batch of points for `Compiled::run_io`, which loads every input first
-  /// and stores each output as soon as it is computed, straight from and to the arrays. Loads are unaligned: with AVX the unaligned forms cost nothing extra on aligned
-  /// data and fold into arithmetic instructions.
+  /// and stores each output as soon as it is computed, straight from and to the arrays. Loads are
+  /// unaligned: with AVX the unaligned forms cost nothing extra on aligned data and fold into
+  /// arithmetic instructions.
   struct Io {
     const T* const* p;
     const B* b;

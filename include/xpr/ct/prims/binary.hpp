@@ -60,9 +60,9 @@ constexpr bool power_of_two(double v) {
 }
 
 /// `(z * c) * y` as `z * w` when `w = c * y` is already in the graph (and older than `z * c`)
-/// and `c` is a power of two (so the two are equal): the jvp of `(c * q) * q` is `(t * c) * q + (c * q) * t`, and this
-/// makes its two terms one, `x + x`. Derivatives of `-0.5 * a * a` and the like save two
-/// operations each.
+/// and `c` is a power of two (so the two are equal). The jvp of `(c * q) * q` is
+/// `(t * c) * q + (c * q) * t`; this makes its two terms one, `x + x`, so derivatives of
+/// `-0.5 * a * a` and the like save two operations each.
 template <class T>
 constexpr Simplified reuse_scaled(const T* x, WeakDType out);
 

@@ -185,7 +185,8 @@ struct Rules<op::abs> : rules::unary<op::abs> {
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
     // The signs are constants of t's type, so an f32 program stays f32.
-    const T one = T::constant(1, t[0].dtype(), true), minus_one = T::constant(-1, t[0].dtype(), true);
+    const T one = T::constant(1, t[0].dtype(), true),
+            minus_one = T::constant(-1, t[0].dtype(), true);
     return t[0] * xpr::where(x[0] >= 0, one, minus_one);
   }
 };
