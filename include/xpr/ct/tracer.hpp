@@ -4,6 +4,7 @@
 // 0*x) and records an equation in the graph; C++ numbers mixed in are weakly typed literals.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -328,7 +329,7 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
 
 // ---------------------------------------------------------------------------------------------
 // What every rule table shares: the explicit opt-outs (`not_linear`, `not_differentiable`,
-// `no_simplification`) and the helpers simplifications return. (Here rather than in a header
+// `no_simplification`), the helpers simplifications return, and the patterns they look for. (Here rather than in a header
 // of its own: the rule headers include this one, and must find these defined whichever header
 // a user includes first.)
 // ---------------------------------------------------------------------------------------------
@@ -369,6 +370,49 @@ constexpr Simplified same(const Tracer& x, WeakDType out) {
 constexpr Simplified constant(double v, WeakDType out, Graph* g) {
   return {true, Tracer::constant(Tracer::rounded(v, out.dtype), out.dtype, out.weak, g)};
 }
+/// The operand of `x` when `x` is `neg y`, else nothing (a constant or another primitive).
+template <class T>
+constexpr bool negated(const T& x, T& y) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::neg) return false;
+  y = T(g, e.in[0]);
+  return true;
+}
+
+/// `y` and the literal `c` when `x` is `mul y c` or `mul c y`, else nothing.
+template <class T>
+constexpr bool scaled(const T& x, T& y, double& c) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::mul) return false;
+  for (int k = 0; k < 2; ++k) {
+    const Eqn& lit = (*g)[static_cast<std::size_t>(e.in[k])];
+    if (lit.prim != Prim::lit) continue;
+    c = lit.value();
+    y = T(g, e.in[1 - k]);
+    return true;
+  }
+  return false;
+}
+
+/// Whether `v` is a power of two (a normal number with a zero mantissa): multiplying by it is
+/// exact, so `c1 * (c2 * y)` may become `(c1 * c2) * y` when either is one.
+constexpr bool power_of_two(double v) {
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  const auto exponent = (bits >> 52) & 0x7ff;
+  return (bits & ((std::uint64_t{1} << 52) - 1)) == 0 && exponent != 0 && exponent != 0x7ff;
+}
+
+/// Whether `v` is a normal number of `dtype` (no overflow, no loss to a subnormal).
+constexpr bool normal_in(double v, DType dtype) {
+  const double a = v < 0 ? -v : v;
+  if (dtype == DType::float32) return a >= 0x1p-126 && a <= 0x1.fffffep127;
+  return a >= 0x1p-1022 && a <= 0x1.fffffffffffffp1023;
+}
+
 constexpr Graph* graph_of(const Tracer* x, int n) {
   for (int k = 0; k < n; ++k)
     if (x[k].graph()) return x[k].graph();

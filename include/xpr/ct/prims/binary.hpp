@@ -4,8 +4,8 @@
 // (JAX's formulas, written over tracers) and, for the linear ones, its transpose.
 #pragma once
 
-#include <bit>
 #include <cstdint>
+#include <utility>
 
 #include "xpr/core/ops.hpp"
 #include "xpr/ct/tracer.hpp"
@@ -23,56 +23,10 @@
 namespace xpr::ct {
 
 namespace rules {
-/// The operand of `x` when `x` is `neg y`, else nothing (a constant or another primitive).
-template <class T>
-constexpr bool negated(const T& x, T& y) {
-  Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::neg) return false;
-  y = T(g, e.in[0]);
-  return true;
-}
-
-/// `y` and the literal `c` when `x` is `mul y c` or `mul c y`, else nothing.
-template <class T>
-constexpr bool scaled(const T& x, T& y, double& c) {
-  Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::mul) return false;
-  for (int k = 0; k < 2; ++k) {
-    const Eqn& lit = (*g)[static_cast<std::size_t>(e.in[k])];
-    if (lit.prim != Prim::lit) continue;
-    c = lit.value();
-    y = T(g, e.in[1 - k]);
-    return true;
-  }
-  return false;
-}
-
-/// Whether `v` is a power of two (a normal number with a zero mantissa): multiplying by it is
-/// exact, so `c1 * (c2 * y)` may become `(c1 * c2) * y` when either is one.
-constexpr bool power_of_two(double v) {
-  const auto bits = std::bit_cast<std::uint64_t>(v);
-  const auto exponent = (bits >> 52) & 0x7ff;
-  return (bits & ((std::uint64_t{1} << 52) - 1)) == 0 && exponent != 0 && exponent != 0x7ff;
-}
-
 /// `(z * c) * y` as `z * w` when `w = c * y` is already in the graph (and older than `z * c`)
 /// and `c` is a power of two (so the two are equal). The jvp of `(c * q) * q` is
 /// `(t * c) * q + (c * q) * t`; this makes its two terms one, `x + x`, so derivatives of
 /// `-0.5 * a * a` and the like save two operations each.
-template <class T>
-constexpr Simplified reuse_scaled(const T* x, WeakDType out);
-
-/// Whether `v` is a normal number of `dtype` (no overflow, no loss to a subnormal).
-constexpr bool normal_in(double v, DType dtype) {
-  const double a = v < 0 ? -v : v;
-  if (dtype == DType::float32) return a >= 0x1p-126 && a <= 0x1.fffffep127;
-  return a >= 0x1p-1022 && a <= 0x1.fffffffffffffp1023;
-}
-
 template <class T>
 constexpr Simplified reuse_scaled(const T* x, WeakDType out) {
   Graph* g = x[0].graph();
@@ -85,16 +39,12 @@ constexpr Simplified reuse_scaled(const T* x, WeakDType out) {
       if (lit.prim != Prim::lit || !power_of_two(lit.value())) continue;
       const T& y = x[1 - k];
       const WeakDType w = detail::join(y.weak_dtype(), {lit.dtype, lit.weak});
-      for (int order = 0; order < 2; ++order) {
-        Eqn m{Prim::mul, w.dtype, w.weak, {y.id(), e.in[j], -1}, 0};
-        if (order) {
-          m.in[0] = e.in[j];
-          m.in[1] = y.id();
-        }
-        // Only towards the older product, so that the rewrite never undoes itself.
+      // c * y in either operand order; only towards the older product, so that the rewrite
+      // never undoes itself.
+      Eqn m{Prim::mul, w.dtype, w.weak, {y.id(), e.in[j], -1}, 0};
+      for (int order = 0; order < 2; ++order, std::swap(m.in[0], m.in[1]))
         if (const int id = g->find(m); id >= 0 && id < x[k].id())
           return same(T(g, e.in[1 - j]) * T(g, id), out);
-      }
     }
   }
   return {};

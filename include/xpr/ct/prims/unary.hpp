@@ -34,15 +34,11 @@ struct Rules<op::neg> : rules::no_simplification {
   static constexpr bool fold(const double* x, std::int64_t, double& r) { XPR_DETAIL_FOLD(-x[0], r); }
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
-    Graph* g = x[0].graph();
-    if (!g || x[0].is_constant()) return {};
-    const Eqn& e = (*g)[static_cast<std::size_t>(x[0].id())];
-    if (e.prim == Prim::neg) return rules::same(Tracer(g, e.in[0]), out);
+    T z;
+    double c = 0;
+    if (rules::negated(x[0], z)) return rules::same(z, out);
     // -(c * z) = z * -c: the sign joins the constant (exact), one operation fewer.
-    if (e.prim == Prim::mul)
-      for (int k = 0; k < 2; ++k)
-        if (const Eqn& c = (*g)[static_cast<std::size_t>(e.in[k])]; c.prim == Prim::lit)
-          return rules::same(Tracer(g, e.in[1 - k]) * -c.value(), out);
+    if (rules::scaled(x[0], z, c)) return rules::same(z * -c, out);
     return {};
   }
   template <class T>
