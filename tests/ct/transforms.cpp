@@ -143,6 +143,10 @@ TEST(CtGrad, WhereSelectsTheDerivative) {
   auto relu_like = [](auto x) { return xpr::where(x > 0, x * x, -3.0 * x); };
   EXPECT_EQ(ct::grad(relu_like)(2.0), 4.0);
   EXPECT_EQ(ct::grad(relu_like)(-2.0), -3.0);
+  // Every transformation, on both sides: vjp and linearize hand the predicate to the linear
+  // jaxpr as a bool residual (a regression: vjp read it from an unset mask and gave -6 at -2).
+  check_derivative(
+      "where", relu_like, [](double x) { return x > 0 ? 2 * x : -3.0; }, {2.0, -2.0});
   auto clip = [](auto x) { return xpr::clip(x, -1.0, 1.0); };
   EXPECT_EQ(ct::grad(clip)(0.5), 1.0);
   EXPECT_EQ(ct::grad(clip)(1.5), 0.0);

@@ -39,9 +39,12 @@ template <class S>
 /// load of an input (`arg`, `param` = the input's position), or the store of an output (`store`,
 /// `a` = the slot, `param` = the output's position, `prim` = the primitive that computed it).
 /// Literals take a value slot too, filled by a broadcast, so every operand is a plain array read.
+/// `mask`: the value is a bool, held in the mask array (a comparison, or a bool input such as a
+/// predicate a linear jaxpr receives among its residuals, loaded as `x != 0`).
 struct Step {
   Prim prim = Prim::arg;
   bool store = false;
+  bool mask = false;
   int out = 0, a = 0, b = 0, c = 0;
   std::int64_t param = 0;
 };
@@ -53,6 +56,15 @@ struct Layout {
   int num_values = 0;
   int num_masks = 0;
 };
+
+/// Whether the evaluator holds `e`'s value in the mask array: a comparison or a bool input.
+/// (Two statements: GCC 12 folds `prim == arg && dtype == bool_`, adjacent bytes, into one
+/// bit-field test that its constant evaluator then fails on.)
+constexpr bool held_as_mask(const Eqn& e) {
+  if (is_comparison(e.prim)) return true;
+  if (e.prim != Prim::arg) return false;
+  return e.dtype == DType::bool_;
+}
 
 // The schedule: the inputs, then the equations in the depth-first post-order of the outputs,
 // each output stored as soon as it is computed. The program's own order is the order the
@@ -74,9 +86,11 @@ constexpr auto make_layout(const P& p) {
   int next[ne > 0 ? ne : 1] = {};
   auto emit = [&](int i) {
     const Eqn& e = p.eqns[i];
-    slot[i] = is_comparison(e.prim) ? l.num_masks++ : l.num_values++;
+    const bool mask = held_as_mask(e);
+    slot[i] = mask ? l.num_masks++ : l.num_values++;
     Step& s = l.steps[l.num_steps++];
     s.prim = e.prim;
+    s.mask = mask;
     s.out = slot[i];
     int* operands[3] = {&s.a, &s.b, &s.c};
     for (int k = 0; k < arity(e.prim); ++k) *operands[k] = slot[e.in[k]];
@@ -108,6 +122,7 @@ constexpr auto make_layout(const P& p) {
     Step& s = l.steps[l.num_steps++];
     s.prim = p.eqns[root].prim;
     s.store = true;
+    s.mask = held_as_mask(p.eqns[root]);
     s.a = slot[root];
     s.param = static_cast<std::int64_t>(o);
   }
@@ -213,15 +228,21 @@ class Compiled {
     // taken inside the value array would keep the whole array in memory.
     if constexpr (Store) {
       const auto k = static_cast<std::size_t>(s.param);
-      if constexpr (is_comparison(p)) {
-        const M c = m[s.a];
-        io.store(k, S(op::select::number(c, detail::broadcast<S>(1, like),
-                                         detail::broadcast<S>(0, like))));
-      } else {
-        io.store(k, v[s.a]);
+      if constexpr (is_comparison(p) || p == Prim::arg) {
+        if (s.mask) {  // a constant once inlined
+          const M c = m[s.a];
+          io.store(k, S(op::select::number(c, detail::broadcast<S>(1, like),
+                                           detail::broadcast<S>(0, like))));
+          return;
+        }
       }
+      if constexpr (!is_comparison(p)) io.store(k, v[s.a]);
     } else if constexpr (p == Prim::arg) {
-      v[s.out] = io.load(static_cast<std::size_t>(s.param));
+      const S x = io.load(static_cast<std::size_t>(s.param));
+      if (s.mask)  // a constant once inlined
+        m[s.out] = op::ne::number(x, detail::broadcast<S>(0, like));
+      else
+        v[s.out] = x;
     } else if constexpr (p == Prim::lit) {
       v[s.out] = detail::broadcast<S>(std::bit_cast<double>(s.param), like);
     } else if constexpr (p == Prim::select) {
