@@ -2,13 +2,14 @@
 // print,trace}.hpp): equation counts after common subexpressions merge, literals that never
 // merge, constant folding, simplification, derived jaxprs free of 0/1 arithmetic, and the
 // compile-time text of known functions against JAX's syntax written out by hand.
-#include <gtest/gtest.h>
-
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <tuple>
+
+#include <gtest/gtest.h>
 
 #include "xpr/ct/ct.hpp"
 
@@ -124,6 +125,14 @@ constexpr auto split = [](auto x, auto y) {
 constexpr auto split_difference = [](auto x, auto y) {
   return xpr::where(x > 0, x, 0.0) - xpr::where(x > 0, 0.0, y);
 };
+// Signs and selects on one predicate.
+constexpr auto nested_select = [](auto x, auto y) {
+  return xpr::where(x > 0, xpr::where(x > 0, x, y), 2.0 * y);
+};
+constexpr auto negated_select = [](auto x, auto y) { return -xpr::where(x > 0, -y, y); };
+constexpr auto signed_product = [](auto x, auto y) { return y * xpr::where(x > 0, 1.0, -1.0); };
+constexpr auto negated_factors = [](auto x, auto y) { return (-x) * (-y); };
+constexpr auto log_ratio = [](auto x, auto k) { return xpr::log(x / k); };
 
 TEST(CtTrace, ConstantsGatherWhereExact) {
   // d/dx 100 x^2: the square's 2x and the 100 become one multiplication by 200.
@@ -187,6 +196,49 @@ TEST(CtTrace, SelectsWithOnePredicateMerge) {
     ct::compiled_t<decltype(split_difference), double, double>::run(in, &out);
     EXPECT_EQ(out, x > 0 ? x : -y);
   }
+}
+
+TEST(CtTrace, SignsAndSelectsSimplifyBitForBit) {
+  // where(p, where(p, a, b), c) reads only a: one select.
+  constexpr const auto& n = ct::jaxpr_of<decltype(nested_select), double, double>;
+  static_assert(count(n, Prim::select) == 1);
+  // -where(p, -y, y) = where(p, y, -y): the negation of y exists, so no second neg.
+  constexpr const auto& m = ct::jaxpr_of<decltype(negated_select), double, double>;
+  static_assert(count(m, Prim::neg) == 1 && count(m, Prim::select) == 1);
+  // y * where(p, 1, -1) = where(p, y, -y): no product.
+  constexpr const auto& q = ct::jaxpr_of<decltype(signed_product), double, double>;
+  static_assert(count(q, Prim::mul) == 0 && count(q, Prim::select) == 1);
+  // (-x) * (-y) = x * y.
+  constexpr const auto& r = ct::jaxpr_of<decltype(negated_factors), double, double>;
+  static_assert(count(r, Prim::neg) == 0 && count(r, Prim::mul) == 1);
+  for (double x : {-1.5, 0.0, 0.7})
+    for (double y : {-2.25, 1e-310, 3.0}) {  // a subnormal y too: sign flips are exact
+      double in[2] = {x, y}, out = 0;
+      ct::compiled_t<decltype(nested_select), double, double>::run(in, &out);
+      EXPECT_EQ(out, x > 0 ? x : 2.0 * y);
+      ct::compiled_t<decltype(negated_select), double, double>::run(in, &out);
+      EXPECT_EQ(out, -(x > 0 ? -y : y));
+      ct::compiled_t<decltype(signed_product), double, double>::run(in, &out);
+      EXPECT_EQ(out, y * (x > 0 ? 1.0 : -1.0));
+      ct::compiled_t<decltype(negated_factors), double, double>::run(in, &out);
+      EXPECT_EQ(out, (-x) * (-y));
+    }
+}
+
+TEST(CtTrace, LogOfAQuotientDifferentiatesWithOneDivision) {
+  // d/dx log(x / k) = 1 / x: the chain rule's ct / (x / k) / k becomes ct / x, one division
+  // (and none of x / k's overflow): the gradient alone has exactly one.
+  constexpr const auto& d = ct::jaxpr_of<decltype(ct::grad(log_ratio)), double, double>;
+  static_assert(count(d, Prim::div) == 1);
+  for (double x : {0.5, 3.0, 1e-300}) EXPECT_EQ(ct::grad(log_ratio)(x, 7.0), 1 / x);
+  // With respect to k as well: (tx - tk (x / k)) / x, so d/dk = -(x / k) / x = -1 / k.
+  const auto [gx, gk] = ct::grad<0, 1>(log_ratio)(3.0, 7.0);
+  EXPECT_EQ(gx, 1 / 3.0);
+  EXPECT_DOUBLE_EQ(gk, -1 / 7.0);
+  // And in forward mode.
+  const auto [y, t] = ct::jvp(log_ratio, std::tuple{3.0, 7.0}, std::tuple{1.0, 0.0});
+  EXPECT_DOUBLE_EQ(y, std::log(3.0 / 7.0));
+  EXPECT_EQ(t, 1 / 3.0);
 }
 
 // ---------------------------------------------------------------------------------------------

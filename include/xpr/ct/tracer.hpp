@@ -370,6 +370,13 @@ constexpr Simplified same(const Tracer& x, WeakDType out) {
 constexpr Simplified constant(double v, WeakDType out, Graph* g) {
   return {true, Tracer::constant(Tracer::rounded(v, out.dtype), out.dtype, out.weak, g)};
 }
+/// The primitive computing `x` (`lit` for a constant).
+template <class T>
+constexpr Prim prim_of(const T& x) {
+  if (x.is_constant()) return Prim::lit;
+  return (*x.graph())[static_cast<std::size_t>(x.id())].prim;
+}
+
 /// The operand of `x` when `x` is `neg y`, else nothing (a constant or another primitive).
 template <class T>
 constexpr bool negated(const T& x, T& y) {
@@ -396,6 +403,49 @@ constexpr bool scaled(const T& x, T& y, double& c) {
     return true;
   }
   return false;
+}
+
+/// The predicate and branches when `x` is `select_n p on_false on_true`, else nothing.
+template <class T>
+constexpr bool selected(const T& x, T& p, T& on_false, T& on_true) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::select) return false;
+  p = T(g, e.in[0]);
+  on_false = T(g, e.in[1]);
+  on_true = T(g, e.in[2]);
+  return true;
+}
+
+/// `-x` when it costs nothing: `x` a constant, `neg z`, or a value whose negation the graph
+/// already holds. Negation is exact, so rewrites built on it are too.
+template <class T>
+constexpr bool free_negation(const T& x, T& r) {
+  if (x.is_constant()) {
+    r = T::constant(-x.value(), x.dtype(), x.weak(), x.graph());
+    return true;
+  }
+  if (negated(x, r)) return true;
+  Graph* g = x.graph();
+  const Eqn n{Prim::neg, x.dtype(), x.weak(), {x.id(), -1, -1}, 0};
+  if (const int id = g->find(n); id >= 0) {
+    r = T(g, id);
+    return true;
+  }
+  return false;
+}
+
+/// `u` and `v` when `x` is `div u v`, else nothing.
+template <class T>
+constexpr bool quotient(const T& x, T& u, T& v) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return false;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  if (e.prim != Prim::div) return false;
+  u = T(g, e.in[0]);
+  v = T(g, e.in[1]);
+  return true;
 }
 
 /// Whether `v` is a power of two (a normal number with a zero mantissa): multiplying by it is

@@ -132,7 +132,8 @@ struct Rules<op::sub> {
   }
 };
 
-// mul: x * 1 = x, x * -1 = -x, x * 0 = 0, c * -z = z * -c, and constants gathered where exact:
+// mul: x * 1 = x, x * -1 = -x, x * 0 = 0, c * -z = z * -c, (-a) * (-b) = a * b, y * where(p, ±1,
+// ±1) = where(p, ±y, ±y), and constants gathered where exact:
 // c1 * (c2 * z) = z * (c1 c2), (z * c1) * (w * c2) = (z * w) * (c1 c2), (z * c) * y = z * (c * y);
 // jvp ta * y + x * tb; transpose ct * y (or x * ct).
 template <>
@@ -159,6 +160,27 @@ struct Rules<op::mul> {
       if (rules::scaled(y, z, c2) && (rules::power_of_two(c.value()) || rules::power_of_two(c2)) &&
           rules::normal_in(c.value() * c2, out.dtype))
         return rules::same(z * (c.value() * c2), out);
+    }
+    // Every mul passes here, so each operand's primitive is looked up once, and the patterns
+    // below are tried only where they can match.
+    const Prim p0 = rules::prim_of(x[0]), p1 = rules::prim_of(x[1]);
+    // (-a) * (-b) = a * b (exact): a cotangent -k meets a derivative -d.
+    if (p0 == Prim::neg && p1 == Prim::neg) {
+      T a, b;
+      rules::negated(x[0], a);
+      rules::negated(x[1], b);
+      return rules::same(a * b, out);
+    }
+    // y * where(p, c1, c2) with c1, c2 each 1 or -1 = where(p, c1 y, c2 y): a sign is a
+    // select, not a product, so selects on one predicate meet and merge (select_n's rules).
+    for (int k = 0; k < 2 && (p0 == Prim::select || p1 == Prim::select); ++k) {
+      T p, f, t;
+      if (!rules::selected(x[k], p, f, t) || !f.is_constant() || !t.is_constant()) continue;
+      const double cf = f.value(), ct = t.value();
+      if ((cf == 1 || cf == -1) && (ct == 1 || ct == -1) && !x[1 - k].is_constant()) {
+        const T& y = x[1 - k];
+        return rules::same(xpr::where(p, ct == 1 ? y : -y, cf == 1 ? y : -y), out);
+      }
     }
     // (z * c1) * (w * c2) = (z * w) * (c1 c2) when both are powers of two (exact): often
     // c1 c2 = 1 or -1, as in 2 * (0.5 * sigma) from the jvp of 0.5 * sigma * sigma.

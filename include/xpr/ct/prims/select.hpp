@@ -17,14 +17,20 @@ struct Rules<op::select> {
     r = x[0] != 0 ? x[2] : x[1];
     return true;
   }
-  // A known predicate picks its branch; equal branches need no predicate.
+  // A known predicate picks its branch; equal branches need no predicate; a branch that is
+  // itself a select on the same predicate is only ever read on one side:
+  // select_n(p, select_n(p, a, b), c) = select_n(p, a, c), and likewise on true.
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[0].is_constant()) return rules::same(x[0].value() != 0 ? x[2] : x[1], out);
-    bool same_branches = x[1].is_constant()
-                             ? x[2].is_constant() && x[1].value() == x[2].value()
-                             : x[1].id() == x[2].id();
+    bool same_branches = x[1].is_constant() ? x[2].is_constant() && x[1].value() == x[2].value()
+                                            : !x[2].is_constant() && x[1].id() == x[2].id();
     if (same_branches) return rules::same(x[1], out);
+    T p, f, t;
+    if (rules::selected(x[1], p, f, t) && p.id() == x[0].id())
+      return rules::same(xpr::where(x[0], x[2], f), out);
+    if (rules::selected(x[2], p, f, t) && p.id() == x[0].id())
+      return rules::same(xpr::where(x[0], t, x[1]), out);
     return {};
   }
   // jvp: select_n(p, t_false, t_true)

@@ -27,7 +27,8 @@ template <class Op>
 struct unary : not_linear<Op>, no_simplification {};
 }  // namespace rules
 
-// neg: -(-x) = x, -(c * z) = z * -c; jvp -t; linear: transpose -ct.
+// neg: -(-x) = x, -(c * z) = z * -c, -where(p, a, b) = where(p, -a, -b) when both negations are
+// free; jvp -t; linear: transpose -ct.
 template <>
 struct Rules<op::neg> : rules::no_simplification {
   static constexpr bool linear = true;
@@ -39,6 +40,12 @@ struct Rules<op::neg> : rules::no_simplification {
     if (rules::negated(x[0], z)) return rules::same(z, out);
     // -(c * z) = z * -c: the sign joins the constant (exact), one operation fewer.
     if (rules::scaled(x[0], z, c)) return rules::same(z * -c, out);
+    // Into a select whose branches negate for free (exact): derivatives of where(x >= 0, 1 - q,
+    // q) then meet where(x >= 0, -d, d) and the signs cancel (select_n's own rules).
+    T p, a, b, na, nb;
+    if (rules::selected(x[0], p, a, b) && rules::free_negation(a, na) &&
+        rules::free_negation(b, nb))
+      return rules::same(xpr::where(p, nb, na), out);
     return {};
   }
   template <class T>
@@ -112,7 +119,10 @@ struct Rules<op::exp> : rules::unary<op::exp> {
   }
 };
 
-// log: jvp t / x
+// log: jvp t / x. For a quotient x = u / v, div's jvp gives t = w / v, and t / x is w / u:
+// log(u / v) = log u - log v has the derivative (tu - tv (u / v)) / u. One division instead of
+// two (log(s / k)'s cotangent is ct / s, not ct / (s / k) / k), and no overflow or underflow
+// in u / v can reach the derivative.
 template <>
 struct Rules<op::log> : rules::unary<op::log> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
@@ -120,6 +130,9 @@ struct Rules<op::log> : rules::unary<op::log> {
   }
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
+    T u, v, w, tv;
+    if (rules::quotient(x[0], u, v) && rules::quotient(t[0], w, tv) && tv.id() == v.id())
+      return w / u;
     return t[0] / x[0];
   }
 };
@@ -172,7 +185,7 @@ struct Rules<op::rsqrt> : rules::unary<op::rsqrt> {
   }
 };
 
-// abs: jvp t * where(x >= 0, 1, -1) (JAX's choice at 0: the derivative from the right)
+// abs: jvp where(x >= 0, t, -t) (JAX's rule, the derivative from the right at 0)
 template <>
 struct Rules<op::abs> : rules::unary<op::abs> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
@@ -180,10 +193,7 @@ struct Rules<op::abs> : rules::unary<op::abs> {
   }
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
-    // The signs are constants of t's type, so an f32 program stays f32.
-    const T one = T::constant(1, t[0].dtype(), true),
-            minus_one = T::constant(-1, t[0].dtype(), true);
-    return t[0] * xpr::where(x[0] >= 0, one, minus_one);
+    return xpr::where(x[0] >= 0, t[0], -t[0]);
   }
 };
 
