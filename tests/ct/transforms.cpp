@@ -2,14 +2,15 @@
 // rules in ct/prims/): every primitive's derivative against its closed form and central finite
 // differences, in f64 and f32; jvp, linearize, vjp, grad, value_and_grad, has_aux, jacfwd,
 // jacrev and hessian against hand-derived derivatives; and their compositions.
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/ct/ct.hpp"
 
@@ -150,6 +151,88 @@ TEST(CtGrad, WhereSelectsTheDerivative) {
   auto clip = [](auto x) { return xpr::clip(x, -1.0, 1.0); };
   EXPECT_EQ(ct::grad(clip)(0.5), 1.0);
   EXPECT_EQ(ct::grad(clip)(1.5), 0.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preaccumulation: reverse mode differentiates a region that depends on one value alone (here
+// the normal CDF of u = x y, approximated as in W3) forwards from that value, and the region's
+// Horner polynomial forwards from its own variable t.
+// ---------------------------------------------------------------------------------------------
+constexpr double p_as = 0.2316419, b1 = 0.319381530, b2 = -0.356563782, b3 = 1.781477937,
+                 b4 = -1.821255978, b5 = 1.330274429, c_phi = 0.3989422804014327;
+constexpr auto norm_cdf = [](auto x) {
+  const auto a = xpr::abs(x);
+  const auto t = 1 / (1 + p_as * a);
+  const auto poly = t * (b1 + t * (b2 + t * (b3 + t * (b4 + t * b5))));
+  const auto q = c_phi * xpr::exp(-0.5 * a * a) * poly;
+  return xpr::where(x >= 0, 1 - q, q);
+};
+constexpr auto cdf_of_product = [](auto x, auto y) { return norm_cdf(x * y); };
+
+// N'(x) of the approximation, by hand: N = where(x >= 0, 1 - q(|x|), q(|x|)) has the slope
+// -q'(|x|) on both sides, q' = phi (-a P(t) + P'(t) t'(a)), t' = -p t^2.
+double norm_cdf_slope(double x) {
+  const double a = std::abs(x), t = 1 / (1 + p_as * a);
+  const double poly = t * (b1 + t * (b2 + t * (b3 + t * (b4 + t * b5))));
+  const double dpoly = b1 + t * (2 * b2 + t * (3 * b3 + t * (4 * b4 + t * 5 * b5)));
+  const double phi = c_phi * std::exp(-0.5 * a * a);
+  return -phi * (-a * poly - dpoly * p_as * t * t);
+}
+
+template <class P>
+constexpr int count(const P& p, xpr::ct::Prim prim) {
+  int n = 0;
+  for (std::size_t i = 0; i < P::num_eqns; ++i) n += p.eqns[i].prim == prim;
+  return n;
+}
+
+TEST(CtTransforms, ReverseModePreaccumulatesSingleInputRegions) {
+  // Forwards, abs's sign and where's sign meet and cancel: the gradient has no select at all
+  // (reverse mode proper needs four).
+  using xpr::ct::Prim;
+  constexpr const auto& g = ct::jaxpr_of<decltype(ct::grad<0, 1>(cdf_of_product)), double, double>;
+  static_assert(count(g, Prim::select) == 0);
+  for (double x : {-1.7, -0.3, 0.0, 0.4, 2.2}) {
+    SCOPED_TRACE(::testing::Message() << "x = " << x);
+    const double y = 1.3, slope = norm_cdf_slope(x * y);
+    const auto [gx, gy] = ct::grad<0, 1>(cdf_of_product)(x, y);
+    EXPECT_LT(rel_err(gx, y * slope), 1e-14);
+    EXPECT_LT(rel_err(gy, x * slope), 1e-14);
+    if (x != 0.0) {  // the approximation jumps by 1e-9 at 0
+      EXPECT_LT(rel_err(gx, central_difference([&](double u) { return cdf_of_product(u, y); }, x)),
+                1e-7);
+    }
+    // The value is the function's, bit for bit.
+    const auto [v, grads] = ct::value_and_grad<0, 1>(cdf_of_product)(x, y);
+    EXPECT_EQ(v, cdf_of_product(x, y));
+    EXPECT_EQ(std::get<0>(grads), gx);
+    // jacrev preaccumulates too; jvp (forward mode) does not, and agrees.
+    const auto [jx, jy] = ct::jacrev<0, 1>(cdf_of_product)(x, y);
+    EXPECT_EQ(jx, gx);
+    EXPECT_EQ(jy, gy);
+    const auto [y2, t] = ct::jvp(cdf_of_product, std::tuple{x, y}, std::tuple{1.0, 0.0});
+    EXPECT_LT(rel_err(t, gx), 1e-14);
+    // f32 stays f32.
+    const auto [fx, fy] = ct::grad<0, 1>(cdf_of_product)(static_cast<float>(x), 1.3f);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(fx)>, float>);
+    EXPECT_LT(rel_err(fx, y * slope), 2e-6);
+    // Second derivatives through the preaccumulated gradient: d²/dx² N(xy) = y² N''(xy).
+    const auto h = ct::hessian<0>(cdf_of_product)(x, y);
+    const double step = 1e-5;
+    const double n2 = (norm_cdf_slope(x * y + step) - norm_cdf_slope(x * y - step)) / (2 * step);
+    if (x != 0.0) {  // N'' jumps at 0
+      EXPECT_LT(rel_err(h, y * y * n2), 1e-7);
+    }
+  }
+  // In a vmap, element by element as the scalar gradient.
+  std::vector<double> xs = {-1.7, -0.3, 0.0, 0.4, 2.2, 3.1, -2.5};
+  const std::vector<double> ys(xs.size(), 1.3);
+  const auto [vx, vy] = ct::vmap(ct::grad<0, 1>(cdf_of_product))(xs, ys);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto [gx, gy] = ct::grad<0, 1>(cdf_of_product)(xs[i], 1.3);
+    EXPECT_LT(rel_err(vx[static_cast<Eigen::Index>(i)], gx), 1e-15) << i;
+    EXPECT_LT(rel_err(vy[static_cast<Eigen::Index>(i)], gy), 1e-15) << i;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

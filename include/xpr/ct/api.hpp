@@ -437,7 +437,7 @@ struct GradX : same_args {
   static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     Buffer<int> which = argnum_leaves<A...>({Argnums...});
     if constexpr (K == 0) {
-      jvp_jaxpr(j, which, 1);
+      jvp_jaxpr(j, which, 1, /*preaccumulate=*/true);
     } else {
       transpose_jaxpr(j, which.size(), 1, false);
       // outs: y, aux..., grads...; keep what this variant returns.
@@ -531,7 +531,7 @@ struct JacX : same_args {
       j.outs = static_cast<Buffer<int>&&>(outs);
       return;
     } else if constexpr (K == 0) {
-      jvp_jaxpr(j, which, m);
+      jvp_jaxpr(j, which, m, /*preaccumulate=*/true);
       return;
     } else {
       transpose_jaxpr(j, which.size(), m / 2, false);
