@@ -235,6 +235,75 @@ TEST(CtTransforms, ReverseModePreaccumulatesSingleInputRegions) {
   }
 }
 
+// Regions in the shapes that could go wrong: joins at the exit and inside, a region nested in
+// a region, an interior value read outside (no region there), an interior value that is itself
+// an output (none either), sign games, a quotient. Reverse mode (which preaccumulates) against
+// forward mode (which does not, a different sweep) and against finite differences.
+constexpr auto joined = [](auto x, auto y) {
+  const auto u = x * y;
+  return u * xpr::exp(u) + u * u * u - xpr::sin(u) * u;
+};
+constexpr auto nested = [](auto x, auto y) {
+  const auto u = x + y;
+  const auto t = 1 / (1 + u * u);
+  return t * (1 + t * (2 + t * 3)) * xpr::tanh(u) + x;
+};
+constexpr auto read_outside = [](auto x, auto y) {
+  const auto u = x * y;
+  const auto s = xpr::sin(u);
+  return s * u + s * x;
+};
+constexpr auto signs = [](auto x, auto y) {
+  const auto a = xpr::abs(x - y);
+  const auto q = a * xpr::exp(-a);
+  return xpr::where(x - y >= 0, 1 - q, q) * y;
+};
+constexpr auto ratio = [](auto x, auto y) {
+  const auto u = x / y;
+  return xpr::log(u) * u + xpr::sqrt(u * u + 1);
+};
+constexpr auto outputs_inside = [](auto x, auto y) {
+  const auto u = x * y;
+  const auto s = xpr::exp(u);
+  const auto n = s * u + s;
+  return std::array{n, s * 2.0, xpr::where(u > 0, n, -n)};
+};
+
+template <class F>
+void check_against_forward_mode(const char* name, F f, double x, double y) {
+  SCOPED_TRACE(::testing::Message() << name << " at (" << x << ", " << y << ")");
+  const auto [gx, gy] = ct::grad<0, 1>(f)(x, y);
+  const auto [fx, fy] = ct::jacfwd<0, 1>(f)(x, y);
+  EXPECT_LT(rel_err(gx, fx), 1e-13);
+  EXPECT_LT(rel_err(gy, fy), 1e-13);
+  EXPECT_LT(rel_err(gx, central_difference([&](double u) { return f(u, y); }, x)), 1e-6);
+  EXPECT_LT(rel_err(gy, central_difference([&](double v) { return f(x, v); }, y)), 1e-6);
+  // Second derivatives: forward over the preaccumulated reverse, and forward over forward.
+  EXPECT_LT(rel_err(ct::hessian<0>(f)(x, y), ct::jacfwd<0>(ct::jacfwd<0>(f))(x, y)), 1e-12);
+}
+
+TEST(CtTransforms, PreaccumulatedRegionsAgreeWithForwardMode) {
+  for (auto [x, y] : {std::pair{0.3, -0.7}, std::pair{1.1, 0.45}, std::pair{-1.3, 2.0}}) {
+    check_against_forward_mode("joined", joined, x, y);
+    check_against_forward_mode("nested", nested, x, y);
+    check_against_forward_mode("read_outside", read_outside, x, y);
+    check_against_forward_mode("signs", signs, x, y);
+    check_against_forward_mode("ratio", ratio, std::abs(x), std::abs(y));
+    // A vector function, by jacrev: the first output's region holds the second's value.
+    SCOPED_TRACE(::testing::Message() << "outputs_inside at (" << x << ", " << y << ")");
+    const auto r = ct::jacrev<0, 1>(outputs_inside)(x, y);
+    const auto j = ct::jacfwd<0, 1>(outputs_inside)(x, y);
+    for (std::size_t o = 0; o < 3; ++o) {
+      EXPECT_LT(rel_err(std::get<0>(r[o]), std::get<0>(j[o])), 1e-13) << o;
+      EXPECT_LT(rel_err(std::get<1>(r[o]), std::get<1>(j[o])), 1e-13) << o;
+    }
+    const double u = x * y, dn = std::exp(u) * (u + 2);  // d/du (e^u u + e^u)
+    EXPECT_LT(rel_err(std::get<0>(r[0]), y * dn), 1e-14);
+    EXPECT_LT(rel_err(std::get<1>(r[1]), 2 * x * std::exp(u)), 1e-14);
+    EXPECT_LT(rel_err(std::get<0>(r[2]), (u > 0 ? 1 : -1) * y * dn), 1e-14);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The transformations on W1: f(x, y, z) = sin(x) y + exp(x z) - log(1 + y^2) z
 // ---------------------------------------------------------------------------------------------
