@@ -459,6 +459,23 @@ TEST(Grad, ConstantFunctionsHaveZeroGradients) {
   EXPECT_EQ(scalar(gy), 2.0);
 }
 
+TEST(Grad, AbsTakesTheDerivativeFromTheRightAsJaxDoes) {
+  auto f = [](auto x) { return xpr::abs(x); };
+  EXPECT_EQ(scalar(xpr::grad(f)(0.0)), 1.0);  // jax.grad(jnp.abs)(0.) is 1.0
+  EXPECT_EQ(scalar(xpr::grad(f)(-2.0)), -1.0);
+  EXPECT_EQ(scalar(xpr::grad(f)(3.0)), 1.0);
+  // JAX's rule, select(ge(x, 0), t, neg(t)), equation for equation.
+  auto f_jvp = [&](auto x, auto t) { return xpr::jvp(f, std::tuple{x}, std::tuple{t}).second; };
+  std::ostringstream os;
+  os << xpr::make_jaxpr(f_jvp)(-2.0, 1.0);
+  EXPECT_EQ(os.str(), R"({ lambda ; a:f64[] b:f64[]. let
+    _:f64[] = abs a
+    c:bool[] = ge a 0.0:f64[]
+    d:f64[] = neg b
+    e:f64[] = select_n c d b
+  in (e,) })");
+}
+
 TEST(Grad, ControlFlowOnValues) {
   // Partial evaluation keeps primal values concrete, so C++ control flow on them works under
   // grad (Autodidax's `grad(lambda x: x**2 if x > 0 else 0.)`).

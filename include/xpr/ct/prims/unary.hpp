@@ -193,7 +193,8 @@ struct Rules<op::abs> : rules::unary<op::abs> {
   }
   template <class T>
   static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
-    return xpr::where(x[0] >= 0, t[0], -t[0]);
+    const T nonnegative = x[0] >= 0;  // first, as JAX binds it (C++ leaves argument order open)
+    return xpr::where(nonnegative, t[0], -t[0]);
   }
 };
 

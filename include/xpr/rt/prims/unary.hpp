@@ -88,8 +88,12 @@ struct unary_jvp<op::rsqrt> {  // -x^(-3/2) / 2 = rsqrt(x) / (-2 x)
   template <class A> static A tangent(const A& x, const A& ans, const A& t) { return t * (ans / (-2 * x)); }
 };
 template <>
-struct unary_jvp<op::abs> {  // sign x (0 at 0, as in JAX)
-  template <class A> static A tangent(const A& x, const A&, const A& t) { return t * xpr::sign(x); }
+struct unary_jvp<op::abs> {  // JAX's where(x >= 0, t, -t): the derivative from the right at 0
+  template <class A>
+  static A tangent(const A& x, const A&, const A& t) {
+    A nonnegative = x >= 0;  // first, as JAX binds it (C++ leaves argument order open)
+    return xpr::where(nonnegative, t, -t);
+  }
 };
 template <>
 struct unary_jvp<op::sign> {  // 0 almost everywhere
