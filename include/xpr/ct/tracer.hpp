@@ -329,9 +329,9 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
 
 // ---------------------------------------------------------------------------------------------
 // What every rule table shares: the explicit opt-outs (`not_linear`, `not_differentiable`,
-// `no_simplification`), the helpers simplifications return, and the patterns they look for. (Here rather than in a header
-// of its own: the rule headers include this one, and must find these defined whichever header
-// a user includes first.)
+// `no_simplification`), the helpers simplifications return, and the patterns they look for.
+// (Here rather than in a header of its own: the rule headers include this one, and must find these
+// defined whichever header a user includes first.)
 // ---------------------------------------------------------------------------------------------
 namespace xpr::ct::rules {
 
@@ -370,6 +370,16 @@ constexpr Simplified same(const Tracer& x, WeakDType out) {
 constexpr Simplified constant(double v, WeakDType out, Graph* g) {
   return {true, Tracer::constant(Tracer::rounded(v, out.dtype), out.dtype, out.weak, g)};
 }
+/// The equation computing `x` when it is a `p`, else null (a constant or another primitive):
+/// the one lookup every pattern below starts from.
+template <class T>
+constexpr const Eqn* defined_by(const T& x, Prim p) {
+  Graph* g = x.graph();
+  if (!g || x.is_constant()) return nullptr;
+  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
+  return e.prim == p ? &e : nullptr;
+}
+
 /// The primitive computing `x` (`lit` for a constant).
 template <class T>
 constexpr Prim prim_of(const T& x) {
@@ -377,29 +387,26 @@ constexpr Prim prim_of(const T& x) {
   return (*x.graph())[static_cast<std::size_t>(x.id())].prim;
 }
 
-/// The operand of `x` when `x` is `neg y`, else nothing (a constant or another primitive).
+/// The operand of `x` when `x` is `neg y`, else nothing.
 template <class T>
 constexpr bool negated(const T& x, T& y) {
-  Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::neg) return false;
-  y = T(g, e.in[0]);
+  const Eqn* e = defined_by(x, Prim::neg);
+  if (!e) return false;
+  y = T(x.graph(), e->in[0]);
   return true;
 }
 
 /// `y` and the literal `c` when `x` is `mul y c` or `mul c y`, else nothing.
 template <class T>
 constexpr bool scaled(const T& x, T& y, double& c) {
+  const Eqn* e = defined_by(x, Prim::mul);
+  if (!e) return false;
   Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::mul) return false;
   for (int k = 0; k < 2; ++k) {
-    const Eqn& lit = (*g)[static_cast<std::size_t>(e.in[k])];
+    const Eqn& lit = (*g)[static_cast<std::size_t>(e->in[k])];
     if (lit.prim != Prim::lit) continue;
     c = lit.value();
-    y = T(g, e.in[1 - k]);
+    y = T(g, e->in[1 - k]);
     return true;
   }
   return false;
@@ -408,13 +415,11 @@ constexpr bool scaled(const T& x, T& y, double& c) {
 /// The predicate and branches when `x` is `select_n p on_false on_true`, else nothing.
 template <class T>
 constexpr bool selected(const T& x, T& p, T& on_false, T& on_true) {
-  Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::select) return false;
-  p = T(g, e.in[0]);
-  on_false = T(g, e.in[1]);
-  on_true = T(g, e.in[2]);
+  const Eqn* e = defined_by(x, Prim::select);
+  if (!e) return false;
+  p = T(x.graph(), e->in[0]);
+  on_false = T(x.graph(), e->in[1]);
+  on_true = T(x.graph(), e->in[2]);
   return true;
 }
 
@@ -439,12 +444,10 @@ constexpr bool free_negation(const T& x, T& r) {
 /// `u` and `v` when `x` is `div u v`, else nothing.
 template <class T>
 constexpr bool quotient(const T& x, T& u, T& v) {
-  Graph* g = x.graph();
-  if (!g || x.is_constant()) return false;
-  const Eqn& e = (*g)[static_cast<std::size_t>(x.id())];
-  if (e.prim != Prim::div) return false;
-  u = T(g, e.in[0]);
-  v = T(g, e.in[1]);
+  const Eqn* e = defined_by(x, Prim::div);
+  if (!e) return false;
+  u = T(x.graph(), e->in[0]);
+  v = T(x.graph(), e->in[1]);
   return true;
 }
 

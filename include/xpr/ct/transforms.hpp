@@ -207,6 +207,14 @@ constexpr bool grow_closed(const Graph& g, const Dominators& d, RegionScratch& s
   return true;
 }
 
+/// A new exploration of the region ending at `e`: its mark, set on `e`.
+constexpr int start_exploration(RegionScratch& sc, int e) {
+  const int mark = ++sc.explorations;
+  sc.mark[static_cast<std::size_t>(e)] = mark;
+  sc.inside[static_cast<std::size_t>(e)] = 0;
+  return mark;
+}
+
 /// The farthest entry of a closed region that ends at `e` and holds a join, or -1. Walking up
 /// `e`'s dominators a region only grows, and once open it stays open (a node's user outside
 /// stays outside), so each step explores only what the last one added. Without a join a region
@@ -216,9 +224,7 @@ constexpr bool grow_closed(const Graph& g, const Dominators& d, RegionScratch& s
 /// mode sums over its uses, where constant partials meet and fold (2x + 3x + x: 6, not
 /// ((t + 2) + 3) + 1).
 constexpr int farthest_entry(const Graph& g, const Dominators& d, RegionScratch& sc, int e) {
-  const int mark = ++sc.explorations;
-  sc.mark[static_cast<std::size_t>(e)] = mark;
-  sc.inside[static_cast<std::size_t>(e)] = 0;
+  const int mark = start_exploration(sc, e);
   sc.region.clear();
   int local = 64, entry = -1, from = e;
   bool join = d.join[static_cast<std::size_t>(e)];
@@ -236,11 +242,8 @@ constexpr int farthest_entry(const Graph& g, const Dominators& d, RegionScratch&
 
 /// Whether the region from `v` to `e` is closed.
 constexpr bool closed(const Graph& g, const Dominators& d, RegionScratch& sc, int v, int e) {
-  const int mark = ++sc.explorations;
-  sc.mark[static_cast<std::size_t>(e)] = mark;
-  sc.inside[static_cast<std::size_t>(e)] = 0;
   int local = 64;
-  return grow_closed(g, d, sc, v, e, e, mark, local);
+  return grow_closed(g, d, sc, v, e, e, start_exploration(sc, e), local);
 }
 
 /// `t * d`, or `t / y` when `d` is `1 / y`: one division where the product would cost a division

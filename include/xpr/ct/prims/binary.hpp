@@ -56,21 +56,10 @@ constexpr Simplified reuse_scaled(const T* x, WeakDType out) {
 /// `where` gives such pairs: `where(p, ct, 0)` and `where(p, 0, ct)`.
 template <class T, class Combine>
 constexpr Simplified merge_selects(const T* x, WeakDType out, Combine combine) {
-  Graph* g = x[0].graph();
-  if (!g || x[0].is_constant() || x[1].is_constant() || x[1].graph() != g) return {};
-  const Eqn& l = (*g)[static_cast<std::size_t>(x[0].id())];
-  const Eqn& r = (*g)[static_cast<std::size_t>(x[1].id())];
-  if (l.prim != Prim::select || r.prim != Prim::select || l.in[0] != r.in[0]) return {};
-  auto zero = [&](int id) {
-    const Eqn& e = (*g)[static_cast<std::size_t>(id)];
-    return e.prim == Prim::lit && e.value() == 0;
-  };
-  for (int k = 1; k < 3; ++k)
-    if (!zero(l.in[k]) && !zero(r.in[k])) return {};
-  const T p(g, l.in[0]);
-  const T on_false = combine(T(g, l.in[1]), T(g, r.in[1]));
-  const T on_true = combine(T(g, l.in[2]), T(g, r.in[2]));
-  return same(xpr::where(p, on_true, on_false), out);
+  T p, a, b, q, c, d;
+  if (!selected(x[0], p, a, b) || !selected(x[1], q, c, d) || p.id() != q.id()) return {};
+  if ((!a.is_zero() && !c.is_zero()) || (!b.is_zero() && !d.is_zero())) return {};
+  return same(xpr::where(p, combine(b, d), combine(a, c)), out);
 }
 }  // namespace rules
 
@@ -165,12 +154,9 @@ struct Rules<op::mul> {
     // below are tried only where they can match.
     const Prim p0 = rules::prim_of(x[0]), p1 = rules::prim_of(x[1]);
     // (-a) * (-b) = a * b (exact): a cotangent -k meets a derivative -d.
-    if (p0 == Prim::neg && p1 == Prim::neg) {
-      T a, b;
-      rules::negated(x[0], a);
-      rules::negated(x[1], b);
+    if (T a, b;
+        p0 == Prim::neg && p1 == Prim::neg && rules::negated(x[0], a) && rules::negated(x[1], b))
       return rules::same(a * b, out);
-    }
     // y * where(p, c1, c2) with c1, c2 each 1 or -1 = where(p, c1 y, c2 y): a sign is a
     // select, not a product, so selects on one predicate meet and merge (select_n's rules).
     for (int k = 0; k < 2 && (p0 == Prim::select || p1 == Prim::select); ++k) {
