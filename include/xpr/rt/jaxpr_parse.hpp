@@ -168,7 +168,11 @@ inline std::vector<Token> tokenize(std::string_view src) {
     Token::Kind kind;
     auto ident_at = [&](std::size_t j) {
       std::size_t k = j;
-      while (k < src.size() && is_ident_char(src[k])) ++k;
+      // A '-' joins letters inside a name: JAX's primitives `scatter-add`, `scatter-mul`, ...
+      while (k < src.size() && (is_ident_char(src[k]) ||
+                                (src[k] == '-' && k > j && k + 1 < src.size() &&
+                                 is_ident_start(src[k + 1]))))
+        ++k;
       return src.substr(j, k - j);
     };
     if (is_ident_start(c)) {
