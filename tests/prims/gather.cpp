@@ -70,10 +70,14 @@ std::optional<std::int64_t> ref_start(std::int64_t i, std::int64_t size, std::in
 /// JAX's default fill value, as a double.
 double default_fill(DType t) {
   switch (t) {
-    case DType::bool_: return 1;
-    case DType::int32: return std::numeric_limits<std::int32_t>::min();
-    case DType::int64: return static_cast<double>(std::numeric_limits<std::int64_t>::min());
-    default: return std::nan("");
+    case DType::bool_:
+      return 1;
+    case DType::int32:
+      return std::numeric_limits<std::int32_t>::min();
+    case DType::int64:
+      return static_cast<double>(std::numeric_limits<std::int64_t>::min());
+    default:
+      return std::nan("");
   }
 }
 
@@ -221,9 +225,9 @@ TEST(GatherImpl, EmptyIndicesAndEmptyWindows) {
   Array x = xpr::array({1.0, 2.0, 3.0});
   Array none = make(DType::int32, Shape{0, 1}, {});
   EXPECT_EQ(xpr::gather(x, none, kTake1, {1}).shape(), (Shape{0}));
-  EXPECT_EQ(xpr::gather(x, make(DType::int32, Shape{2, 1}, {0, 5}), {{1}, {}, {0}, {}, {}}, {0})
-                .shape(),
-            (Shape{2, 0}));
+  EXPECT_EQ(
+      xpr::gather(x, make(DType::int32, Shape{2, 1}, {0, 5}), {{1}, {}, {0}, {}, {}}, {0}).shape(),
+      (Shape{2, 0}));
 }
 
 // ---- scatter evaluation ------------------------------------------------------------------------
@@ -236,8 +240,8 @@ std::vector<double> ref_scatter(std::vector<double> x, const std::vector<double>
                                 const std::vector<double>& upd, GatherScatterMode m,
                                 const std::function<double(double, double)>& f) {
   for (std::size_t j = 0; j < idx.size(); ++j) {
-    auto s = ref_start(static_cast<std::int64_t>(idx[j]), 1,
-                       static_cast<std::int64_t>(x.size()), m == kPromise ? kClip : m);
+    auto s = ref_start(static_cast<std::int64_t>(idx[j]), 1, static_cast<std::int64_t>(x.size()),
+                       m == kPromise ? kClip : m);
     if (s) x[static_cast<std::size_t>(*s)] = f(x[static_cast<std::size_t>(*s)], upd[j]);
   }
   return x;
@@ -331,9 +335,7 @@ ArgSpec idx(Shape s, double hi) { return {std::move(s), DType::int32, -1, hi, fa
 
 FlatFunction gather_fn(GatherDimensionNumbers dn, Axes ss, GatherScatterMode m,
                        std::optional<double> fill = std::nullopt) {
-  return [=](std::span<const Array> a) {
-    return Arrays{xpr::gather(a[0], a[1], dn, ss, m, fill)};
-  };
+  return [=](std::span<const Array> a) { return Arrays{xpr::gather(a[0], a[1], dn, ss, m, fill)}; };
 }
 
 template <class F>
@@ -348,6 +350,11 @@ FlatFunction unique_scatter_fn(F f) {
     Array i = make(DType::int32, Shape{3, 1}, {0, 3, 1});
     return Arrays{f(a[0], i, a[1], kPut1, kFill, false, true)};
   };
+}
+
+/// A vector of 4, five scalar updates at indices in [-1, 4].
+std::vector<ArgSpec> vector_scatter(DType d) {
+  return {real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)};
 }
 
 // clang-format off
@@ -366,7 +373,7 @@ const std::vector<Record>& records() {
     {"gather_windows", gather_fn({{1, 2}, {}, {1}, {}, {}}, {2, 2}, kFill, 0.25),
      [](DType d) { return std::vector{real(Shape{2, 4}, d), idx(Shape{3, 1}, 3)}; }},
     {"scatter_add_take", scatter_fn(xpr::scatter_add, kPut1, kFill),
-     [](DType d) { return std::vector{real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)}; }},
+     vector_scatter},
     {"scatter_add_rows_clip", scatter_fn(xpr::scatter_add, kPutRows, kClip),
      [](DType d) {
        return std::vector{real(Shape{3, 2}, d), idx(Shape{4, 1}, 3), real(Shape{4, 2}, d)};
@@ -376,17 +383,17 @@ const std::vector<Record>& records() {
        return std::vector{real(Shape{2, 3}, d), idx(Shape{2, 2, 1}, 3), real(Shape{2, 2}, d)};
      }},
     {"scatter_repeated", scatter_fn(xpr::scatter, kPut1, kFill),
-     [](DType d) { return std::vector{real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)}; }},
+     vector_scatter},
     {"scatter_rows_clip", scatter_fn(xpr::scatter, kPutRows, kClip),
      [](DType d) {
        return std::vector{real(Shape{3, 2}, d), idx(Shape{4, 1}, 3), real(Shape{4, 2}, d)};
      }},
     {"scatter_min", scatter_fn(xpr::scatter_min, kPut1, kFill),
-     [](DType d) { return std::vector{real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)}; }},
+     vector_scatter},
     {"scatter_max_clip", scatter_fn(xpr::scatter_max, kPut1, kClip),
-     [](DType d) { return std::vector{real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)}; }},
+     vector_scatter},
     {"scatter_mul_operand", scatter_fn(xpr::scatter_mul, kPut1, kFill),
-     [](DType d) { return std::vector{real(Shape{4}, d), idx(Shape{5, 1}, 4), real(Shape{5}, d)}; }},
+     vector_scatter},
     {"scatter_mul_unique", unique_scatter_fn(xpr::scatter_mul),
      [](DType d) { return std::vector{real(Shape{4}, d), real(Shape{3}, d)}; }},
     {"scatter_unique", unique_scatter_fn(xpr::scatter),
@@ -543,8 +550,7 @@ TEST(GatherGrad, ScatterWithRepeatsDifferentiatesTheWinner) {
   auto f = [&](const Array& x, const Array& u) {
     return xpr::sum(xpr::array({1.0, 10.0, 100.0}) * xpr::scatter(x, i, u, kPut1));
   };
-  auto [gx, gu] = xpr::grad<0, 1>(f)(xpr::array({5.0, 6.0, 7.0}),
-                                                 xpr::array({1.0, 2.0, 3.0}));
+  auto [gx, gu] = xpr::grad<0, 1>(f)(xpr::array({5.0, 6.0, 7.0}), xpr::array({1.0, 2.0, 3.0}));
   expect_values(gx, {0, 0, 100}, "operand");
   expect_values(gu, {0, 10, 1}, "updates");
 }
@@ -556,8 +562,7 @@ TEST(GatherGrad, ScatterMaxTiesAverageAsJax) {
   auto f = [&](const Array& x, const Array& u) {
     return xpr::sum(xpr::scatter_max(x, i, u, kPut1));
   };
-  auto [gx, gu] = xpr::grad<0, 1>(f)(xpr::array({2.0, 1.0}),
-                                                 xpr::array({2.0, 2.0, 5.0}));
+  auto [gx, gu] = xpr::grad<0, 1>(f)(xpr::array({2.0, 1.0}), xpr::array({2.0, 2.0, 5.0}));
   std::vector<double> a = vals(gx), b = vals(gu);
   EXPECT_NEAR(a[0], 1.0 / 3, 1e-15);
   EXPECT_EQ(a[1], 0.0);
@@ -572,7 +577,10 @@ TEST(GatherGrad, ScatterMulWithRepeatsRaisesForTheUpdates) {
     return xpr::sum(xpr::scatter_mul(xpr::array({1.0, 2.0}), i, u, kPut1));
   };
   expect_error<xpr::core::not_implemented_error>(
-      [&] { (void)xpr::grad(f)(xpr::array({3.0, 4.0})); }, {"scatter-mul", "unique_indices"});
+      [&] {
+        (void)xpr::grad(f)(xpr::array({3.0, 4.0}));
+      },
+      {"scatter-mul", "unique_indices"});
 }
 
 // ---- dynamic_slice / dynamic_update_slice with batched indices --------------------------------
@@ -645,9 +653,7 @@ TEST(GatherPrint, PrintsAsJax) {
   })(x);
   EXPECT_NE(os3.str().find("update_jaxpr=None"), std::string::npos) << os3.str();
   std::ostringstream os4;
-  os4 << xpr::make_jaxpr([&](const Array& a) {
-    return xpr::gather(a, i, kTake1, {1}, kFill);
-  })(x);
+  os4 << xpr::make_jaxpr([&](const Array& a) { return xpr::gather(a, i, kTake1, {1}, kFill); })(x);
   EXPECT_NE(os4.str().find("fill_value=nan"), std::string::npos) << os4.str();
 }
 
@@ -713,23 +719,36 @@ TEST(GatherErrors, ClearMessages) {
   Array x = xpr::array({1.0, 2.0, 3.0});
   Array i = make(DType::int32, Shape{2, 1}, {0, 1});
   expect_error<xpr::dtype_error>(
-      [&] { (void)xpr::gather(x, xpr::array({0.0, 1.0}), kTake1, {1}); },
+      [&] {
+        (void)xpr::gather(x, xpr::array({0.0, 1.0}), kTake1, {1});
+      },
       {"gather", "integer", "float64"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, make(DType::int32, Shape{}, {0}),
-                                                         kTake1, {1}); },
-                                 {"rank >= 1"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, kTake1, {1, 1}); },
-                                 {"slice_sizes", "length 1"});
+  expect_error<xpr::shape_error>(
+      [&] { (void)xpr::gather(x, make(DType::int32, Shape{}, {0}), kTake1, {1}); }, {"rank >= 1"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        (void)xpr::gather(x, i, kTake1, {1, 1});
+      },
+      {"slice_sizes", "length 1"});
   expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, kTake1, {4}); },
                                  {"slice_sizes", "(4,)"});
   expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, kTake1, {2}); },
                                  {"slice size 1", "collapsed"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, {{0}, {0}, {0}, {}, {}}, {1}); },
-                                 {"offset_dims"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, {{}, {0}, {0, 0}, {}, {}}, {1}); },
-                                 {"start_index_map"});
-  expect_error<xpr::shape_error>([&] { (void)xpr::gather(x, i, {{}, {0}, {3}, {}, {}}, {1}); },
-                                 {"start_index_map", "[0, 1)"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        (void)xpr::gather(x, i, {{0}, {0}, {0}, {}, {}}, {1});
+      },
+      {"offset_dims"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        (void)xpr::gather(x, i, {{}, {0}, {0, 0}, {}, {}}, {1});
+      },
+      {"start_index_map"});
+  expect_error<xpr::shape_error>(
+      [&] {
+        (void)xpr::gather(x, i, {{}, {0}, {3}, {}, {}}, {1});
+      },
+      {"start_index_map", "[0, 1)"});
   expect_error<xpr::shape_error>(
       [&] {
         (void)xpr::gather(xpr::zeros({3, 4}), make(DType::int32, Shape{2, 2, 1}, {0, 0, 0, 0}),
@@ -737,20 +756,32 @@ TEST(GatherErrors, ClearMessages) {
       },
       {"batching", "equal sizes"});
   expect_error<xpr::shape_error>(
-      [&] { (void)xpr::gather(x, i, {{}, {0}, {0}, {}, {1}}, {1}); },
+      [&] {
+        (void)xpr::gather(x, i, {{}, {0}, {0}, {}, {1}}, {1});
+      },
       {"start_indices_batching_dims"});
   // Scatters.
   Array u = xpr::array({1.0, 2.0});
   expect_error<xpr::dtype_error>(
-      [&] { (void)xpr::scatter_add(x, i, make(DType::float32, Shape{2}, {1, 2}), kPut1); },
+      [&] {
+        (void)xpr::scatter_add(x, i, make(DType::float32, Shape{2}, {1, 2}), kPut1);
+      },
       {"scatter-add", "float64", "float32"});
   expect_error<xpr::shape_error>(
-      [&] { (void)xpr::scatter_add(x, i, xpr::array({1.0, 2.0, 3.0}), kPut1); },
+      [&] {
+        (void)xpr::scatter_add(x, i, xpr::array({1.0, 2.0, 3.0}), kPut1);
+      },
       {"scatter dimensions", "(2,)"});
   expect_error<xpr::shape_error>(
-      [&] { (void)xpr::scatter(x, i, xpr::zeros({2, 2}), kPut1); }, {"rank 1"});
+      [&] {
+        (void)xpr::scatter(x, i, xpr::zeros({2, 2}), kPut1);
+      },
+      {"rank 1"});
   expect_error<xpr::shape_error>(
-      [&] { (void)xpr::scatter(x, i, xpr::zeros({2, 4}), kPutRows); }, {"update_window_dims"});
+      [&] {
+        (void)xpr::scatter(x, i, xpr::zeros({2, 4}), kPutRows);
+      },
+      {"update_window_dims"});
   expect_error<xpr::dtype_error>(
       [&] {
         Array b = make(DType::bool_, Shape{3}, {1, 0, 1});
@@ -758,7 +789,10 @@ TEST(GatherErrors, ClearMessages) {
       },
       {"scatter-add", "bool"});
   expect_error<xpr::dtype_error>(
-      [&] { (void)xpr::scatter_max(x, xpr::array({0.0, 1.0}), u, kPut1); }, {"integer"});
+      [&] {
+        (void)xpr::scatter_max(x, xpr::array({0.0, 1.0}), u, kPut1);
+      },
+      {"integer"});
   // A size that overflows int64 is a shape_error, before any allocation.
   const ShapedArray big{Shape{std::int64_t{1} << 40, 1}, DType::int32, false};
   const ShapedArray op{Shape{std::int64_t{1} << 40}, DType::float64, false};
@@ -769,8 +803,7 @@ TEST(GatherErrors, ClearMessages) {
            {"slice_sizes", Axes{std::int64_t{1} << 40}},
            {"unique_indices", false}};
   const ShapedArray ops[2] = {op, big};
-  expect_error<xpr::shape_error>([&] { (void)rt::gather_p.abstract_eval(ops, p); },
-                                 {"overflows"});
+  expect_error<xpr::shape_error>([&] { (void)rt::gather_p.abstract_eval(ops, p); }, {"overflows"});
 }
 
 }  // namespace test_prims_gather

@@ -4,8 +4,8 @@
 // window stays inside the operand). Their kernels are strided box copies. All are linear in
 // their array operands (jvp applies the primitive to the tangents, indices passed as primals;
 // transposes pair them up: slice with pad, dynamic_slice with dynamic_update_slice, concatenate
-// with slices); batching extends the params by the batch axis; batched indices become a gather or a
-// scatter (gather.hpp).
+// with slices); batching extends the params by the batch axis; batched indices become a gather
+// or a scatter (gather.hpp).
 #pragma once
 
 #include <algorithm>
