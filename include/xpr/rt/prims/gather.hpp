@@ -608,6 +608,9 @@ class Scatter final : public Primitive {
     ArrayBuilder b(out);
     std::memcpy(b.bytes(), detail::bytes_of(x),
                 static_cast<std::size_t>(x.size()) * core::itemsize(x.dtype()));
+    // An empty operand has no place for any update (an inserted dimension of size 0 would give
+    // a window start of -1).
+    if (x.size() == 0) return {std::move(b).finish()};
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* src = u.data<T>();
