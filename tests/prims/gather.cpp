@@ -520,6 +520,35 @@ TEST_P(GatherLaws, VjpIsTheTransposeOfJvp) {
   }
 }
 
+// Reverse mode under vmap: the pullback of the floating operands at a cotangent, batched over
+// operands, indices and cotangent alike, against the loop.
+TEST_P(GatherLaws, VmapOfVjpMatchesTheLoop) {
+  const Record& r = GetParam();
+  if (updates_tangent_unsupported(r)) GTEST_SKIP() << "no updates derivative with repeats";
+  std::vector<ArgSpec> specs = r.specs(DType::float64);
+  laws::Rng rng(700);
+  Arrays sample;
+  for (const ArgSpec& s : specs) sample.push_back(laws::draw(s, rng));
+  specs.push_back(real(r.fn(sample)[0].shape(), DType::float64));
+  FlatFunction pullback = [fn = r.fn](std::span<const Array> a) {
+    const Arrays args(a.begin(), a.end() - 1);
+    std::vector<std::size_t> wrt;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (xpr::core::is_floating(args[i].dtype())) wrt.push_back(i);
+    auto g = [&](std::vector<Array> xs) {
+      Arrays all = args;
+      for (std::size_t k = 0; k < wrt.size(); ++k) all[wrt[k]] = xs[k];
+      return fn(all)[0];
+    };
+    std::vector<Array> at;
+    for (std::size_t i : wrt) at.push_back(args[i]);
+    auto [y, pb] = xpr::vjp(g, at);
+    std::vector<Array> cts = std::get<0>(pb(a.back()));
+    return Arrays(cts.begin(), cts.end());
+  };
+  EXPECT_GT(laws::check_batch(pullback, specs, 800, 3, 24), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Prims, GatherLaws, testing::ValuesIn(records()),
                          [](const testing::TestParamInfo<Record>& p) { return p.param.name; });
 
