@@ -131,6 +131,8 @@ TEST(GatherImpl, ExplicitFillValue) {
   expect_values(xpr::gather(x, i, kTake1, {1}, kFill, -4.5), {3, -4.5, -4.5}, "f64");
   Array xi = make(DType::int32, Shape{3}, {1, 2, 3});
   expect_values(xpr::gather(xi, i, kTake1, {1}, kFill, 9.0), {3, 9, 9}, "i32");
+  Array xf = make(DType::float32, Shape{3}, {1, 2, 3});
+  expect_values(xpr::gather(xf, i, kTake1, {1}, kFill, -1e300), {3, -INFINITY, -INFINITY}, "f32");
   expect_error<xpr::value_error>([&] { (void)xpr::gather(xi, i, kTake1, {1}, kFill, 0.5); },
                                  {"fill_value", "int32"});
 }

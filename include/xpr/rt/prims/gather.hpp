@@ -341,7 +341,14 @@ T fill_value_as(const Params& p) {
   const ParamValue* v = p.find("fill_value");
   if (v) {
     if (const double* d = std::get_if<double>(v)) {
-      if constexpr (std::is_floating_point_v<T>) return static_cast<T>(*d);
+      if constexpr (std::is_same_v<T, float>) {  // beyond float's range: inf, not UB
+        if (std::abs(*d) > std::numeric_limits<float>::max() && std::isfinite(*d))
+          return *d > 0 ? std::numeric_limits<float>::infinity()
+                        : -std::numeric_limits<float>::infinity();
+        return static_cast<T>(*d);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        return static_cast<T>(*d);
+      }
     } else if (const std::int64_t* i = std::get_if<std::int64_t>(v)) {
       return static_cast<T>(*i);
     } else if (const bool* b = std::get_if<bool>(v)) {
