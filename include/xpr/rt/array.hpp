@@ -385,7 +385,7 @@ inline constexpr EllipsisIndex ellipsis{};
 /// indexing reports its dtype.
 class Index {
  public:
-  enum class Kind { integer, array, range, all, newaxis, ellipsis };
+  enum class Kind { integer, array, range, whole_axis, new_axis, ellipsis_axes };
 
   template <std::integral I>
     requires(!std::is_same_v<I, bool>)
@@ -401,9 +401,9 @@ class Index {
   Index(T v) : kind_(Kind::array), array_(v) {}  // NOLINT(google-explicit-constructor)
   Index(Array a) : kind_(Kind::array), array_(std::move(a)) {}  // NOLINT
   Index(Range r) : kind_(Kind::range), range_(r) {}             // NOLINT
-  Index(AllIndex) : kind_(Kind::all) {}                         // NOLINT
-  Index(NewAxis) : kind_(Kind::newaxis) {}                      // NOLINT
-  Index(EllipsisIndex) : kind_(Kind::ellipsis) {}               // NOLINT
+  Index(AllIndex) : kind_(Kind::whole_axis) {}                         // NOLINT
+  Index(NewAxis) : kind_(Kind::new_axis) {}                      // NOLINT
+  Index(EllipsisIndex) : kind_(Kind::ellipsis_axes) {}               // NOLINT
 
   Kind kind() const noexcept { return kind_; }
   std::int64_t integer() const noexcept { return integer_; }

@@ -51,9 +51,7 @@ inline Array wrap_negative(const Array& i, std::int64_t n) {
 }
 
 /// Whether nothing is being traced: primitives would run eagerly on concrete data.
-inline bool eager(const Array& x) {
-  return !x.is_tracer() && trace_state().dynamic->level() == 0;
-}
+inline bool eager(const Array& x) { return !x.is_tracer() && trace_state().dynamic->level() == 0; }
 
 /// Python's `slice.indices(n)` followed by the length of the selection.
 struct NormalizedRange {
@@ -83,12 +81,18 @@ inline NormalizedRange normalize_range(const Range& r, std::int64_t n) {
 
 inline std::string index_kind_str(const Index& i) {
   switch (i.kind()) {
-    case Index::Kind::integer: return "integer " + std::to_string(i.integer());
-    case Index::Kind::array: return "array " + i.array().aval().str();
-    case Index::Kind::range: return "range";
-    case Index::Kind::all: return "all";
-    case Index::Kind::newaxis: return "newaxis";
-    case Index::Kind::ellipsis: return "ellipsis";
+    case Index::Kind::integer:
+      return "integer " + std::to_string(i.integer());
+    case Index::Kind::array:
+      return "array " + i.array().aval().str();
+    case Index::Kind::range:
+      return "range";
+    case Index::Kind::whole_axis:
+      return "all";
+    case Index::Kind::new_axis:
+      return "newaxis";
+    case Index::Kind::ellipsis_axes:
+      return "ellipsis";
   }
   return "index";
 }
@@ -108,8 +112,8 @@ inline std::vector<Index> canonical_indices(const Array& x, std::vector<Index> i
           (core::is_bool(i.array().dtype())
                ? " (boolean masks are not supported; use xpr::where)"
                : " (convert it with xpr::astype or lax convert_element_type)"));
-    if (i.kind() == Index::Kind::ellipsis) ++ellipses;
-    if (i.kind() != Index::Kind::newaxis && i.kind() != Index::Kind::ellipsis) ++consumed;
+    if (i.kind() == Index::Kind::ellipsis_axes) ++ellipses;
+    if (i.kind() != Index::Kind::new_axis && i.kind() != Index::Kind::ellipsis_axes) ++consumed;
   }
   if (ellipses > 1)
     throw core::index_error("index: an index can only have a single ellipsis, found " +
@@ -121,7 +125,7 @@ inline std::vector<Index> canonical_indices(const Array& x, std::vector<Index> i
   std::vector<Index> out;
   bool expanded = false;
   for (const Index& i : idx) {
-    if (i.kind() == Index::Kind::ellipsis) {
+    if (i.kind() == Index::Kind::ellipsis_axes) {
       for (std::size_t k = consumed; k < x.ndim(); ++k) out.emplace_back(AllIndex{});
       expanded = true;
     } else {
@@ -181,7 +185,7 @@ inline Array basic_index(const Array& x, const std::vector<Index>& idx) {
   std::size_t axis = 0;
   std::int64_t out_axis = 0;  // position in the result, for newaxis
   for (const Index& i : idx) {
-    if (i.kind() == Index::Kind::newaxis) {
+    if (i.kind() == Index::Kind::new_axis) {
       newaxes.push_back(out_axis++);
       jax_slice_path = false;
       continue;
@@ -292,12 +296,10 @@ inline Array advanced_index(const Array& x, const std::vector<Index>& idx);
 inline Array index_get(const Array& x, std::vector<Index> raw) {
   std::vector<Index> idx = canonical_indices(x, std::move(raw));
   if (has_advanced(idx)) return advanced_index(x, idx);
-  auto first_other = std::find_if(idx.begin(), idx.end(), [](const Index& i) {
-    return i.kind() != Index::Kind::integer;
-  });
-  const bool static_prefix = std::all_of(first_other, idx.end(), [](const Index& i) {
-    return i.kind() == Index::Kind::all;
-  });
+  auto first_other = std::find_if(idx.begin(), idx.end(),
+                                  [](const Index& i) { return i.kind() != Index::Kind::integer; });
+  const bool static_prefix = std::all_of(
+      first_other, idx.end(), [](const Index& i) { return i.kind() == Index::Kind::whole_axis; });
   if (static_prefix && eager(x)) return static_view(x, idx);  // no equation to record
   return basic_index(x, idx);
 }

@@ -81,7 +81,8 @@ class Rev final : public Primitive {
     const std::int64_t b = *dims[0];
     const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
     Axes moved;
-    for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim()))
+    for (std::size_t d :
+         detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim()))
       moved.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), b));
     return {{bind1(*this, {args[0]}, {{"dimensions", std::move(moved)}})}, {b}};
   }
