@@ -20,6 +20,7 @@
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/dot_general.hpp"
+#include "xpr/rt/prims/gather.hpp"
 #include "xpr/rt/prims/integer_pow.hpp"
 #include "xpr/rt/prims/iota.hpp"
 #include "xpr/rt/prims/reduce.hpp"

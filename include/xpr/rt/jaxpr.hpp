@@ -229,6 +229,19 @@ inline std::size_t hash_param(const ParamValue& v) {
           return hash_combine(h, std::hash<std::string_view>{}(x.name));
         } else if constexpr (std::is_same_v<T, None>) {
           return h;
+        } else if constexpr (std::is_same_v<T, GatherDimensionNumbers>) {
+          for (const Axes* a : {&x.offset_dims, &x.collapsed_slice_dims, &x.start_index_map,
+                                &x.operand_batching_dims, &x.start_indices_batching_dims})
+            h = hash_axes(h, *a);
+          return h;
+        } else if constexpr (std::is_same_v<T, ScatterDimensionNumbers>) {
+          for (const Axes* a : {&x.update_window_dims, &x.inserted_window_dims,
+                                &x.scatter_dims_to_operand_dims, &x.operand_batching_dims,
+                                &x.scatter_indices_batching_dims})
+            h = hash_axes(h, *a);
+          return h;
+        } else if constexpr (std::is_same_v<T, GatherScatterMode>) {
+          return hash_combine(h, static_cast<std::size_t>(x));
         } else {
           static_assert(sizeof(T) == 0, "hash_param: a ParamValue alternative has no hash");
           return h;

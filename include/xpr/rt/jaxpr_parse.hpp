@@ -4,6 +4,7 @@
 // param_kind), and every equation is type-checked as it is read. docs/jaxpr.md has the grammar.
 #pragma once
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -532,6 +533,9 @@ class Parser {
       next();
       return None{};
     }
+    if (is_ident("GatherDimensionNumbers") || is_ident("ScatterDimensionNumbers"))
+      return named_dimension_numbers(name);
+    if (is_ident("GatherScatterMode")) return gather_scatter_mode(name);
     ParamKind kind = param_kind(name);
     if (kind == ParamKind::inferred) kind = infer_kind();
     const Token& t = peek();
@@ -614,6 +618,62 @@ class Parser {
         break;
     }
     fail(t, "a parameter value for '" + name + "'");
+  }
+
+  /// `GatherDimensionNumbers(offset_dims=(...), ...)` or `ScatterDimensionNumbers(...)`: the
+  /// fields by name, in JAX's order.
+  ParamValue named_dimension_numbers(const std::string& name) {
+    const bool gather = is_ident("GatherDimensionNumbers");
+    const std::string type(peek().text);
+    next();
+    GatherDimensionNumbers g;
+    ScatterDimensionNumbers sc;
+    const std::array<std::pair<const char*, Axes*>, 5> fields =
+        gather ? std::array<std::pair<const char*, Axes*>, 5>{{
+                     {"offset_dims", &g.offset_dims},
+                     {"collapsed_slice_dims", &g.collapsed_slice_dims},
+                     {"start_index_map", &g.start_index_map},
+                     {"operand_batching_dims", &g.operand_batching_dims},
+                     {"start_indices_batching_dims", &g.start_indices_batching_dims}}}
+               : std::array<std::pair<const char*, Axes*>, 5>{{
+                     {"update_window_dims", &sc.update_window_dims},
+                     {"inserted_window_dims", &sc.inserted_window_dims},
+                     {"scatter_dims_to_operand_dims", &sc.scatter_dims_to_operand_dims},
+                     {"operand_batching_dims", &sc.operand_batching_dims},
+                     {"scatter_indices_batching_dims", &sc.scatter_indices_batching_dims}}};
+    expect("(", "'(' after " + type + " for '" + name + "'");
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i) expect(",", "',' between the fields of " + type);
+      const std::string field = fields[i].first;
+      if (!is_ident(field)) fail(peek(), "the field '" + field + "=' of " + type);
+      next();
+      expect("=", "'=' after '" + field + "'");
+      *fields[i].second = int_sequence(field, "(", ")");
+    }
+    expect(")", "')' closing " + type);
+    if (gather) return g;
+    return sc;
+  }
+
+  /// `GatherScatterMode.CLIP`, `.FILL_OR_DROP` or `.PROMISE_IN_BOUNDS`.
+  ParamValue gather_scatter_mode(const std::string& name) {
+    next();
+    expect(".", "'.' after GatherScatterMode for '" + name + "'");
+    const Token& t = peek();
+    if (is_ident("CLIP")) {
+      next();
+      return GatherScatterMode::clip;
+    }
+    if (is_ident("FILL_OR_DROP")) {
+      next();
+      return GatherScatterMode::fill_or_drop;
+    }
+    if (is_ident("PROMISE_IN_BOUNDS")) {
+      next();
+      return GatherScatterMode::promise_in_bounds;
+    }
+    fail(t, "CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS after 'GatherScatterMode.' for '" + name +
+                "'");
   }
 
   Params params() {

@@ -155,6 +155,36 @@ inline void print_param_value(std::ostream& os, const ParamValue& value) {
           os << x.name;
         } else if constexpr (std::is_same_v<T, None>) {
           os << "None";
+        } else if constexpr (std::is_same_v<T, GatherDimensionNumbers>) {
+          // Python's repr of the NamedTuple.
+          os << "GatherDimensionNumbers(offset_dims=";
+          detail::print_tuple(os, x.offset_dims);
+          os << ", collapsed_slice_dims=";
+          detail::print_tuple(os, x.collapsed_slice_dims);
+          os << ", start_index_map=";
+          detail::print_tuple(os, x.start_index_map);
+          os << ", operand_batching_dims=";
+          detail::print_tuple(os, x.operand_batching_dims);
+          os << ", start_indices_batching_dims=";
+          detail::print_tuple(os, x.start_indices_batching_dims);
+          os << ')';
+        } else if constexpr (std::is_same_v<T, ScatterDimensionNumbers>) {
+          os << "ScatterDimensionNumbers(update_window_dims=";
+          detail::print_tuple(os, x.update_window_dims);
+          os << ", inserted_window_dims=";
+          detail::print_tuple(os, x.inserted_window_dims);
+          os << ", scatter_dims_to_operand_dims=";
+          detail::print_tuple(os, x.scatter_dims_to_operand_dims);
+          os << ", operand_batching_dims=";
+          detail::print_tuple(os, x.operand_batching_dims);
+          os << ", scatter_indices_batching_dims=";
+          detail::print_tuple(os, x.scatter_indices_batching_dims);
+          os << ')';
+        } else if constexpr (std::is_same_v<T, GatherScatterMode>) {
+          // str() of the Python enum member.
+          os << (x == GatherScatterMode::clip           ? "GatherScatterMode.CLIP"
+                 : x == GatherScatterMode::fill_or_drop ? "GatherScatterMode.FILL_OR_DROP"
+                                                        : "GatherScatterMode.PROMISE_IN_BOUNDS");
         } else {
           static_assert(sizeof(T) == 0, "print_param_value: a ParamValue alternative has no print");
         }

@@ -39,6 +39,28 @@ struct DotDimensionNumbers {
   friend bool operator==(const DotDimensionNumbers&, const DotDimensionNumbers&) = default;
 };
 
+/// `gather`'s dimension numbers (JAX's `lax.GatherDimensionNumbers`; the index vector is always
+/// the last dimension of the indices).
+struct GatherDimensionNumbers {
+  Axes offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
+      start_indices_batching_dims;
+  friend bool operator==(const GatherDimensionNumbers&, const GatherDimensionNumbers&) = default;
+};
+
+/// The scatters' dimension numbers (JAX's `lax.ScatterDimensionNumbers`).
+struct ScatterDimensionNumbers {
+  Axes update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
+      operand_batching_dims, scatter_indices_batching_dims;
+  friend bool operator==(const ScatterDimensionNumbers&, const ScatterDimensionNumbers&) = default;
+};
+
+/// How gather and the scatters treat out-of-bounds indices (JAX's `lax.GatherScatterMode`):
+/// `clip` clamps each window into the operand; `fill_or_drop` makes a gathered window that is
+/// not wholly inside the fill value and drops such a scattered window; `promise_in_bounds`
+/// promises in-bounds indices (xpr then clamps, for gather and scatters alike, so a gradient is
+/// always the transpose of its forward map).
+enum class GatherScatterMode : std::uint8_t { clip, fill_or_drop, promise_in_bounds };
+
 /// Sub-jaxprs are shared, immutable and compared by structure.
 using JaxprParam = std::shared_ptr<const ClosedJaxpr>;
 
@@ -61,7 +83,8 @@ struct None {
 /// it and jaxpr_parse.hpp reads it: an alternative added here is added there too.)
 using ParamValue = std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes,
                                 PaddingConfig, DotDimensionNumbers, JaxprParam, JaxprTuple, Dim,
-                                None>;
+                                None, GatherDimensionNumbers, ScatterDimensionNumbers,
+                                GatherScatterMode>;
 
 /// The parameters of one primitive application, in the order the primitive declares them.
 class Params {

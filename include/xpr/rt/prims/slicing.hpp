@@ -810,3 +810,7 @@ inline std::pair<Arrays, BatchDims> DynamicUpdateSlice::batch(std::span<const Ar
 }
 
 }  // namespace xpr::rt
+
+// The batching rules of dynamic_slice and dynamic_update_slice with batched indices bind gather
+// and scatter, which are defined there.
+#include "xpr/rt/prims/gather.hpp"  // IWYU pragma: export
