@@ -360,9 +360,6 @@ struct RangeBound {
 };
 }  // namespace detail
 
-/// `None` in a range (`xpr::range(2, xpr::none)` is Python's `2:`).
-inline constexpr None none{};
-
 /// `xpr::range(start, stop, step)`: Python's `start:stop:step` as an index (`xpr::slice` is
 /// lax.slice). Negative bounds count from the end; a negative step walks backwards.
 inline Range range(detail::RangeBound start, detail::RangeBound stop,
@@ -375,9 +372,17 @@ inline Range range(detail::RangeBound start, detail::RangeBound stop,
 struct AllIndex {};
 struct NewAxis {};
 struct EllipsisIndex {};
+
+/// The index objects, in a namespace of their own that `xpr` imports with a using-directive: so
+/// `xpr::all` names them, while a local variable called `all` in xpr's own code (or a user's)
+/// shadows nothing (GCC's -Wshadow).
+namespace index_objects {
+/// `None` in a range (`xpr::range(2, xpr::none)` is Python's `2:`).
+inline constexpr None none{};
 inline constexpr AllIndex all{};
 inline constexpr NewAxis newaxis{};
 inline constexpr EllipsisIndex ellipsis{};
+}  // namespace index_objects
 
 /// One index of `x[i]`, `x(i, j, ...)` or `x.at(...)`: a static C++ integer, an array (a rank-0
 /// integer array indexes like an integer but may be traced; a larger one is an advanced index), a
@@ -423,11 +428,9 @@ class Index {
 }  // namespace xpr::rt
 
 namespace xpr {
-using rt::all;
+using namespace rt::index_objects;  // xpr::none, xpr::all, xpr::newaxis, xpr::ellipsis
 using rt::Array;
-using rt::ellipsis;
-using rt::newaxis;
-using rt::none;
+using rt::Index;
 using rt::range;
 using rt::ShapedArray;
 }  // namespace xpr
