@@ -123,6 +123,11 @@ inline std::vector<Index> canonical_indices(const Array& x, std::vector<Index> i
   if (ellipses > 1)
     throw core::index_error("index: an index can only have a single ellipsis, found " +
                             std::to_string(ellipses));
+  if (consumed > 0 && x.ndim() == 0)
+    throw core::index_error(
+        "index: too many indices: expected an array of rank >= 1, found a "
+        "rank-0 array indexed with " +
+        std::to_string(consumed) + " regular indices");
   if (consumed > x.ndim())
     throw core::index_error("index: too many indices: a " + std::to_string(x.ndim()) +
                             "-dimensional array of shape " + x.shape().str() + " indexed with " +
@@ -342,8 +347,8 @@ inline Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool no
 /// jax.numpy's `index_to_gather` for canonical indices `idx` (one per axis of `x`, plus newaxes):
 /// the gather's indices, dimension numbers and slice sizes. Negative indices are wrapped (select
 /// on lt and add for arrays) when `normalize`.
-inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx,
-                               bool contiguous, bool normalize = true) {
+inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx, bool contiguous,
+                               bool normalize = true) {
   const DType index_dtype = index_dtype_for(x_shape);
   const bool advanced = has_advanced(idx);
   Arrays advanced_indexes;
@@ -354,7 +359,8 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
       if (idx[k].kind() == Index::Kind::new_axis) continue;
       if (idx[k].kind() == Index::Kind::integer || idx[k].kind() == Index::Kind::array) {
         const std::int64_t n = x_shape[j];
-        if (idx[k].kind() == Index::Kind::integer) (void)checked_static_index(idx[k].integer(), j, n);
+        if (idx[k].kind() == Index::Kind::integer)
+          (void)checked_static_index(idx[k].integer(), j, n);
         advanced_indexes.push_back(index_as_array(idx[k], n, index_dtype, normalize));
         idx_advanced_axes.push_back(k);
         x_advanced_axes.push_back(static_cast<std::int64_t>(j));
@@ -408,8 +414,8 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
       out.newaxis_dims.push_back(y_axis++);
     } else {  // a range or all
       const std::int64_t n = x_shape[x_axis];
-      const NormalizedRange r = normalize_range(
-          i.kind() == Index::Kind::range ? i.range() : Range{}, n);
+      const NormalizedRange r =
+          normalize_range(i.kind() == Index::Kind::range ? i.range() : Range{}, n);
       slice_shape.push_back(r.length);
       if (r.step == 1) {
         if (r.length != n) {
@@ -422,10 +428,11 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
       } else {
         // start + step * iota: the selected positions, in increasing order for a negative step
         // (the result is reversed after the gather).
-        Array positions = bind1(
-            add_p, {index_constant(r.start, index_dtype),
-                    bind1(mul_p, {broadcast_to(index_constant(r.step, index_dtype), Shape{r.length}),
-                                  iota(index_dtype, r.length)})});
+        Array positions =
+            bind1(add_p,
+                  {index_constant(r.start, index_dtype),
+                   bind1(mul_p, {broadcast_to(index_constant(r.step, index_dtype), Shape{r.length}),
+                                 iota(index_dtype, r.length)})});
         if (r.step < 0) {
           out.reversed_y_dims.push_back(collapsed_y_axis);
           positions = rev(positions, {0});
@@ -457,8 +464,7 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
       for (std::size_t d = 0; d < g.ndim(); ++d) dims.push_back(at + static_cast<std::int64_t>(d));
       parts.push_back(broadcast_in_dim(g, Shape(full), dims));
     }
-    out.gather_indices =
-        std::move(rt::bind(concatenate_p, parts, {{"dimension", last}}).front());
+    out.gather_indices = std::move(rt::bind(concatenate_p, parts, {{"dimension", last}}).front());
   }
   std::sort(collapsed_slice_dims.begin(), collapsed_slice_dims.end());
   out.dnums = {offset_dims, collapsed_slice_dims, start_index_map, {}, {}};
@@ -472,7 +478,8 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
 /// promise_in_bounds, which JAX's CPU backend and xpr clamp).
 inline Array advanced_index(const Array& x, const std::vector<Index>& idx, bool contiguous) {
   Indexer ix = index_to_gather(x.shape(), idx, contiguous);
-  if (ix.slice_shape.size() == 0) return zeros_like_aval({ix.slice_shape, x.dtype(), x.weak_type()});
+  if (ix.slice_shape.size() == 0)
+    return zeros_like_aval({ix.slice_shape, x.dtype(), x.weak_type()});
   Array y = x;
   if (ix.gather_indices.size() != 0)
     y = gather(y, ix.gather_indices, ix.dnums, ix.gather_slice_shape,
@@ -488,12 +495,10 @@ inline Array index_get(const Array& x, std::vector<Index> raw) {
   const bool contiguous = advanced_contiguous(raw);
   std::vector<Index> idx = canonical_indices(x, std::move(raw));
   if (has_advanced(idx)) return advanced_index(x, idx, contiguous);
-  auto first_other = std::find_if(idx.begin(), idx.end(), [](const Index& i) {
-    return i.kind() != Index::Kind::integer;
-  });
-  const bool static_prefix = std::all_of(first_other, idx.end(), [](const Index& i) {
-    return i.kind() == Index::Kind::whole_axis;
-  });
+  auto first_other = std::find_if(idx.begin(), idx.end(),
+                                  [](const Index& i) { return i.kind() != Index::Kind::integer; });
+  const bool static_prefix = std::all_of(
+      first_other, idx.end(), [](const Index& i) { return i.kind() == Index::Kind::whole_axis; });
   if (static_prefix && eager(x)) return static_view(x, idx);  // no equation to record
   return basic_index(x, idx);
 }
@@ -503,11 +508,16 @@ inline Array scatter_of_kind(ScatterKind kind, const Array& x, const Array& indi
                              const Array& updates, const ScatterDimensionNumbers& dn,
                              GatherScatterMode mode, bool unique) {
   switch (kind) {
-    case ScatterKind::set: return scatter(x, indices, updates, dn, mode, unique, unique);
-    case ScatterKind::add: return scatter_add(x, indices, updates, dn, mode, unique, unique);
-    case ScatterKind::mul: return scatter_mul(x, indices, updates, dn, mode, unique, unique);
-    case ScatterKind::min: return scatter_min(x, indices, updates, dn, mode, unique, unique);
-    case ScatterKind::max: break;
+    case ScatterKind::set:
+      return scatter(x, indices, updates, dn, mode, unique, unique);
+    case ScatterKind::add:
+      return scatter_add(x, indices, updates, dn, mode, unique, unique);
+    case ScatterKind::mul:
+      return scatter_mul(x, indices, updates, dn, mode, unique, unique);
+    case ScatterKind::min:
+      return scatter_min(x, indices, updates, dn, mode, unique, unique);
+    case ScatterKind::max:
+      break;
   }
   return scatter_max(x, indices, updates, dn, mode, unique, unique);
 }
@@ -528,8 +538,8 @@ inline Array index_update(const Array& x, std::vector<Index> raw, const Array& u
   y = broadcast_to(y, ix.slice_shape);
   if (!ix.newaxis_dims.empty()) y = squeeze(y, ix.newaxis_dims);
   if (!ix.reversed_y_dims.empty()) y = rev(y, ix.reversed_y_dims);
-  const ScatterDimensionNumbers dn{ix.dnums.offset_dims, ix.dnums.collapsed_slice_dims,
-                                   ix.dnums.start_index_map, {}, {}};
+  const ScatterDimensionNumbers dn{
+      ix.dnums.offset_dims, ix.dnums.collapsed_slice_dims, ix.dnums.start_index_map, {}, {}};
   Array out = scatter_of_kind(kind, xs, ix.gather_indices, y, dn, mode, ix.unique_indices);
   if (out.dtype() != x.dtype() || out.weak_type() != x.weak_type())
     out = convert_element_type(out, x.dtype(), x.weak_type());
@@ -570,7 +580,8 @@ struct Indexing {
 
 inline void check_integer_indices(const char* fn, const Array& indices) {
   if (!core::is_integer(indices.dtype()))
-    throw core::dtype_error(std::string(fn) + ": expected integer indices, found indices of dtype " +
+    throw core::dtype_error(std::string(fn) +
+                            ": expected integer indices, found indices of dtype " +
                             std::string(core::name(indices.dtype())));
 }
 
@@ -578,7 +589,8 @@ inline void check_integer_indices(const char* fn, const Array& indices) {
 
 using detail::IndexUpdateRef;
 
-// ---- take, take_along_axis, segment_sum ----------------------------------------------------------
+// ---- take, take_along_axis, segment_sum
+// ----------------------------------------------------------
 
 /// `jnp.take(a, indices, axis)`: the elements of `a` at `indices` along `axis` (the flattened `a`
 /// when `axis` is empty); the result's shape is a.shape[:axis] + indices.shape + a.shape[axis+1:].
@@ -692,8 +704,9 @@ inline Array segment_sum(const Array& data, const Array& segment_ids, std::int64
                             std::to_string(num_segments));
   if (segment_ids.ndim() > data.ndim() ||
       !std::equal(segment_ids.shape().begin(), segment_ids.shape().end(), data.shape().begin()))
-    throw core::shape_error("segment_sum: expected segment_ids of a shape that starts data's shape " +
-                            data.shape().str() + ", found " + segment_ids.shape().str());
+    throw core::shape_error(
+        "segment_sum: expected segment_ids of a shape that starts data's shape " +
+        data.shape().str() + ", found " + segment_ids.shape().str());
   std::vector<std::int64_t> shape{num_segments};
   shape.insert(shape.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(segment_ids.ndim()),
                data.shape().end());
