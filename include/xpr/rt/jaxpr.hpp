@@ -235,9 +235,9 @@ inline std::size_t hash_param(const ParamValue& v) {
             h = hash_axes(h, *a);
           return h;
         } else if constexpr (std::is_same_v<T, ScatterDimensionNumbers>) {
-          for (const Axes* a : {&x.update_window_dims, &x.inserted_window_dims,
-                                &x.scatter_dims_to_operand_dims, &x.operand_batching_dims,
-                                &x.scatter_indices_batching_dims})
+          for (const Axes* a :
+               {&x.update_window_dims, &x.inserted_window_dims, &x.scatter_dims_to_operand_dims,
+                &x.operand_batching_dims, &x.scatter_indices_batching_dims})
             h = hash_axes(h, *a);
           return h;
         } else if constexpr (std::is_same_v<T, GatherScatterMode>) {

@@ -168,7 +168,11 @@ inline std::vector<Token> tokenize(std::string_view src) {
     Token::Kind kind;
     auto ident_at = [&](std::size_t j) {
       std::size_t k = j;
-      while (k < src.size() && is_ident_char(src[k])) ++k;
+      // A '-' joins letters inside a name: JAX's primitives `scatter-add`, `scatter-mul`, ...
+      while (k < src.size() &&
+             (is_ident_char(src[k]) ||
+              (src[k] == '-' && k > j && k + 1 < src.size() && is_ident_start(src[k + 1]))))
+        ++k;
       return src.substr(j, k - j);
     };
     if (is_ident_start(c)) {
@@ -629,18 +633,18 @@ class Parser {
     GatherDimensionNumbers g;
     ScatterDimensionNumbers sc;
     const std::array<std::pair<const char*, Axes*>, 5> fields =
-        gather ? std::array<std::pair<const char*, Axes*>, 5>{{
-                     {"offset_dims", &g.offset_dims},
-                     {"collapsed_slice_dims", &g.collapsed_slice_dims},
-                     {"start_index_map", &g.start_index_map},
-                     {"operand_batching_dims", &g.operand_batching_dims},
-                     {"start_indices_batching_dims", &g.start_indices_batching_dims}}}
-               : std::array<std::pair<const char*, Axes*>, 5>{{
-                     {"update_window_dims", &sc.update_window_dims},
-                     {"inserted_window_dims", &sc.inserted_window_dims},
-                     {"scatter_dims_to_operand_dims", &sc.scatter_dims_to_operand_dims},
-                     {"operand_batching_dims", &sc.operand_batching_dims},
-                     {"scatter_indices_batching_dims", &sc.scatter_indices_batching_dims}}};
+        gather ? std::array<std::pair<const char*, Axes*>,
+                            5>{{{"offset_dims", &g.offset_dims},
+                                {"collapsed_slice_dims", &g.collapsed_slice_dims},
+                                {"start_index_map", &g.start_index_map},
+                                {"operand_batching_dims", &g.operand_batching_dims},
+                                {"start_indices_batching_dims", &g.start_indices_batching_dims}}}
+               : std::array<std::pair<const char*, Axes*>, 5>{
+                     {{"update_window_dims", &sc.update_window_dims},
+                      {"inserted_window_dims", &sc.inserted_window_dims},
+                      {"scatter_dims_to_operand_dims", &sc.scatter_dims_to_operand_dims},
+                      {"operand_batching_dims", &sc.operand_batching_dims},
+                      {"scatter_indices_batching_dims", &sc.scatter_indices_batching_dims}}};
     expect("(", "'(' after " + type + " for '" + name + "'");
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i) expect(",", "',' between the fields of " + type);
@@ -672,8 +676,8 @@ class Parser {
       next();
       return GatherScatterMode::promise_in_bounds;
     }
-    fail(t, "CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS after 'GatherScatterMode.' for '" + name +
-                "'");
+    fail(t,
+         "CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS after 'GatherScatterMode.' for '" + name + "'");
   }
 
   Params params() {

@@ -82,7 +82,8 @@ inline void check_disjoint(const std::string& prim, const char* fa, const Axes& 
 
 inline void check_indices_type(const std::string& prim, const ShapedArray& idx) {
   if (!core::is_integer(idx.dtype))
-    throw core::dtype_error(prim + ": expected indices of an integer dtype (int32 or int64), found " +
+    throw core::dtype_error(prim +
+                            ": expected indices of an integer dtype (int32 or int64), found " +
                             std::string(core::name(idx.dtype)));
   if (idx.ndim() == 0)
     throw core::shape_error(prim +
@@ -160,14 +161,16 @@ inline Shape gather_shape(const std::string& prim, const ShapedArray& x, const S
                "start_indices_batching_dims", dn.start_index_map, "start_index_map");
   for (std::size_t d = 0; d < rank; ++d)
     if (ss[d] < 0 || ss[d] > x.shape[d])
-      throw core::shape_error(prim + ": expected 0 <= slice_sizes <= operand shape, found "
-                                     "slice_sizes " +
+      throw core::shape_error(prim +
+                              ": expected 0 <= slice_sizes <= operand shape, found "
+                              "slice_sizes " +
                               tuple_str(ss) + " for operand shape " + x.shape.str());
   for (const Axes* a : {&dn.collapsed_slice_dims, &dn.operand_batching_dims})
     for (std::int64_t d : *a)
       if (ss[static_cast<std::size_t>(d)] != 1)
-        throw core::shape_error(prim + ": expected slice size 1 in each collapsed or batching "
-                                       "dimension, found slice_sizes " +
+        throw core::shape_error(prim +
+                                ": expected slice size 1 in each collapsed or batching "
+                                "dimension, found slice_sizes " +
                                 tuple_str(ss) + " with dimension " + std::to_string(d) +
                                 " collapsed or batching");
   const std::vector<std::size_t> window =
@@ -183,8 +186,8 @@ inline Shape gather_shape(const std::string& prim, const ShapedArray& x, const S
   std::vector<std::int64_t> out(out_rank);
   std::size_t w = 0, b = 0;
   for (std::size_t o = 0; o < out_rank; ++o)
-    out[o] = contains(dn.offset_dims, static_cast<std::int64_t>(o)) ? ss[window[w++]]
-                                                                      : idx.shape[b++];
+    out[o] =
+        contains(dn.offset_dims, static_cast<std::int64_t>(o)) ? ss[window[w++]] : idx.shape[b++];
   return checked_shape(prim, std::move(out));
 }
 
@@ -206,8 +209,7 @@ inline void check_scatter(const std::string& prim, const ShapedArray& x, const S
       window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
   if (dn.update_window_dims.size() != window.size())
     throw core::shape_error(prim + ": expected " + std::to_string(window.size()) +
-                            " update_window_dims (the operand's rank " +
-                            std::to_string(x.ndim()) +
+                            " update_window_dims (the operand's rank " + std::to_string(x.ndim()) +
                             " minus its inserted and batching dimensions), found " +
                             tuple_str(dn.update_window_dims));
   if (u.ndim() != batch_rank + window.size())
@@ -216,27 +218,28 @@ inline void check_scatter(const std::string& prim, const ShapedArray& x, const S
                             " (the indices' batch dimensions plus the window dimensions), found "
                             "shape " +
                             u.shape.str());
-  check_dims(prim, "update_window_dims", dn.update_window_dims,
-             static_cast<std::int64_t>(u.ndim()), "the updates' dimensions", true);
+  check_dims(prim, "update_window_dims", dn.update_window_dims, static_cast<std::int64_t>(u.ndim()),
+             "the updates' dimensions", true);
   std::size_t w = 0, b = 0;
   for (std::size_t d = 0; d < u.ndim(); ++d) {
     if (contains(dn.update_window_dims, static_cast<std::int64_t>(d))) {
       const std::size_t od = window[w++];
       if (u.shape[d] > x.shape[od])
-        throw core::shape_error(prim + ": expected the update window no larger than the "
-                                       "operand, found updates dimension " +
+        throw core::shape_error(prim +
+                                ": expected the update window no larger than the "
+                                "operand, found updates dimension " +
                                 std::to_string(d) + " of size " + std::to_string(u.shape[d]) +
                                 " for operand dimension " + std::to_string(od) + " of size " +
                                 std::to_string(x.shape[od]));
     } else {
       const std::int64_t want = idx.shape[b++];
       if (u.shape[d] != want)
-        throw core::shape_error(prim + ": expected the updates' scatter dimensions to match the "
-                                       "indices' batch dimensions " +
-                                Shape(std::vector<std::int64_t>(idx.shape.begin(),
-                                                                idx.shape.end() - 1))
-                                    .str() +
-                                ", found updates shape " + u.shape.str());
+        throw core::shape_error(
+            prim +
+            ": expected the updates' scatter dimensions to match the "
+            "indices' batch dimensions " +
+            Shape(std::vector<std::int64_t>(idx.shape.begin(), idx.shape.end() - 1)).str() +
+            ", found updates shape " + u.shape.str());
     }
   }
 }
@@ -281,8 +284,8 @@ inline bool flag(const Params& p, const char* name) {
 
 /// The start of a window of `size` along a dimension of `dim` at index `i`: clamped into
 /// [0, dim - size], or empty when out of bounds and `drop` (fill_or_drop).
-inline std::optional<std::int64_t> window_start(std::int64_t i, std::int64_t size,
-                                                std::int64_t dim, bool drop) {
+inline std::optional<std::int64_t> window_start(std::int64_t i, std::int64_t size, std::int64_t dim,
+                                                bool drop) {
   const std::int64_t hi = dim - size;
   if (i >= 0 && i <= hi) return i;
   if (drop) return std::nullopt;
@@ -324,9 +327,12 @@ T fill_value_as(const Params& p) {
       return static_cast<T>(*b);
     }
   }
-  if constexpr (std::is_same_v<T, bool>) return true;
-  else if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
-  else return std::numeric_limits<T>::min();
+  if constexpr (std::is_same_v<T, bool>)
+    return true;
+  else if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else
+    return std::numeric_limits<T>::min();
 }
 
 }  // namespace detail::gs
@@ -351,8 +357,8 @@ class Gather final : public Primitive {
     const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
     const std::vector<std::int64_t> xs = core::strides_of(x.shape()),
                                     os = core::strides_of(out.shape);
-    const std::vector<std::size_t> window = detail::gs::window_dims(
-        rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
+    const std::vector<std::size_t> window =
+        detail::gs::window_dims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
     std::vector<std::int64_t> wsize, wsrc, wdst;  // per window dimension: size, steps
     for (std::size_t k = 0; k < window.size(); ++k) {
       wsize.push_back(ss[window[k]]);
@@ -452,8 +458,8 @@ class Gather final : public Primitive {
     const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
     (void)detail::gs::mode_of(params);
     detail::gs::check_fill_value(name(), params, x.dtype);
-    return {detail::gs::gather_shape(name(), x, idx, dn, params.get<Axes>("slice_sizes")),
-            x.dtype, x.weak_type};
+    return {detail::gs::gather_shape(name(), x, idx, dn, params.get<Axes>("slice_sizes")), x.dtype,
+            x.weak_type};
   }
 };
 
@@ -468,11 +474,16 @@ namespace detail::gs {
 
 constexpr const char* scatter_name(ScatterKind k) {
   switch (k) {
-    case ScatterKind::set: return "scatter";
-    case ScatterKind::add: return "scatter-add";
-    case ScatterKind::mul: return "scatter-mul";
-    case ScatterKind::min: return "scatter-min";
-    case ScatterKind::max: break;
+    case ScatterKind::set:
+      return "scatter";
+    case ScatterKind::add:
+      return "scatter-add";
+    case ScatterKind::mul:
+      return "scatter-mul";
+    case ScatterKind::min:
+      return "scatter-min";
+    case ScatterKind::max:
+      break;
   }
   return "scatter-max";
 }
@@ -480,11 +491,16 @@ constexpr const char* scatter_name(ScatterKind k) {
 /// The combiner's binary primitive (none for scatter, which replaces).
 inline const Primitive* combiner(ScatterKind k) {
   switch (k) {
-    case ScatterKind::set: return nullptr;
-    case ScatterKind::add: return &add_p;
-    case ScatterKind::mul: return &mul_p;
-    case ScatterKind::min: return &min_p;
-    case ScatterKind::max: break;
+    case ScatterKind::set:
+      return nullptr;
+    case ScatterKind::add:
+      return &add_p;
+    case ScatterKind::mul:
+      return &mul_p;
+    case ScatterKind::min:
+      return &min_p;
+    case ScatterKind::max:
+      break;
   }
   return &max_p;
 }
@@ -511,8 +527,7 @@ inline JaxprParam update_jaxpr(ScatterKind kind, DType dtype) {
 
 /// A scatter's parameters, as lax's functions bind them.
 inline Params scatter_params(ScatterKind kind, DType dtype, const ScatterDimensionNumbers& dn,
-                             GatherScatterMode mode, bool indices_are_sorted,
-                             bool unique_indices) {
+                             GatherScatterMode mode, bool indices_are_sorted, bool unique_indices) {
   Params p{{"dimension_numbers", dn},
            {"indices_are_sorted", indices_are_sorted},
            {"mode", mode},
@@ -572,8 +587,8 @@ class Scatter final : public Primitive {
     const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
     const std::vector<std::int64_t> xs = core::strides_of(x.shape()),
                                     us = core::strides_of(u.shape());
-    const std::vector<std::size_t> window = detail::gs::window_dims(
-        rank, dn.inserted_window_dims, dn.operand_batching_dims);
+    const std::vector<std::size_t> window =
+        detail::gs::window_dims(rank, dn.inserted_window_dims, dn.operand_batching_dims);
     std::vector<std::int64_t> size(rank, 1);  // the window's extent in each operand dimension
     std::vector<std::int64_t> wsize, wsrc, wdst;
     for (std::size_t k = 0; k < window.size(); ++k) {
@@ -669,8 +684,8 @@ class Scatter final : public Primitive {
     }
   }
 
-  ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& idx,
-                                const ShapedArray& u, const Params& params) const {
+  ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& idx, const ShapedArray& u,
+                                const Params& params) const {
     const auto& dn = params.get<ScatterDimensionNumbers>("dimension_numbers");
     (void)detail::gs::mode_of(params);
     if ((Kind == ScatterKind::add || Kind == ScatterKind::mul) && x.dtype == DType::bool_)
@@ -686,10 +701,10 @@ class Scatter final : public Primitive {
                              : (!j || std::holds_alternative<None>(*j));
     if (!ok)
       throw core::type_error(name() + ": expected update_jaxpr " +
-                             (expected ? std::string("to be the ") +
-                                             detail::gs::combiner(Kind)->name() + " of two " +
-                                             std::string(core::name(x.dtype)) + " scalars"
-                                       : std::string("None")) +
+                             (expected
+                                  ? std::string("to be the ") + detail::gs::combiner(Kind)->name() +
+                                        " of two " + std::string(core::name(x.dtype)) + " scalars"
+                                  : std::string("None")) +
                              ", found another value");
     return {x.shape, x.dtype, x.weak_type};
   }
@@ -750,8 +765,8 @@ inline Array gather(const Array& operand, const Array& indices,
 namespace detail::gs {
 template <ScatterKind Kind>
 Array scatter_with(const Scatter<Kind>& prim, const Array& operand, const Array& indices,
-                   const Array& updates, const ScatterDimensionNumbers& dn,
-                   GatherScatterMode mode, bool sorted, bool unique) {
+                   const Array& updates, const ScatterDimensionNumbers& dn, GatherScatterMode mode,
+                   bool sorted, bool unique) {
   return bind1(prim, {operand, indices, updates},
                scatter_params(Kind, operand.dtype(), dn, mode, sorted, unique));
 }
@@ -774,8 +789,8 @@ inline Array scatter_add(const Array& operand, const Array& indices, const Array
                          const ScatterDimensionNumbers& dimension_numbers,
                          GatherScatterMode mode = GatherScatterMode::fill_or_drop,
                          bool indices_are_sorted = false, bool unique_indices = false) {
-  return detail::gs::scatter_with(scatter_add_p, operand, indices, updates, dimension_numbers,
-                                  mode, indices_are_sorted, unique_indices);
+  return detail::gs::scatter_with(scatter_add_p, operand, indices, updates, dimension_numbers, mode,
+                                  indices_are_sorted, unique_indices);
 }
 
 /// `lax.scatter_mul`: as `scatter`, the values multiplied by the updates.
@@ -783,8 +798,8 @@ inline Array scatter_mul(const Array& operand, const Array& indices, const Array
                          const ScatterDimensionNumbers& dimension_numbers,
                          GatherScatterMode mode = GatherScatterMode::fill_or_drop,
                          bool indices_are_sorted = false, bool unique_indices = false) {
-  return detail::gs::scatter_with(scatter_mul_p, operand, indices, updates, dimension_numbers,
-                                  mode, indices_are_sorted, unique_indices);
+  return detail::gs::scatter_with(scatter_mul_p, operand, indices, updates, dimension_numbers, mode,
+                                  indices_are_sorted, unique_indices);
 }
 
 /// `lax.scatter_min`: as `scatter`, the minimum of the value and the updates.
@@ -792,8 +807,8 @@ inline Array scatter_min(const Array& operand, const Array& indices, const Array
                          const ScatterDimensionNumbers& dimension_numbers,
                          GatherScatterMode mode = GatherScatterMode::fill_or_drop,
                          bool indices_are_sorted = false, bool unique_indices = false) {
-  return detail::gs::scatter_with(scatter_min_p, operand, indices, updates, dimension_numbers,
-                                  mode, indices_are_sorted, unique_indices);
+  return detail::gs::scatter_with(scatter_min_p, operand, indices, updates, dimension_numbers, mode,
+                                  indices_are_sorted, unique_indices);
 }
 
 /// `lax.scatter_max`: as `scatter`, the maximum of the value and the updates.
@@ -801,14 +816,14 @@ inline Array scatter_max(const Array& operand, const Array& indices, const Array
                          const ScatterDimensionNumbers& dimension_numbers,
                          GatherScatterMode mode = GatherScatterMode::fill_or_drop,
                          bool indices_are_sorted = false, bool unique_indices = false) {
-  return detail::gs::scatter_with(scatter_max_p, operand, indices, updates, dimension_numbers,
-                                  mode, indices_are_sorted, unique_indices);
+  return detail::gs::scatter_with(scatter_max_p, operand, indices, updates, dimension_numbers, mode,
+                                  indices_are_sorted, unique_indices);
 }
 
 // ---- rules that bind other members of the family ------------------------------------------------
 
-inline Cotangents Gather::transpose(std::span<const Cotangent> cts,
-                                    std::span<const LinearArg> args, const Params& params) const {
+inline Cotangents Gather::transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                    const Params& params) const {
   detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
   const Array idx = detail::known_operand(name(), args[1], "the indices");
   const ShapedArray& x = aval_of(args[0]);
@@ -817,8 +832,7 @@ inline Cotangents Gather::transpose(std::span<const Cotangent> cts,
   const Array& ct = *cts[0];
   out[0] = detail::fit_cotangent(
       scatter_add(zeros_like_aval({x.shape, ct.dtype(), ct.weak_type()}), idx, ct,
-                  detail::gs::scatter_of(
-                      params.get<GatherDimensionNumbers>("dimension_numbers")),
+                  detail::gs::scatter_of(params.get<GatherDimensionNumbers>("dimension_numbers")),
                   detail::gs::mode_of(params), detail::gs::flag(params, "indices_are_sorted"),
                   detail::gs::flag(params, "unique_indices")),
       x);
@@ -831,10 +845,10 @@ inline std::pair<Arrays, BatchDims> Gather::batch(std::span<const Array> args,
                                                   const Params& params) const {
   detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
   if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
-  const ShapedArray xe = dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0])
-                                 : args[0].aval();
-  const ShapedArray ie = dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1])
-                                 : args[1].aval();
+  const ShapedArray xe =
+      dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0]) : args[0].aval();
+  const ShapedArray ie =
+      dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1]) : args[1].aval();
   (void)abstract_eval_one(xe, ie, params);
   auto shifted = [](const Axes& a) {
     Axes r;
@@ -983,29 +997,32 @@ std::pair<Arrays, Tangents> Scatter<Kind>::jvp_symbolic(std::span<const Array> p
     Array successful = bind1(eq_p, {u, target});
     Array retained = bind1(eq_p, {initial, target});
     Array zx = zeros_like_aval(xa), zu = zeros_like_aval(ua), ou = ones_like_aval(ua);
-    Array num_updates = read(scatter_add(zx, idx, bind1(select_n_p, {successful, zu, ou}), dn,
-                                         mode, sorted, unique));
+    Array num_updates = read(
+        scatter_add(zx, idx, bind1(select_n_p, {successful, zu, ou}), dn, mode, sorted, unique));
     Array num_refs = read(scatter_add(zx, idx, ou, dn, mode, sorted, unique));
     Array one = ones_like_aval(ua);
     Array plus_one = bind1(add_p, {num_updates, one});
+    // At least 1 where JAX divides by a count: a dropped update reads some other location's
+    // counts, and its coefficient, though unused, must stay finite (0 * inf is NaN in the
+    // transpose). NaN results, which nothing equals, would give a count of 0 too.
+    num_updates = bind1(max_p, {num_updates, one});
+    num_refs = bind1(max_p, {num_refs, one});
     Array updates_normalizer = bind1(
         select_n_p, {retained, bind1(div_p, {one, num_updates}), bind1(div_p, {one, plus_one})});
     Array updates_coef = bind1(select_n_p, {successful, zu, updates_normalizer});
-    Array operand_normalizer =
-        bind1(select_n_p, {retained, zu, bind1(div_p, {one, plus_one})});
-    Array operand_coef =
-        bind1(div_p, {bind1(sub_p, {operand_normalizer, one}), num_refs});
+    Array operand_normalizer = bind1(select_n_p, {retained, zu, bind1(div_p, {one, plus_one})});
+    Array operand_coef = bind1(div_p, {bind1(sub_p, {operand_normalizer, one}), num_refs});
     Array target_tangents = read(tx());
-    Array tangent_updates = bind1(add_p, {bind1(mul_p, {target_tangents, operand_coef}),
-                                          bind1(mul_p, {tu(), updates_coef})});
+    Array tangent_updates = bind1(
+        add_p, {bind1(mul_p, {target_tangents, operand_coef}), bind1(mul_p, {tu(), updates_coef})});
     t = scatter_add(tx(), idx, tangent_updates, dn, mode, sorted, unique);
   }
   return {std::move(out), {detail::fit_tangent(std::move(t), out[0].aval())}};
 }
 
 template <ScatterKind Kind>
-Cotangents Scatter<Kind>::transpose(std::span<const Cotangent> cts,
-                                    std::span<const LinearArg> args, const Params& params) const {
+Cotangents Scatter<Kind>::transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                    const Params& params) const {
   detail::check_operand_count(name(), args.size(), 3, " (operand, indices, updates)");
   const Array idx = detail::known_operand(name(), args[1], "the indices");
   const ShapedArray &xa = aval_of(args[0]), &ua = aval_of(args[2]);
@@ -1017,10 +1034,10 @@ Cotangents Scatter<Kind>::transpose(std::span<const Cotangent> cts,
   auto [gdn, ss] = detail::gs::inverse_gather(dn, xa.ndim(), ua.shape);
   // The updates' cotangent: the windows read back, 0 for a dropped window.
   auto read_back = [&](const Array& a) {
-    return gather(a, idx, gdn, ss, mode,
-                  mode == GatherScatterMode::fill_or_drop ? std::optional<double>(0.0)
-                                                          : std::nullopt,
-                  sorted, unique);
+    return gather(
+        a, idx, gdn, ss, mode,
+        mode == GatherScatterMode::fill_or_drop ? std::optional<double>(0.0) : std::nullopt, sorted,
+        unique);
   };
   Cotangents out(3);
   if constexpr (Kind == ScatterKind::add) {
@@ -1061,6 +1078,65 @@ Cotangents Scatter<Kind>::transpose(std::span<const Cotangent> cts,
   }
   return out;
 }
+
+// ---- dynamic_slice and dynamic_update_slice with batched start indices --------------------------
+
+namespace detail {
+
+/// The start indices of a dynamic_slice or dynamic_update_slice, some batched, as one index array
+/// of shape (n, rank) (JAX's `_batch_dynamic_slice_indices`), in their widest dtype.
+inline Array stacked_start_indices(std::span<const Array> starts, std::span<const BatchDim> dims,
+                                   std::int64_t n) {
+  DType t = DType::int32;
+  for (const Array& s : starts)
+    if (s.dtype() == DType::int64) t = DType::int64;
+  Arrays cols;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    Array c = bdim_at_front(convert_element_type(starts[i], t), dims[i], n);
+    cols.push_back(broadcast_in_dim(c, Shape{n, 1}, Axes{0}));
+  }
+  if (cols.size() == 1) return cols[0];
+  return rt::bind(concatenate_p, cols, {{"dimension", std::int64_t{1}}})[0];
+}
+
+inline Axes iota_axes(std::size_t n) {
+  Axes a(n);
+  for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<std::int64_t>(i);
+  return a;
+}
+
+inline std::pair<Arrays, BatchDims> batch_dynamic_slice_as_gather(std::span<const Array> args,
+                                                                  std::span<const BatchDim> dims,
+                                                                  std::int64_t axis_size,
+                                                                  const Axes& slice_sizes) {
+  const std::size_t rank = args.size() - 1;
+  Array idx = stacked_start_indices(args.subspan(1), dims.subspan(1), axis_size);
+  const Axes all = iota_axes(rank);
+  Params p{{"dimension_numbers", GatherDimensionNumbers{all, {}, all, {}, {}}},
+           {"fill_value", None{}},
+           {"indices_are_sorted", true},
+           {"mode", GatherScatterMode::promise_in_bounds},
+           {"slice_sizes", slice_sizes},
+           {"unique_indices", true}};
+  const Array ops[2] = {args[0], idx};
+  const BatchDim bds[2] = {dims[0], 0};
+  return gather_p.batch(ops, bds, axis_size, p);
+}
+
+inline std::pair<Arrays, BatchDims> batch_dynamic_update_slice_as_scatter(
+    std::span<const Array> args, std::span<const BatchDim> dims, std::int64_t axis_size) {
+  const std::size_t rank = args.size() - 2;
+  Array idx = stacked_start_indices(args.subspan(2), dims.subspan(2), axis_size);
+  const Axes all = iota_axes(rank);
+  const Params p = gs::scatter_params(ScatterKind::set, args[0].dtype(),
+                                      ScatterDimensionNumbers{all, {}, all, {}, {}},
+                                      GatherScatterMode::clip, true, true);
+  const Array ops[3] = {args[0], idx, args[1]};
+  const BatchDim bds[3] = {dims[0], 0, dims[1]};
+  return scatter_p.batch(ops, bds, axis_size, p);
+}
+
+}  // namespace detail
 
 }  // namespace xpr::rt
 

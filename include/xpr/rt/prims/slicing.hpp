@@ -4,8 +4,8 @@
 // window stays inside the operand). Their kernels are strided box copies. All are linear in
 // their array operands (jvp applies the primitive to the tangents, indices passed as primals;
 // transposes pair them up: slice with pad, dynamic_slice with dynamic_update_slice, concatenate
-// with slices); batching extends the params by the batch axis, or loops over examples for
-// batched indices.
+// with slices); batching extends the params by the batch axis; batched indices become a gather
+// or a scatter (gather.hpp).
 #pragma once
 
 #include <algorithm>
@@ -391,8 +391,7 @@ class DynamicSlice final : public Primitive {
                        const Params& params) const override;
 
   /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
-  /// Batched indices: a loop over the examples, each sliced with its own indices and the results
-  /// stacked (JAX turns this into a gather, which xpr does not have yet).
+  /// Batched indices: a gather of one window per example (JAX's rule).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t axis_size, const Params& params) const override;
 
@@ -497,8 +496,8 @@ class DynamicUpdateSlice final : public Primitive {
   }
 
   /// Unbatched indices: operand and update get their batch axis first (an unbatched one is
-  /// broadcast) and a start index 0 for it. Batched indices: a loop over the examples, as for
-  /// dynamic_slice.
+  /// broadcast) and a start index 0 for it. Batched indices: a scatter of one window per example
+  /// (JAX's rule).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t axis_size, const Params& params) const override;
 
@@ -697,32 +696,14 @@ inline Cotangents DynamicSlice::transpose(std::span<const Cotangent> cts,
 
 namespace detail {
 
-/// Example `k` of `x` batched along `bd` (`x` itself when not batched), by slice and squeeze.
-inline Array example_at(const Array& x, const BatchDim& bd, std::int64_t k) {
-  if (!bd) return x;
-  const auto b = static_cast<std::size_t>(*bd);
-  Axes start(x.ndim(), 0), limit(x.shape().begin(), x.shape().end());
-  start[b] = k;
-  limit[b] = k + 1;
-  Array s = bind1(slice_p, {x}, {{"start_indices", start}, {"limit_indices", limit}});
-  return bind1(squeeze_p, {s}, {{"dimensions", Axes{*bd}}});
-}
-
-/// vmap by a loop: `prim` applied to each example of `args`, the results stacked along axis 0
-/// (expand_dims, then one concatenate). For batched indices, which no box copy can express.
-inline std::pair<Arrays, BatchDims> batch_by_loop(const Primitive& prim,
-                                                  std::span<const Array> args,
-                                                  std::span<const BatchDim> dims,
-                                                  std::int64_t axis_size, const Params& params) {
-  Arrays rows;
-  for (std::int64_t k = 0; k < axis_size; ++k) {
-    Arrays example;
-    for (std::size_t i = 0; i < args.size(); ++i) example.push_back(example_at(args[i], dims[i], k));
-    Array r = rt::bind(prim, example, params)[0];
-    rows.push_back(bind1(expand_dims_p, {r}, {{"dimensions", Axes{0}}}));
-  }
-  return {rt::bind(concatenate_p, rows, {{"dimension", std::int64_t{0}}}), {0}};
-}
+/// The batching rules for batched start indices, as JAX's: dynamic_slice becomes a gather and
+/// dynamic_update_slice a scatter, of one window per example (defined in gather.hpp).
+inline std::pair<Arrays, BatchDims> batch_dynamic_slice_as_gather(std::span<const Array> args,
+                                                                  std::span<const BatchDim> dims,
+                                                                  std::int64_t axis_size,
+                                                                  const Axes& slice_sizes);
+inline std::pair<Arrays, BatchDims> batch_dynamic_update_slice_as_scatter(
+    std::span<const Array> args, std::span<const BatchDim> dims, std::int64_t axis_size);
 
 /// Whether any of the start indices `dims[first:]` is batched.
 inline bool indices_batched(std::span<const BatchDim> dims, std::size_t first) {
@@ -776,8 +757,14 @@ inline std::pair<Arrays, BatchDims> DynamicSlice::batch(std::span<const Array> a
                                                         std::int64_t axis_size,
                                                         const Params& params) const {
   if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
-  if (detail::indices_batched(dims, 1))
-    return detail::batch_by_loop(*this, args, dims, axis_size, params);
+  if (detail::indices_batched(dims, 1)) {
+    Avals examples = detail::avals_of(args);
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (dims[i]) examples[i] = detail::unbatched_aval(examples[i], *dims[i]);
+    (void)abstract_eval_one(examples, params);
+    return detail::batch_dynamic_slice_as_gather(args, dims, axis_size,
+                                                 params.get<Axes>("slice_sizes"));
+  }
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
   Avals examples = detail::avals_of(args);
@@ -796,8 +783,13 @@ inline std::pair<Arrays, BatchDims> DynamicUpdateSlice::batch(std::span<const Ar
                                                               const Params& params) const {
   if (args.size() < 2 || (!dims[0] && !dims[1] && !detail::indices_batched(dims, 2)))
     return {rt::bind(*this, args, params), {std::nullopt}};
-  if (detail::indices_batched(dims, 2))
-    return detail::batch_by_loop(*this, args, dims, axis_size, params);
+  if (detail::indices_batched(dims, 2)) {
+    Avals examples = detail::avals_of(args);
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (dims[i]) examples[i] = detail::unbatched_aval(examples[i], *dims[i]);
+    (void)abstract_eval_one(examples);
+    return detail::batch_dynamic_update_slice_as_scatter(args, dims, axis_size);
+  }
   Avals examples = detail::avals_of(args);
   for (std::size_t i = 0; i < 2; ++i)
     if (dims[i]) examples[i] = detail::unbatched_aval(examples[i], *dims[i]);
