@@ -57,6 +57,9 @@ const GatherDimensionNumbers kRows{{1}, {0}, {0}, {}, {}};
 const GatherDimensionNumbers kPoints{{}, {0, 1}, {0, 1}, {}, {}};
 /// `take_along_axis(x, idx, axis=1)` as jax.numpy builds it: rows are a batching pair.
 const GatherDimensionNumbers kAlong{{}, {1}, {1}, {0}, {0}};
+/// `x.at[i].op(u)` of a vector, and `x.at[idx, :].op(u)` of a matrix.
+const ScatterDimensionNumbers kPut1{{}, {0}, {0}, {}, {}};
+const ScatterDimensionNumbers kPutRows{{1}, {0}, {0}, {}, {}};
 
 /// The index an out-of-range `i` reads under clip / promise_in_bounds for a window of `size` in a
 /// dimension of `n`: clamped to [0, n - size]. Empty under fill_or_drop.
@@ -225,15 +228,18 @@ TEST(GatherImpl, EmptyIndicesAndEmptyWindows) {
   Array x = xpr::array({1.0, 2.0, 3.0});
   Array none = make(DType::int32, Shape{0, 1}, {});
   EXPECT_EQ(xpr::gather(x, none, kTake1, {1}).shape(), (Shape{0}));
+  // Updates for an operand of size 0 have nowhere to go, in every mode.
+  for (GatherScatterMode m : {kClip, kFill, kPromise})
+    EXPECT_EQ(xpr::scatter_add(xpr::zeros({0, 2}), make(DType::int32, Shape{3, 1}, {0, -1, 4}),
+                               xpr::ones({3, 2}), kPutRows, m)
+                  .shape(),
+              (Shape{0, 2}));
   EXPECT_EQ(
       xpr::gather(x, make(DType::int32, Shape{2, 1}, {0, 5}), {{1}, {}, {0}, {}, {}}, {0}).shape(),
       (Shape{2, 0}));
 }
 
 // ---- scatter evaluation ------------------------------------------------------------------------
-
-const ScatterDimensionNumbers kPut1{{}, {0}, {0}, {}, {}};
-const ScatterDimensionNumbers kPutRows{{1}, {0}, {0}, {}, {}};
 
 /// The reference scatter of scalars into a vector: each update in order, combined by `f`.
 std::vector<double> ref_scatter(std::vector<double> x, const std::vector<double>& idx,
@@ -514,6 +520,35 @@ TEST_P(GatherLaws, VjpIsTheTransposeOfJvp) {
   }
 }
 
+// Reverse mode under vmap: the pullback of the floating operands at a cotangent, batched over
+// operands, indices and cotangent alike, against the loop.
+TEST_P(GatherLaws, VmapOfVjpMatchesTheLoop) {
+  const Record& r = GetParam();
+  if (updates_tangent_unsupported(r)) GTEST_SKIP() << "no updates derivative with repeats";
+  std::vector<ArgSpec> specs = r.specs(DType::float64);
+  laws::Rng rng(700);
+  Arrays sample;
+  for (const ArgSpec& s : specs) sample.push_back(laws::draw(s, rng));
+  specs.push_back(real(r.fn(sample)[0].shape(), DType::float64));
+  FlatFunction pullback = [fn = r.fn](std::span<const Array> a) {
+    const Arrays args(a.begin(), a.end() - 1);
+    std::vector<std::size_t> wrt;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (xpr::core::is_floating(args[i].dtype())) wrt.push_back(i);
+    auto g = [&](std::vector<Array> xs) {
+      Arrays all = args;
+      for (std::size_t k = 0; k < wrt.size(); ++k) all[wrt[k]] = xs[k];
+      return fn(all)[0];
+    };
+    std::vector<Array> at;
+    for (std::size_t i : wrt) at.push_back(args[i]);
+    auto [y, pb] = xpr::vjp(g, at);
+    std::vector<Array> cts = std::get<0>(pb(a.back()));
+    return Arrays(cts.begin(), cts.end());
+  };
+  EXPECT_GT(laws::check_batch(pullback, specs, 800, 3, 24), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Prims, GatherLaws, testing::ValuesIn(records()),
                          [](const testing::TestParamInfo<Record>& p) { return p.param.name; });
 
@@ -581,6 +616,38 @@ TEST(GatherGrad, ScatterMulWithRepeatsRaisesForTheUpdates) {
         (void)xpr::grad(f)(xpr::array({3.0, 4.0}));
       },
       {"scatter-mul", "unique_indices"});
+}
+
+TEST(GatherGrad, RosenbrockByGathersSecondOrder) {
+  // f(x) = sum_j 100 (x[j+1] - x[j]^2)^2 + (1 - x[j])^2 with x[j], x[j+1] read by gathers.
+  const std::vector<double> xv{0.3, -0.7, 1.1, 0.5};
+  const Array cur = make(DType::int32, Shape{3, 1}, {0, 1, 2});
+  const Array nxt = make(DType::int32, Shape{3, 1}, {1, 2, 3});
+  auto f = [&](const Array& x) {
+    Array a = xpr::gather(x, cur, kTake1, {1}), b = xpr::gather(x, nxt, kTake1, {1});
+    Array d = b - a * a;
+    return xpr::sum(100.0 * d * d + (1.0 - a) * (1.0 - a));
+  };
+  std::vector<double> g(4, 0.0), h(16, 0.0);
+  for (std::size_t j = 0; j < 3; ++j) {
+    const double x = xv[j], y = xv[j + 1];
+    g[j] += -400 * x * (y - x * x) - 2 * (1 - x);
+    g[j + 1] += 200 * (y - x * x);
+    h[j * 4 + j] += 1200 * x * x - 400 * y + 2;
+    h[(j + 1) * 4 + j + 1] += 200;
+    h[j * 4 + j + 1] += -400 * x;
+    h[(j + 1) * 4 + j] += -400 * x;
+  }
+  const Array x = xpr::array({0.3, -0.7, 1.1, 0.5});
+  auto near = [](const Array& a, const std::vector<double>& want, const char* what) {
+    std::vector<double> got = vals(a);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t k = 0; k < got.size(); ++k)
+      EXPECT_NEAR(got[k], want[k], 1e-12 * (1 + std::abs(want[k]))) << what << " " << k;
+  };
+  near(xpr::grad(f)(x), g, "grad");
+  near(xpr::jacfwd(xpr::grad(f))(x), h, "jacfwd(grad)");
+  near(xpr::jacrev(xpr::grad(f))(x), h, "jacrev(grad)");
 }
 
 // ---- dynamic_slice / dynamic_update_slice with batched indices --------------------------------

@@ -244,22 +244,43 @@ inline void check_scatter(const std::string& prim, const ShapedArray& x, const S
   }
 }
 
-/// Calls `f(coords)` for each index of `shape` in row-major order (not at all if a size is 0).
+/// Calls `f(a, b)` for each index of `shape` in row-major order (not at all if a size is 0), with
+/// `a` and `b` its offsets under the steps `sa` and `sb`, kept incrementally.
 template <class F>
-void for_each_index(std::span<const std::int64_t> shape, F&& f) {
-  for (std::int64_t s : shape)
-    if (s <= 0) return;
-  std::vector<std::int64_t> c(shape.size(), 0);
+void walk(std::span<const std::int64_t> shape, std::span<const std::int64_t> sa,
+          std::span<const std::int64_t> sb, F&& f) {
+  for (std::int64_t n : shape)
+    if (n <= 0) return;
+  const std::size_t r = shape.size();
+  if (r == 0) {
+    f(std::int64_t{0}, std::int64_t{0});
+    return;
+  }
+  std::vector<std::int64_t> c(r, 0);
+  std::int64_t a = 0, b = 0;
+  const std::int64_t n_last = shape[r - 1], la = sa[r - 1], lb = sb[r - 1];
   for (;;) {
-    f(static_cast<const std::vector<std::int64_t>&>(c));
-    std::size_t k = shape.size();
+    for (std::int64_t i = 0; i < n_last; ++i) f(a + i * la, b + i * lb);
+    std::size_t k = r - 1;
     for (;;) {
       if (k == 0) return;
       --k;
+      a += sa[k];
+      b += sb[k];
       if (++c[k] < shape[k]) break;
+      a -= sa[k] * shape[k];
+      b -= sb[k] * shape[k];
       c[k] = 0;
     }
   }
+}
+
+/// The coordinate along batch dimension `d` of the index vector number `row` (row-major over
+/// `shape` with strides `strides`).
+inline std::int64_t coordinate(std::int64_t row, std::span<const std::int64_t> shape,
+                               std::span<const std::int64_t> strides, std::int64_t d) {
+  const auto k = static_cast<std::size_t>(d);
+  return (row / strides[k]) % shape[k];
 }
 
 /// The indices as int64, whatever their integer dtype.
@@ -372,38 +393,33 @@ class Gather final : public Primitive {
     const std::vector<std::int64_t> iv = detail::gs::index_values(idx);
     const std::size_t k_len = dn.start_index_map.size();
     const std::span<const std::int64_t> batch_shape(idx.shape().dims().data(), batch_rank);
+    const std::vector<std::int64_t> rows =
+        core::strides_of(Shape(std::vector<std::int64_t>(batch_shape.begin(), batch_shape.end())));
     ArrayBuilder b(out);
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* src = x.data<T>();
       T* dst = b.data<T>();
       const T fill = detail::gs::fill_value_as<T>(params);
-      std::size_t row = 0;
-      std::vector<std::int64_t> start(rank);
-      detail::gs::for_each_index(batch_shape, [&](const std::vector<std::int64_t>& g) {
-        std::fill(start.begin(), start.end(), 0);
+      detail::gs::walk(batch_shape, rows, bdst, [&](std::int64_t row, std::int64_t dst0) {
+        // The window's first element: the clamped starts along start_index_map, the index
+        // vector's own coordinates along the batching dimensions.
         bool oob = false;
+        std::int64_t src0 = 0;
         for (std::size_t k = 0; k < k_len; ++k) {
           const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
-          auto s = detail::gs::window_start(iv[row * k_len + k], ss[d], x.shape()[d], drop);
+          const auto s = detail::gs::window_start(iv[static_cast<std::size_t>(row) * k_len + k],
+                                                  ss[d], x.shape()[d], drop);
           if (!s) oob = true;
-          start[d] = s.value_or(0);
+          src0 += s.value_or(0) * xs[d];
         }
         for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
-          start[static_cast<std::size_t>(dn.operand_batching_dims[i])] =
-              g[static_cast<std::size_t>(dn.start_indices_batching_dims[i])];
-        std::int64_t src0 = 0, dst0 = 0;
-        for (std::size_t d = 0; d < rank; ++d) src0 += start[d] * xs[d];
-        for (std::size_t i = 0; i < batch_rank; ++i) dst0 += g[i] * bdst[i];
-        detail::gs::for_each_index(wsize, [&](const std::vector<std::int64_t>& w) {
-          std::int64_t so = src0, dof = dst0;
-          for (std::size_t k = 0; k < w.size(); ++k) {
-            so += w[k] * wsrc[k];
-            dof += w[k] * wdst[k];
-          }
-          dst[dof] = oob ? fill : src[so];
+          src0 +=
+              detail::gs::coordinate(row, batch_shape, rows, dn.start_indices_batching_dims[i]) *
+              xs[static_cast<std::size_t>(dn.operand_batching_dims[i])];
+        detail::gs::walk(wsize, wsrc, wdst, [&](std::int64_t so, std::int64_t dof) {
+          dst[dst0 + dof] = oob ? fill : src[src0 + so];
         });
-        ++row;
       });
     });
     return {std::move(b).finish()};
@@ -605,37 +621,34 @@ class Scatter final : public Primitive {
     const std::vector<std::int64_t> iv = detail::gs::index_values(idx);
     const std::size_t k_len = dn.scatter_dims_to_operand_dims.size();
     const std::span<const std::int64_t> batch_shape(idx.shape().dims().data(), batch_rank);
+    const std::vector<std::int64_t> rows =
+        core::strides_of(Shape(std::vector<std::int64_t>(batch_shape.begin(), batch_shape.end())));
     ArrayBuilder b(out);
     std::memcpy(b.bytes(), detail::bytes_of(x),
                 static_cast<std::size_t>(x.size()) * core::itemsize(x.dtype()));
+    // An empty operand has no place for any update (an inserted dimension of size 0 would give
+    // a window start of -1).
+    if (x.size() == 0) return {std::move(b).finish()};
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* src = u.data<T>();
       T* dst = b.data<T>();
-      std::size_t row = 0;
-      std::vector<std::int64_t> start(rank);
-      detail::gs::for_each_index(batch_shape, [&](const std::vector<std::int64_t>& g) {
-        const std::size_t r = row++;
-        std::fill(start.begin(), start.end(), 0);
+      detail::gs::walk(batch_shape, rows, bsrc, [&](std::int64_t row, std::int64_t src0) {
+        std::int64_t dst0 = 0;
         for (std::size_t k = 0; k < k_len; ++k) {
           const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
-          auto s = detail::gs::window_start(iv[r * k_len + k], size[d], x.shape()[d], drop);
+          const auto s = detail::gs::window_start(iv[static_cast<std::size_t>(row) * k_len + k],
+                                                  size[d], x.shape()[d], drop);
           if (!s) return;  // fill_or_drop: the whole window is dropped
-          start[d] = *s;
+          dst0 += *s * xs[d];
         }
         for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
-          start[static_cast<std::size_t>(dn.operand_batching_dims[i])] =
-              g[static_cast<std::size_t>(dn.scatter_indices_batching_dims[i])];
-        std::int64_t dst0 = 0, src0 = 0;
-        for (std::size_t d = 0; d < rank; ++d) dst0 += start[d] * xs[d];
-        for (std::size_t i = 0; i < batch_rank; ++i) src0 += g[i] * bsrc[i];
-        detail::gs::for_each_index(wsize, [&](const std::vector<std::int64_t>& w) {
-          std::int64_t so = src0, dof = dst0;
-          for (std::size_t k = 0; k < w.size(); ++k) {
-            so += w[k] * wsrc[k];
-            dof += w[k] * wdst[k];
-          }
-          dst[dof] = combine(dst[dof], src[so]);
+          dst0 +=
+              detail::gs::coordinate(row, batch_shape, rows, dn.scatter_indices_batching_dims[i]) *
+              xs[static_cast<std::size_t>(dn.operand_batching_dims[i])];
+        detail::gs::walk(wsize, wsrc, wdst, [&](std::int64_t so, std::int64_t dof) {
+          T& o = dst[dst0 + dof];
+          o = combine(o, src[src0 + so]);
         });
       });
     });
