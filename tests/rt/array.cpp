@@ -3,6 +3,7 @@
 // tracers. Arrays are built with ArrayBuilder, so these tests do not depend on creation.hpp.
 #include "xpr/rt/zeros.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/indexing.hpp"  // defines operator[] (it binds slice and squeeze)
 
 #include <cstdint>
 #include <memory>
