@@ -6,10 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <concepts>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -22,10 +24,23 @@
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/aval.hpp"
+#include "xpr/rt/params.hpp"
 
 namespace xpr::rt {
 
 class Array;
+class Index;
+
+namespace detail {
+/// The indexing members of Array (`x[i]`, `x(i, j)`, `x.at(i)`) forward to this class template,
+/// which rt/indexing.hpp defines: indexing binds primitives, which this header cannot name (the
+/// primitives include it). The members are templates whose bodies name `Indexing<...>`, so they
+/// are instantiated where they are used; a translation unit that uses them without including
+/// rt/indexing.hpp (the runtime tier's umbrella rt/api.hpp includes it) fails to compile on the
+/// incomplete type instead of calling a member that was declared and never defined.
+template <class... Is>
+struct Indexing;
+}  // namespace detail
 
 namespace detail {
 
@@ -222,8 +237,29 @@ class Array {
     Eigen::Index cols = rows == 0 ? 0 : static_cast<Eigen::Index>(size()) / rows;
     return {data<T>(), rows, cols};
   }
-  /// Element `i` along the first axis: an array of rank `ndim() - 1` sharing this buffer.
-  Array operator[](std::int64_t i) const;
+  // ---- indexing (rt/indexing.hpp; docs/indexing.md) --------------------------------------------
+  /// `x[i]`: NumPy/JAX indexing with one index: a C++ integer (negative counts from the end), a
+  /// rank-0 integer array (traced or not), an integer array (advanced indexing), `xpr::range`,
+  /// `xpr::all`, `xpr::newaxis` or `xpr::ellipsis`. Traced in every transformation.
+  template <class I>
+    requires std::constructible_from<Index, const I&>
+  Array operator[](const I& i) const {
+    return detail::Indexing<I>::get(*this, i);
+  }
+  /// `x(i, j, ...)`: NumPy/JAX indexing with one index per axis (`x[i, j, ...]` in Python).
+  template <class... Is>
+    requires(std::constructible_from<Index, const Is&> && ...)
+  Array operator()(const Is&... is) const {
+    return detail::Indexing<Is...>::get(*this, is...);
+  }
+  /// `x.at(i, j, ...)`: JAX's `x.at[i, j, ...]`, a reference to the indexed elements whose
+  /// `.set(v)`, `.add(v)`, `.mul(v)`, `.min(v)`, `.max(v)` return an updated copy of `x` and
+  /// `.get()` reads them.
+  template <class... Is>
+    requires(std::constructible_from<Index, const Is&> && ...)
+  auto at(const Is&... is) const {
+    return detail::Indexing<Is...>::at(*this, is...);
+  }
 
   /// `if (x > 0.0)`: the truth of a size-1 array. Throws `type_error` for larger arrays and
   /// `concretization_error` for tracers whose value is not known.
@@ -302,29 +338,99 @@ inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) c
   return c;
 }
 
-inline Array Array::operator[](std::int64_t i) const {
-  if (ndim() == 0)
-    throw index_error("operator[]: expected an array of rank >= 1, found a rank-0 array");
-  std::int64_t n = shape()[0];
-  if (i < -n || i >= n)
-    throw index_error("index " + std::to_string(i) + " is out of bounds for axis 0 with size " +
-                      std::to_string(n));
-  if (i < 0) i += n;
-  const detail::ConcreteArray* c = concrete_or_throw("operator[]");
-  Shape rest(std::vector<std::int64_t>(shape().begin() + 1, shape().end()));
-  ShapedArray aval{rest, dtype(), false};
-  std::size_t stride = static_cast<std::size_t>(rest.size()) * core::itemsize(dtype());
-  const std::byte* p = c->bytes() + static_cast<std::size_t>(i) * stride;
-  if (c->owner() && stride > detail::ConcreteArray::inline_bytes)
-    return Array(std::make_shared<detail::ConcreteArray>(std::move(aval), c->owner(), p));
-  ArrayBuilder b(std::move(aval));  // small results are copied into inline storage
-  std::memcpy(b.bytes(), p, stride);
-  return std::move(b).finish();
+// ---- index objects ------------------------------------------------------------------------------
+
+/// Python's `start:stop:step` (`slice(start, stop, step)`); an omitted part is `xpr::none`.
+struct Range {
+  std::optional<std::int64_t> start, stop, step;
+};
+
+namespace detail {
+/// A part of a range: a C++ integer or `xpr::none`.
+struct RangeBound {
+  std::optional<std::int64_t> value;
+  RangeBound(None) {}  // NOLINT(google-explicit-constructor)
+  template <std::integral I>
+    requires(!std::is_same_v<I, bool>)
+  RangeBound(I i) {  // NOLINT(google-explicit-constructor)
+    if (!std::in_range<std::int64_t>(i))
+      throw index_error("range: expected a bound that fits in int64, found " + std::to_string(i));
+    value = static_cast<std::int64_t>(i);
+  }
+};
+}  // namespace detail
+
+/// `xpr::range(start, stop, step)`: Python's `start:stop:step` as an index (`xpr::slice` is
+/// lax.slice). Negative bounds count from the end; a negative step walks backwards.
+inline Range range(detail::RangeBound start, detail::RangeBound stop,
+                   detail::RangeBound step = None{}) {
+  return {start.value, stop.value, step.value};
 }
+
+/// `:` (a whole axis), `None`/`np.newaxis` (a new axis of size 1) and `...` (as many whole axes
+/// as the other indices leave), named as in xtensor.
+struct AllIndex {};
+struct NewAxis {};
+struct EllipsisIndex {};
+
+/// The index objects, in a namespace of their own that `xpr` imports with a using-directive: so
+/// `xpr::all` names them, while a local variable called `all` in xpr's own code (or a user's)
+/// shadows nothing (GCC's -Wshadow).
+namespace index_objects {
+/// `None` in a range (`xpr::range(2, xpr::none)` is Python's `2:`).
+inline constexpr None none{};
+inline constexpr AllIndex all{};
+inline constexpr NewAxis newaxis{};
+inline constexpr EllipsisIndex ellipsis{};
+}  // namespace index_objects
+
+/// One index of `x[i]`, `x(i, j, ...)` or `x.at(...)`: a static C++ integer, an array (a rank-0
+/// integer array indexes like an integer but may be traced; a larger one is an advanced index), a
+/// range, `all`, `newaxis` or `ellipsis`. A C++ floating-point or bool index becomes an array, so
+/// indexing reports its dtype.
+class Index {
+ public:
+  enum class Kind { integer, array, range, whole_axis, new_axis, ellipsis_axes };
+
+  template <std::integral I>
+    requires(!std::is_same_v<I, bool>)
+  Index(I i)  // NOLINT(google-explicit-constructor)
+      : kind_(Kind::integer),
+        integer_dtype_(sizeof(I) <= 4 && std::is_signed_v<I> ? DType::int32 : DType::int64) {
+    if (!std::in_range<std::int64_t>(i))
+      throw index_error("index " + std::to_string(i) + " does not fit in int64");
+    integer_ = static_cast<std::int64_t>(i);
+  }
+  template <class T>
+    requires(std::is_floating_point_v<T> || std::is_same_v<T, bool>)
+  Index(T v) : kind_(Kind::array), array_(v) {}  // NOLINT(google-explicit-constructor)
+  Index(Array a) : kind_(Kind::array), array_(std::move(a)) {}  // NOLINT
+  Index(Range r) : kind_(Kind::range), range_(r) {}             // NOLINT
+  Index(AllIndex) : kind_(Kind::whole_axis) {}                         // NOLINT
+  Index(NewAxis) : kind_(Kind::new_axis) {}                      // NOLINT
+  Index(EllipsisIndex) : kind_(Kind::ellipsis_axes) {}               // NOLINT
+
+  Kind kind() const noexcept { return kind_; }
+  std::int64_t integer() const noexcept { return integer_; }
+  /// The dtype a static integer takes when it must become an array (int32 for `int`).
+  DType integer_dtype() const noexcept { return integer_dtype_; }
+  const Array& array() const noexcept { return array_; }
+  const Range& range() const noexcept { return range_; }
+
+ private:
+  Kind kind_;
+  std::int64_t integer_ = 0;
+  DType integer_dtype_ = DType::int32;
+  Array array_;
+  Range range_;
+};
 
 }  // namespace xpr::rt
 
 namespace xpr {
+using namespace rt::index_objects;  // xpr::none, xpr::all, xpr::newaxis, xpr::ellipsis
 using rt::Array;
+using rt::Index;
+using rt::range;
 using rt::ShapedArray;
 }  // namespace xpr
