@@ -207,14 +207,18 @@ struct ArgnumsPartial {
   }
 
   FlatFunction flat() {
-    return [this](std::span<const Array> wrt) {
+    return [this](std::span<const Array> wrt) -> Arrays {
       Arrays all = leaves;
       for (std::size_t k = 0; k < positions.size(); ++k) all[positions[k]] = wrt[k];
-      auto args = tree_unflatten<tree_of_arrays_t<Args>>(def, all);
-      auto out = std::apply(f, std::move(args));
-      auto [out_leaves, d] = tree_flatten(out);
-      out_def = std::move(d);
-      return out_leaves;
+      if constexpr (callable_with_v<F, Args>) {
+        auto args = tree_unflatten<tree_of_arrays_t<Args>>(def, all);
+        auto out = std::apply(f, std::move(args));
+        auto [out_leaves, d] = tree_flatten(out);
+        out_def = std::move(d);
+        return out_leaves;
+      } else {
+        return Arrays{};  // not callable: check_callable has stopped the compilation
+      }
     };
   }
 
