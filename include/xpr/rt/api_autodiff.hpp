@@ -232,10 +232,12 @@ struct ArgnumsPartial {
 inline void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
   for (const Array& x : wrt)
     if (!core::is_floating(x.dtype()))
-      throw core::type_error(std::string(fn) + " requires real- or complex-valued inputs (input "
-                             "dtype that is a sub-dtype of np.inexact), but got " +
-                             std::string(core::name(x.dtype())) + ". If you want to use Boolean- "
-                             "or integer-valued inputs, use vjp or set allow_int to True.");
+      throw core::type_error(std::string(fn) + " requires real-valued inputs (a floating "
+                             "dtype), but got " + std::string(core::name(x.dtype())) +
+                             ". Pass a floating-point value (3.0 rather than 3, or "
+                             "xpr::convert_element_type(x, xpr::float64)); an integer argument "
+                             "that is not differentiated goes outside argnums "
+                             "(xpr::grad<0>(f)(x, n)).");
 }
 
 /// Checks a cotangent against the output it belongs to; a weakly typed one (a C++ number) is
@@ -509,12 +511,12 @@ auto jacobian_impl(F f) {
     if (Forward) {
       for (const Array& x : wrt)
         if (!core::is_floating(x.dtype()))
-          throw core::type_error("jacfwd requires real-valued inputs (input dtype that is a "
-                                 "sub-dtype of np.floating), but got " +
-                                 std::string(core::name(x.dtype())) + ". For holomorphic "
-                                 "differentiation, pass holomorphic=True. For differentiating "
-                                 "non-holomorphic functions involving complex inputs or "
-                                 "integer inputs, use jax.jvp directly.");
+          throw core::type_error("jacfwd requires real-valued inputs (a floating dtype), but "
+                                 "got " + std::string(core::name(x.dtype())) +
+                                 ". Pass a floating-point value (3.0 rather than 3, or "
+                                 "xpr::convert_element_type(x, xpr::float64)); an integer "
+                                 "argument that is not differentiated goes outside argnums "
+                                 "(xpr::jacfwd<0>(f)(x, n)).");
     } else {
       check_inexact_inputs(fn, wrt);
     }
