@@ -213,7 +213,7 @@ inline constexpr std::size_t max_traced_equations = 5000;
 #ifdef XPR_CT_MAX_TRANSFORMED_EQUATIONS
 inline constexpr std::size_t max_transformed_equations = XPR_CT_MAX_TRANSFORMED_EQUATIONS;
 #else
-inline constexpr std::size_t max_transformed_equations = 3300;
+inline constexpr std::size_t max_transformed_equations = 3200;
 #endif
 
 template <class F, class... A>
