@@ -293,9 +293,10 @@ constexpr Jaxpr build_live(const DType* d) {
   if constexpr (!is_transformed<Fn>) {
     Jaxpr j = trace<Fn, A...>(d);
     if (j.too_large)
-      fail("xpr::ct: the function is too large for the compile-time tier: its trace has more "
-           "equations than xpr::ct::max_traced_equations. Ways out: a small kernel applied with "
-           "xpr::ct::vmap, or the runtime tier (xpr::grad, xpr::jit)");
+      fail(
+          "xpr::ct: the function is too large for the compile-time tier: its trace has more "
+          "equations than xpr::ct::max_traced_equations. Ways out: a small kernel applied with "
+          "xpr::ct::vmap, or the runtime tier (xpr::grad, xpr::jit)");
     return j;
   } else {
     using X = typename Fn::transform;
@@ -413,14 +414,19 @@ constexpr bool check_args() {
   return (NumericArg<Args> && ...) || (traced && (TracedArg<Args> && ...));
 }
 
+/// Whether `F` can be called with as many scalar arguments as `I...` has.
+template <class F, std::size_t... I>
+constexpr bool invocable_with_tracers(std::index_sequence<I...>) {
+  return std::is_invocable_v<const F&, std::conditional_t<true, const Tracer&, decltype(I)>...>;
+}
+
 /// The number of scalar arguments `F` takes (the first of 0..8 that works), or -1.
 template <class F, std::size_t... N>
 constexpr int tracer_arity(std::index_sequence<N...>) {
-  int n = -1;
-  ((n < 0 && []<std::size_t... I>(std::index_sequence<I...>) {
-     return std::is_invocable_v<const F&, std::conditional_t<true, const Tracer&, decltype(I)>...>;
-   }(std::make_index_sequence<N>{}) ? (n = static_cast<int>(N), true) : false) || ...);
-  return n;
+  constexpr bool works[] = {invocable_with_tracers<F>(std::make_index_sequence<N>{})...};
+  for (std::size_t n = 0; n < sizeof...(N); ++n)
+    if (works[n]) return static_cast<int>(n);
+  return -1;
 }
 
 /// Fails when the function takes `expected` arguments and was called with `found` (the note

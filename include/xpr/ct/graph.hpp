@@ -329,9 +329,10 @@ class Graph {
     return emit(e);
   }
 
-  /// Past `cap` equations (0: no cap; one more is recorded, so that past it means over it) tracing stops recording and only counts what it would
-  /// have recorded, so that a function too large for the compile-time tier is measured cheaply
-  /// and reported (see `trace`) instead of exhausting the compiler's operation budget.
+  /// Past `cap` equations (0: no cap; one more is recorded, so that past it means over it)
+  /// tracing stops recording and only counts what it would have recorded, so that a function
+  /// too large for the compile-time tier is measured cheaply and reported (see `trace`) instead
+  /// of exhausting the compiler's operation budget.
   constexpr void set_cap(std::size_t cap) { cap_ = cap; }
   constexpr bool over_cap() const { return cap_ != 0 && eqns_.size() > cap_; }
   constexpr void count_past_cap() { ++past_cap_; }

@@ -232,8 +232,10 @@ struct ArgnumsPartial {
 inline void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
   for (const Array& x : wrt)
     if (!core::is_floating(x.dtype()))
-      throw core::type_error(std::string(fn) + " requires real-valued inputs (a floating "
-                             "dtype), but got " + std::string(core::name(x.dtype())) +
+      throw core::type_error(std::string(fn) +
+                             " requires real-valued inputs (a floating "
+                             "dtype), but got " +
+                             std::string(core::name(x.dtype())) +
                              ". Pass a floating-point value (3.0 rather than 3, or "
                              "xpr::convert_element_type(x, xpr::float64)); an integer argument "
                              "that is not differentiated goes outside argnums "
@@ -511,12 +513,14 @@ auto jacobian_impl(F f) {
     if (Forward) {
       for (const Array& x : wrt)
         if (!core::is_floating(x.dtype()))
-          throw core::type_error("jacfwd requires real-valued inputs (a floating dtype), but "
-                                 "got " + std::string(core::name(x.dtype())) +
-                                 ". Pass a floating-point value (3.0 rather than 3, or "
-                                 "xpr::convert_element_type(x, xpr::float64)); an integer "
-                                 "argument that is not differentiated goes outside argnums "
-                                 "(xpr::jacfwd<0>(f)(x, n)).");
+          throw core::type_error(
+              "jacfwd requires real-valued inputs (a floating dtype), but "
+              "got " +
+              std::string(core::name(x.dtype())) +
+              ". Pass a floating-point value (3.0 rather than 3, or "
+              "xpr::convert_element_type(x, xpr::float64)); an integer "
+              "argument that is not differentiated goes outside argnums "
+              "(xpr::jacfwd<0>(f)(x, n)).");
     } else {
       check_inexact_inputs(fn, wrt);
     }

@@ -46,14 +46,19 @@ template <class F, class... A>
 inline constexpr bool callable_with_v<F, std::tuple<A...>> =
     std::is_invocable_v<F&, tree_of_arrays_t<A>...>;
 
-/// The number of Array arguments `f` takes (the first of 0..8 that works), or -1.
+/// Whether `F` can be called with as many Array arguments as `I...` has.
+template <class F, std::size_t... I>
+constexpr bool invocable_with_arrays(std::index_sequence<I...>) {
+  return std::is_invocable_v<F&, std::conditional_t<true, Array, decltype(I)>...>;
+}
+
+/// The number of Array arguments `F` takes (the first of 0..8 that works), or -1.
 template <class F, std::size_t... N>
 constexpr int array_arity(std::index_sequence<N...>) {
-  int n = -1;
-  ((n < 0 && []<std::size_t... I>(std::index_sequence<I...>) {
-     return std::is_invocable_v<F&, std::conditional_t<true, Array, decltype(I)>...>;
-   }(std::make_index_sequence<N>{}) ? (n = static_cast<int>(N), true) : false) || ...);
-  return n;
+  constexpr bool works[] = {invocable_with_arrays<F>(std::make_index_sequence<N>{})...};
+  for (std::size_t n = 0; n < sizeof...(N); ++n)
+    if (works[n]) return static_cast<int>(n);
+  return -1;
 }
 
 /// Fails when the function takes `expected` arguments and was called with `found` (the note
@@ -98,8 +103,8 @@ struct call_result {
 };
 template <class F, class ArgsTuple>
 struct call_result<F, ArgsTuple, true> {
-  using type = decltype(std::apply(std::declval<F&>(),
-                                   std::declval<tree_of_arrays_t<ArgsTuple>>()));
+  using type =
+      decltype(std::apply(std::declval<F&>(), std::declval<tree_of_arrays_t<ArgsTuple>>()));
 };
 
 /// Calls `f` on the arguments rebuilt from `leaves` (numbers now arrays), returning the flat
