@@ -207,6 +207,7 @@ struct ArgnumsPartial {
   }
 
   FlatFunction flat() {
+    check_callable<F, Args>();
     return [this](std::span<const Array> wrt) -> Arrays {
       Arrays all = leaves;
       for (std::size_t k = 0; k < positions.size(); ++k) all[positions[k]] = wrt[k];

@@ -111,6 +111,7 @@ struct call_result<F, ArgsTuple, true> {
 /// outputs and recording the output structure in `out_def`.
 template <class F, class ArgsTuple>
 FlatFunction flat_function(F& f, const PyTreeDef& in_def, std::optional<PyTreeDef>& out_def) {
+  check_callable<F, ArgsTuple>();  // every transformation's call of `f` comes through here
   return [&f, &in_def, &out_def](std::span<const Array> leaves) -> Arrays {
     if constexpr (callable_with_v<F, ArgsTuple>) {
       auto args = tree_unflatten<tree_of_arrays_t<ArgsTuple>>(in_def, leaves);
