@@ -201,8 +201,9 @@ using traced_result_t = std::remove_cvref_t<std::invoke_result_t<const F&, const
 /// transformation (grad, jvp, vmap of grad, ...) may have. Past the first, tracing only counts;
 /// past either, the compilation stops in a static_assert that says so. Measured with GCC 12's
 /// default -fconstexpr-ops-limit (2^25 operations per constant evaluation): the trace of 5000
-/// equations, then counting 25 000 more, fits; `grad` of a Lennard-Jones energy of 2911
-/// equations compiles and one of 3865 exhausts the budget (docs/compile-time-scaling.md).
+/// equations, then counting 25 000 more, fits (38 000 in all does not); `grad` of a
+/// Lennard-Jones energy of 2911 equations compiles and one of 3865 exhausts the budget
+/// (docs/compile-time-scaling.md).
 /// With a raised -fconstexpr-ops-limit, raise them with -DXPR_CT_MAX_TRACED_EQUATIONS=n and
 /// -DXPR_CT_MAX_TRANSFORMED_EQUATIONS=n.
 #ifdef XPR_CT_MAX_TRACED_EQUATIONS
