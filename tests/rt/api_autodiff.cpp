@@ -506,9 +506,10 @@ TEST(Errors, GradOfANonScalarOutput) {
 TEST(Errors, GradOfIntegerInputs) {
   auto f = [](auto x) { return x * 2; };
   EXPECT_EQ(error_of([&] { xpr::grad(f)(3); }),
-            "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-            "np.inexact), but got int32. If you want to use Boolean- or integer-valued inputs, "
-            "use vjp or set allow_int to True.");
+            "grad requires real-valued inputs (a floating dtype), but got int32. Pass a "
+            "floating-point value (3.0 rather than 3, or xpr::convert_element_type(x, "
+            "xpr::float64)); an integer argument that is not differentiated goes outside argnums "
+            "(xpr::grad<0>(f)(x, n)).");
 }
 
 TEST(Errors, WrongCotangentsAndTangents) {

@@ -148,6 +148,39 @@ inline constexpr auto stage_draft_v =
     freeze_draft<draft_room_v<Fn, ArgTuple, D, K>.eqns, draft_room_v<Fn, ArgTuple, D, K>.outs>(
         build_stage<Fn, ArgTuple, D, K>());
 
+/// The size of the innermost function of `Fn` (the one traced): the equations its trace
+/// counted when it went over `max_traced_equations`, else its program's equations.
+template <class Fn, class ArgTuple, auto D>
+constexpr std::size_t traced_size() {
+  if constexpr (!is_transformed<Fn>) {
+    constexpr Sizes s = stage_sizes_v<Fn, ArgTuple, D, 0>;
+    return s.too_large ? s.too_large : s.eqns;
+  } else {
+    return []<class... A>(std::tuple<A...>*) {
+      using X = typename Fn::transform;
+      return traced_size<typename Fn::base, typename X::template base_args<A...>,
+                         X::base_dtypes(D)>();
+    }(static_cast<ArgTuple*>(nullptr));
+  }
+}
+
+/// Stops the compilation of a function larger than `limit` equations (the note under the
+/// message shows the comparison with both numbers, "equations <= limit"). Checked where the
+/// user's call is instantiated, so that the message comes with a short context.
+template <std::size_t equations, std::size_t limit>
+constexpr bool check_traced_size() {
+  static_assert(equations <= limit,
+                "xpr::ct: the function is too large for the compile-time tier: it has more "
+                "equations than g++ can trace and transform within its constant-evaluation "
+                "budget (the note below gives the count and the limit: "
+                "xpr::ct::max_transformed_equations under a transformation, else "
+                "xpr::ct::max_traced_equations). Ways out: write the repeated part as a small "
+                "kernel and apply it with xpr::ct::vmap over arrays (e.g. one pair interaction "
+                "instead of a loop over all pairs), or use the runtime tier (xpr::grad, "
+                "xpr::jit), which has no size limit");
+  return equations <= limit;
+}
+
 template <class Fn, class ArgTuple, auto D, int K>
 constexpr auto make_stage() {
   if constexpr (is_transformed<Fn>) {
@@ -156,7 +189,18 @@ constexpr auto make_stage() {
     else
       return freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
   } else {
-    return freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
+    if constexpr (stage_sizes_v<Fn, ArgTuple, D, K>.too_large) {
+      // Over the cap: checked_program reports it; a stub of the right sizes (inputs, then zero
+      // literals) stands in, without tracing again, so that nothing else fails.
+      constexpr Sizes s = stage_sizes_v<Fn, ArgTuple, D, K>;
+      Program<s.eqns, s.ins, s.outs> p{};
+      for (std::size_t i = 0; i < s.eqns; ++i)
+        p.eqns[i] = i < s.ins ? Eqn{Prim::arg, D[i], false, {-1, -1, -1}, 0} : Eqn{};
+      for (std::size_t k = 0; k < s.outs; ++k) p.outs[k] = static_cast<int>(s.ins);
+      return p;
+    } else {
+      return freeze<stage_sizes_v<Fn, ArgTuple, D, K>>(build_stage<Fn, ArgTuple, D, K>());
+    }
   }
 }
 
@@ -247,7 +291,13 @@ constexpr Jaxpr build_live_tuple(std::tuple<B...>*, const DType* d) {
 template <class Fn, class... A>
 constexpr Jaxpr build_live(const DType* d) {
   if constexpr (!is_transformed<Fn>) {
-    return trace<Fn, A...>(d);
+    Jaxpr j = trace<Fn, A...>(d);
+    if (j.too_large)
+      fail(
+          "xpr::ct: the function is too large for the compile-time tier: its trace has more "
+          "equations than xpr::ct::max_traced_equations. Ways out: a small kernel applied with "
+          "xpr::ct::vmap, or the runtime tier (xpr::grad, xpr::jit)");
+    return j;
   } else {
     using X = typename Fn::transform;
     constexpr std::size_t n = (Tree<A>::size + ... + 0);
@@ -282,10 +332,21 @@ using traced_result_t_of = typename traced_result_of<F, Args>::type;
 template <class Fn, class... Args>
 inline constexpr auto program_key_dtypes = dtypes_of<Args...>();
 
+/// The program of `Fn` for numeric arguments `Args...`, once its trace is known to fit: every
+/// use of a program (calls, vmap, compiled_t, make_jaxpr) comes through here, where the
+/// instantiation context is short, so a function too large stops in one clear static_assert.
+template <class Fn, class... Args>
+constexpr const auto& checked_program() {
+  using ArgTuple = std::tuple<traced_t<Args>...>;
+  constexpr auto& d = program_key_dtypes<Fn, Args...>;
+  check_traced_size<traced_size<Fn, ArgTuple, d>(),
+                    is_transformed<Fn> ? max_transformed_equations : max_traced_equations>();
+  return program_v<Fn, ArgTuple, d>;
+}
+
 /// The program of `Fn` for a call with numeric arguments `Args...`.
 template <class Fn, class... Args>
-inline constexpr const auto& program_for =
-    program_v<Fn, std::tuple<traced_t<Args>...>, program_key_dtypes<Fn, Args...>>;
+inline constexpr const auto& program_for = checked_program<Fn, Args...>();
 
 // ---------------------------------------------------------------------------------------------
 // Calls.
@@ -353,13 +414,49 @@ constexpr bool check_args() {
   return (NumericArg<Args> && ...) || (traced && (TracedArg<Args> && ...));
 }
 
+/// Whether `F` can be called with as many scalar arguments as `I...` has.
+template <class F, std::size_t... I>
+constexpr bool invocable_with_tracers(std::index_sequence<I...>) {
+  return std::is_invocable_v<const F&, std::conditional_t<true, const Tracer&, decltype(I)>...>;
+}
+
+/// The number of scalar arguments `F` takes (the first of 0..8 that works), or -1.
+template <class F, std::size_t... N>
+constexpr int tracer_arity(std::index_sequence<N...>) {
+  constexpr bool works[] = {invocable_with_tracers<F>(std::make_index_sequence<N>{})...};
+  for (std::size_t n = 0; n < sizeof...(N); ++n)
+    if (works[n]) return static_cast<int>(n);
+  return -1;
+}
+
+/// Fails when the function takes `expected` arguments and was called with `found` (the note
+/// under the message, "expected == found", gives both numbers).
+template <std::size_t expected, std::size_t found>
+constexpr bool check_arity() {
+  static_assert(expected == found,
+                "xpr::ct: wrong number of arguments: the function takes `expected` arguments but "
+                "the transformed function was called with `found` (both shown above and in the "
+                "note below, expected == found). Pass one argument per parameter (argnums choose "
+                "which are differentiated: xpr::ct::grad<0>(f)(x, p))");
+  return expected == found;
+}
+
 template <class F, class... A>
 constexpr bool check_callable() {
-  static_assert(std::is_invocable_v<const F&, const A&...>,
-                "xpr::ct: the function cannot be called with traced arguments: write it as a "
-                "generic lambda (auto parameters) using xpr:: functions (xpr::sin, not "
-                "std::sin) and operators");
-  return std::is_invocable_v<const F&, const A&...>;
+  if constexpr (std::is_invocable_v<const F&, const A&...>) {
+    return true;
+  } else {
+    constexpr int n = tracer_arity<F>(std::make_index_sequence<9>{});
+    if constexpr (n >= 0 && static_cast<std::size_t>(n) != sizeof...(A)) {
+      return check_arity<static_cast<std::size_t>(n), sizeof...(A)>();
+    } else {
+      static_assert(std::is_invocable_v<const F&, const A&...>,
+                    "xpr::ct: the function cannot be called with traced arguments: write it as a "
+                    "generic lambda (auto parameters) using xpr:: functions (xpr::sin, not "
+                    "std::sin) and operators");
+      return false;
+    }
+  }
 }
 
 template <std::size_t N, int... Argnums>

@@ -329,6 +329,16 @@ class Graph {
     return emit(e);
   }
 
+  /// Past `cap` equations (0: no cap; one more is recorded, so that past it means over it)
+  /// tracing stops recording and only counts what it would have recorded, so that a function
+  /// too large for the compile-time tier is measured cheaply and reported (see `trace`) instead
+  /// of exhausting the compiler's operation budget.
+  constexpr void set_cap(std::size_t cap) { cap_ = cap; }
+  constexpr bool over_cap() const { return cap_ != 0 && eqns_.size() > cap_; }
+  constexpr void count_past_cap() { ++past_cap_; }
+  /// The equations recorded, plus those counted past the cap.
+  constexpr std::size_t counted() const { return eqns_.size() + past_cap_; }
+
  private:
   // Few operations on small numbers: every distinct integer a constant evaluation computes is
   // interned by the compiler for the rest of the translation unit, so a cheap hash keeps
@@ -359,6 +369,8 @@ class Graph {
   detail::Buffer<Eqn> eqns_;
   detail::Buffer<int> table_;
   std::uint64_t num_args_ = 0;
+  std::size_t cap_ = 0;
+  std::size_t past_cap_ = 0;
 };
 
 /// A jaxpr under construction: a graph, its input variables (`arg` equations, in order) and its
@@ -367,6 +379,9 @@ struct Jaxpr {
   Graph graph;
   detail::Buffer<int> ins;
   detail::Buffer<int> outs;
+  /// Nonzero when tracing stopped at the cap: the equations counted. The jaxpr is then a stub
+  /// (outputs are zeros), and the stage that built it stops the compilation with a message.
+  std::size_t too_large = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -385,6 +400,7 @@ struct Program {
 /// The sizes of a frozen jaxpr, found by a first pass.
 struct Sizes {
   std::size_t eqns = 0, ins = 0, outs = 0;
+  std::size_t too_large = 0;  // the jaxpr's `too_large`
 };
 
 namespace detail {
@@ -415,7 +431,7 @@ constexpr Buffer<int> frozen_index(const Jaxpr& j) {
 /// Sizes of `j` once dead equations are removed.
 constexpr Sizes frozen_sizes(const Jaxpr& j) {
   detail::Buffer<int> index = detail::frozen_index(j);
-  Sizes s{0, j.ins.size(), j.outs.size()};
+  Sizes s{0, j.ins.size(), j.outs.size(), j.too_large};
   for (int i : index) s.eqns += i >= 0;
   return s;
 }

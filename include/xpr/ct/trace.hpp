@@ -197,9 +197,30 @@ inline constexpr std::array<std::size_t, sizeof...(T) + 1> leaf_offsets =
 template <class F, class... A>
 using traced_result_t = std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>;
 
+/// The most equations the trace of one function may record, and the most a function under a
+/// transformation (grad, jvp, vmap of grad, ...) may have. Past the first, tracing only counts;
+/// past either, the compilation stops in a static_assert that says so. Measured with GCC 12's
+/// default -fconstexpr-ops-limit (2^25 operations per constant evaluation): the trace of 5000
+/// equations, then counting 25 000 more, fits (38 000 in all does not); `grad` of a
+/// Lennard-Jones energy of 2911 equations compiles and one of 3865 exhausts the budget
+/// (docs/compile-time-scaling.md).
+/// With a raised -fconstexpr-ops-limit, raise them with -DXPR_CT_MAX_TRACED_EQUATIONS=n and
+/// -DXPR_CT_MAX_TRANSFORMED_EQUATIONS=n.
+#ifdef XPR_CT_MAX_TRACED_EQUATIONS
+inline constexpr std::size_t max_traced_equations = XPR_CT_MAX_TRACED_EQUATIONS;
+#else
+inline constexpr std::size_t max_traced_equations = 5000;
+#endif
+#ifdef XPR_CT_MAX_TRANSFORMED_EQUATIONS
+inline constexpr std::size_t max_transformed_equations = XPR_CT_MAX_TRANSFORMED_EQUATIONS;
+#else
+inline constexpr std::size_t max_transformed_equations = 3200;
+#endif
+
 template <class F, class... A>
 constexpr Jaxpr trace(const DType* dtypes) {
   Jaxpr j;
+  j.graph.set_cap(max_traced_equations);
   constexpr std::size_t n = (Tree<A>::size + ... + 0);
   Tracer leaves[n > 0 ? n : 1];
   for (std::size_t k = 0; k < n; ++k) {
@@ -213,6 +234,15 @@ constexpr Jaxpr trace(const DType* dtypes) {
   }(std::index_sequence_for<A...>{});
   Tracer flat[Tree<R>::size];
   Tree<R>::flatten(out, flat);
+  if (j.graph.over_cap()) {
+    // Too large: a stub of the same signature whose outputs are zeros, so that nothing after
+    // the static_assert that reports it (api.hpp) fails too.
+    Jaxpr stub;
+    stub.too_large = j.graph.counted();
+    for (std::size_t k = 0; k < n; ++k) stub.ins.push_back(stub.graph.new_arg(dtypes[k]));
+    for (const Tracer& t : flat) stub.outs.push_back(stub.graph.literal(0.0, t.dtype(), t.weak()));
+    return stub;
+  }
   for (const Tracer& t : flat) j.outs.push_back(t.materialize(j.graph, t.dtype()));
   return j;
 }

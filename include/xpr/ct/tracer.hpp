@@ -75,6 +75,16 @@ class Tracer {
     else
       id_ = id;
   }
+  /// A stand-in for a value not recorded because `graph` is over its cap (see Graph::set_cap):
+  /// only its type is right; it is never read.
+  static constexpr Tracer untraced(Graph* graph, WeakDType type) {
+    Tracer t;
+    t.graph_ = graph;
+    t.id_ = 0;
+    t.dtype_ = type.dtype;
+    t.weak_ = type.weak;
+    return t;
+  }
   static constexpr Tracer constant(double value, DType dtype, bool weak, Graph* graph = nullptr) {
     Tracer t;
     t.value_ = value;
@@ -272,6 +282,10 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
     if (gk && g && gk != g)
       detail::fail("xpr::ct: values from two different traces meet in one operation");
     if (gk) g = gk;
+  }
+  if (g && g->over_cap()) {  // too large: only count, as cheaply as possible (see Graph)
+    g->count_past_cap();
+    return Tracer::untraced(g, in[0].weak_dtype());
   }
   // Types: the result, and the type the operands are converted to.
   WeakDType out{}, operand{};

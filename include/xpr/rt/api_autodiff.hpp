@@ -207,14 +207,19 @@ struct ArgnumsPartial {
   }
 
   FlatFunction flat() {
-    return [this](std::span<const Array> wrt) {
+    check_callable<F, Args>();
+    return [this](std::span<const Array> wrt) -> Arrays {
       Arrays all = leaves;
       for (std::size_t k = 0; k < positions.size(); ++k) all[positions[k]] = wrt[k];
-      auto args = tree_unflatten<tree_of_arrays_t<Args>>(def, all);
-      auto out = std::apply(f, std::move(args));
-      auto [out_leaves, d] = tree_flatten(out);
-      out_def = std::move(d);
-      return out_leaves;
+      if constexpr (callable_with_v<F, Args>) {
+        auto args = tree_unflatten<tree_of_arrays_t<Args>>(def, all);
+        auto out = std::apply(f, std::move(args));
+        auto [out_leaves, d] = tree_flatten(out);
+        out_def = std::move(d);
+        return out_leaves;
+      } else {
+        return Arrays{};  // not callable: check_callable has stopped the compilation
+      }
     };
   }
 
@@ -228,10 +233,14 @@ struct ArgnumsPartial {
 inline void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
   for (const Array& x : wrt)
     if (!core::is_floating(x.dtype()))
-      throw core::type_error(std::string(fn) + " requires real- or complex-valued inputs (input "
-                             "dtype that is a sub-dtype of np.inexact), but got " +
-                             std::string(core::name(x.dtype())) + ". If you want to use Boolean- "
-                             "or integer-valued inputs, use vjp or set allow_int to True.");
+      throw core::type_error(std::string(fn) +
+                             " requires real-valued inputs (a floating "
+                             "dtype), but got " +
+                             std::string(core::name(x.dtype())) +
+                             ". Pass a floating-point value (3.0 rather than 3, or "
+                             "xpr::convert_element_type(x, xpr::float64)); an integer argument "
+                             "that is not differentiated goes outside argnums "
+                             "(xpr::grad<0>(f)(x, n)).");
 }
 
 /// Checks a cotangent against the output it belongs to; a weakly typed one (a C++ number) is
@@ -505,12 +514,14 @@ auto jacobian_impl(F f) {
     if (Forward) {
       for (const Array& x : wrt)
         if (!core::is_floating(x.dtype()))
-          throw core::type_error("jacfwd requires real-valued inputs (input dtype that is a "
-                                 "sub-dtype of np.floating), but got " +
-                                 std::string(core::name(x.dtype())) + ". For holomorphic "
-                                 "differentiation, pass holomorphic=True. For differentiating "
-                                 "non-holomorphic functions involving complex inputs or "
-                                 "integer inputs, use jax.jvp directly.");
+          throw core::type_error(
+              "jacfwd requires real-valued inputs (a floating dtype), but "
+              "got " +
+              std::string(core::name(x.dtype())) +
+              ". Pass a floating-point value (3.0 rather than 3, or "
+              "xpr::convert_element_type(x, xpr::float64)); an integer "
+              "argument that is not differentiated goes outside argnums "
+              "(xpr::jacfwd<0>(f)(x, n)).");
     } else {
       check_inexact_inputs(fn, wrt);
     }

@@ -37,22 +37,118 @@ inline constexpr bool is_std_tuple_v = false;
 template <class... Ts>
 inline constexpr bool is_std_tuple_v<std::tuple<Ts...>> = true;
 
+// ---- the call of the user's function: arity checked first ------------------------------------
+
+/// Whether `f` takes the arguments `ArgsTuple` (a std::tuple of argument types), as arrays.
+template <class F, class ArgsTuple>
+inline constexpr bool callable_with_v = false;
+template <class F, class... A>
+inline constexpr bool callable_with_v<F, std::tuple<A...>> =
+    std::is_invocable_v<F&, tree_of_arrays_t<A>...>;
+
+/// Whether `F` can be called with as many Array arguments as `I...` has.
+template <class F, std::size_t... I>
+constexpr bool invocable_with_arrays(std::index_sequence<I...>) {
+  return std::is_invocable_v<F&, std::conditional_t<true, Array, decltype(I)>...>;
+}
+
+/// The number of Array arguments `F` takes (the first of 0..8 that works), or -1.
+template <class F, std::size_t... N>
+constexpr int array_arity(std::index_sequence<N...>) {
+  constexpr bool works[] = {invocable_with_arrays<F>(std::make_index_sequence<N>{})...};
+  for (std::size_t n = 0; n < sizeof...(N); ++n)
+    if (works[n]) return static_cast<int>(n);
+  return -1;
+}
+
+/// Fails when the function takes `expected` arguments and was called with `found` (the note
+/// under the message, "expected == found", gives both numbers).
+template <std::size_t expected, std::size_t found>
+constexpr bool check_arity() {
+  static_assert(expected == found,
+                "xpr: wrong number of arguments: the function takes `expected` arguments but "
+                "the transformed function was called with `found` (both shown above and in the "
+                "note below, expected == found). Pass one argument per parameter of the function "
+                "(argnums choose which are differentiated), or fix the values of the others in "
+                "a lambda: xpr::grad([&](auto x) { return f(x, y); })(x)");
+  return expected == found;
+}
+
+/// Checks that `f` can be called with `ArgsTuple` before anything calls it, so that a wrong
+/// arity is one xpr message rather than pages of std::apply errors.
+template <class F, class ArgsTuple>
+constexpr bool check_callable() {
+  if constexpr (callable_with_v<F, ArgsTuple>) {
+    return true;
+  } else {
+    constexpr int n = array_arity<F>(std::make_index_sequence<9>{});
+    if constexpr (n >= 0 && static_cast<std::size_t>(n) != std::tuple_size_v<ArgsTuple>) {
+      return check_arity<static_cast<std::size_t>(n), std::tuple_size_v<ArgsTuple>>();
+    } else {
+      static_assert(callable_with_v<F, ArgsTuple>,
+                    "xpr: the function cannot be called with these arguments (C++ numbers "
+                    "become xpr::Array, containers keep their structure with xpr::Array leaves): "
+                    "write it as a generic lambda (auto parameters) using xpr:: functions, with "
+                    "one parameter per argument");
+      return false;
+    }
+  }
+}
+
+/// The result of calling `f` with `ArgsTuple` as arrays; Array when it cannot be called (the
+/// check above has then failed, and nothing else should).
+template <class F, class ArgsTuple, bool = check_callable<F, ArgsTuple>()>
+struct call_result {
+  using type = Array;
+};
+template <class F, class ArgsTuple>
+struct call_result<F, ArgsTuple, true> {
+  using type =
+      decltype(std::apply(std::declval<F&>(), std::declval<tree_of_arrays_t<ArgsTuple>>()));
+};
+
 /// Calls `f` on the arguments rebuilt from `leaves` (numbers now arrays), returning the flat
 /// outputs and recording the output structure in `out_def`.
 template <class F, class ArgsTuple>
 FlatFunction flat_function(F& f, const PyTreeDef& in_def, std::optional<PyTreeDef>& out_def) {
-  return [&f, &in_def, &out_def](std::span<const Array> leaves) {
-    auto args = tree_unflatten<tree_of_arrays_t<ArgsTuple>>(in_def, leaves);
-    auto out = std::apply(f, std::move(args));
-    auto [out_leaves, def] = tree_flatten(out);
-    out_def = std::move(def);
-    return out_leaves;
+  check_callable<F, ArgsTuple>();  // every transformation's call of `f` comes through here
+  return [&f, &in_def, &out_def](std::span<const Array> leaves) -> Arrays {
+    if constexpr (callable_with_v<F, ArgsTuple>) {
+      auto args = tree_unflatten<tree_of_arrays_t<ArgsTuple>>(in_def, leaves);
+      auto out = std::apply(f, std::move(args));
+      auto [out_leaves, def] = tree_flatten(out);
+      out_def = std::move(def);
+      return out_leaves;
+    } else {
+      return {};  // not callable: check_callable has stopped the compilation
+    }
   };
 }
 
 template <class F, class ArgsTuple>
-using flat_result_t = tree_of_arrays_t<
-    decltype(std::apply(std::declval<F&>(), std::declval<tree_of_arrays_t<ArgsTuple>>()))>;
+using flat_result_t = tree_of_arrays_t<typename call_result<F, ArgsTuple>::type>;
+
+/// jvp's primals and tangents are tuples of the same length (JAX's "same tree structure").
+template <std::size_t primals, std::size_t tangents>
+constexpr bool check_jvp_tuples() {
+  static_assert(primals == tangents,
+                "xpr::jvp: primal and tangent arguments must have the same tree structure: "
+                "`primals` and `tangents` (shown above and in the note below, primals == "
+                "tangents) are the sizes of the two tuples; pass one tangent per primal, of the "
+                "primal's shape and dtype");
+  return primals == tangents;
+}
+
+/// vmap's in_axes tuple has one entry per argument (JAX: len(in_axes) == len(args)).
+template <std::size_t in_axes_entries, std::size_t arguments>
+constexpr bool check_in_axes() {
+  static_assert(in_axes_entries == arguments,
+                "xpr::vmap: in_axes must be an integer, xpr::not_mapped, or a std::tuple of "
+                "entries corresponding to the positional arguments passed to the function, but "
+                "got `in_axes_entries` entries for `arguments` arguments (shown above and in the "
+                "note below): give one entry per argument, or one integer for all");
+  return in_axes_entries == arguments;
+}
 
 // ---- in_axes / out_axes specifications -------------------------------------------------------
 
@@ -124,6 +220,7 @@ std::size_t expand_axes(const char* which, const S& s, const PyTreeDef& def, std
 /// tuples of pytrees with equal structures, shapes and dtypes. See examples/tour.cpp.
 template <class F, class... P, class... T>
 auto jvp(F&& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+  detail::check_jvp_tuples<sizeof...(P), sizeof...(T)>();
   using Args = std::tuple<P...>;
   using Out = detail::flat_result_t<F, Args>;
   auto [p_leaves, p_def] = tree_flatten(primals);
@@ -165,9 +262,8 @@ auto vmap(F f, InAxes in_axes = 0, OutAxes out_axes = 0) {
       static_assert(detail::is_std_tuple_v<InAxes>,
                     "xpr::vmap: in_axes is one axis for all arguments or a std::tuple with one "
                     "entry per argument");
-      static_assert(std::tuple_size_v<InAxes> == sizeof...(args),
-                    "xpr::vmap: in_axes must have one entry per argument");
-      detail::expand_axes("in_axes", in_axes, def, 0, in_dims);
+      if constexpr (detail::check_in_axes<std::tuple_size_v<InAxes>, sizeof...(args)>())
+        detail::expand_axes("in_axes", in_axes, def, 0, in_dims);
     }
     std::optional<PyTreeDef> out_def;
     auto flat = detail::flat_function<F, Args>(f, def, out_def);
