@@ -31,3 +31,4 @@
 #include "xpr/rt/pytree.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/transformations.hpp"
+#include "xpr/rt/while_loop.hpp"
