@@ -265,8 +265,10 @@ constexpr Tracer xpr_apply(op::select, const C& c, const A& a, const B& b) {
 /// code does anyway (a numeric predicate is true when nonzero). A C++ `bool` predicate just
 /// branches. Each function returns one value (a tracer or a number).
 template <class C, class T, class F, class... Ops>
-  requires(detail::is_tracer_v<C> || (detail::is_number_v<C> && (detail::is_tracer_v<Ops> || ...))) &&
-          std::is_invocable_v<const T&, const Ops&...> && std::is_invocable_v<const F&, const Ops&...>
+  requires(detail::is_tracer_v<C> ||
+           (detail::is_number_v<C> && (detail::is_tracer_v<Ops> || ...))) &&
+          std::is_invocable_v<const T&, const Ops&...> &&
+          std::is_invocable_v<const F&, const Ops&...>
 constexpr Tracer xpr_apply(op::cond, const C& pred, const T& true_fn, const F& false_fn,
                            const Ops&... operands) {
   using A = std::remove_cvref_t<std::invoke_result_t<const T&, const Ops&...>>;
