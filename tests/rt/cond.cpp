@@ -258,6 +258,29 @@ TEST(Cond, VmapUnbatchedPredicateStaysCond) {
   xpr::ClosedJaxpr j = xpr::make_jaxpr(batched)(Array(1.0), xs);
   EXPECT_EQ(count(j.jaxpr, "cond"), 1u);
   EXPECT_EQ(count(j.jaxpr, "select_n"), 0u);
+  // An output that depends on no batched value stays unbatched inside the cond.
+  auto two = [](Array p, Array x) {
+    return xpr::cond(
+        p > 0.0,
+        [](Array v, Array q) {
+          return std::tuple{v * 2.0, q + 1.0};
+        },
+        [](Array v, Array q) {
+          return std::tuple{v - 1.0, q * q};
+        },
+        x, p);
+  };
+  auto two_batched = xpr::vmap(two, std::tuple{xpr::not_mapped, 0});
+  auto [a, b] = two_batched(Array(3.0), xs);
+  EXPECT_EQ(values(a), (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(values(b), (std::vector<double>{4, 4, 4}));
+  xpr::ClosedJaxpr j2 = xpr::make_jaxpr(two_batched)(Array(3.0), xs);
+  const xpr::Eqn* c = nullptr;
+  for (const auto& e : j2.jaxpr.eqns)
+    if (e.primitive->name() == "cond") c = &e;
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->outputs[0].aval().shape, xpr::Shape({3}));
+  EXPECT_EQ(c->outputs[1].aval().shape, xpr::Shape{});
 }
 
 TEST(Cond, SwitchThreeBranchesUnderJacrev) {

@@ -22,6 +22,7 @@
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/detail/higher_order.hpp"
+#include "xpr/rt/interp/batch.hpp"
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/interp/transpose.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -130,6 +131,42 @@ inline ConvertedJaxpr jvp_jaxpr_instantiated(const ClosedJaxpr& jaxpr,
     return primals_out;
   };
   return trace_to_converted_jaxpr(f, in_avals);
+}
+
+/// `jaxpr` batched along `dims` of inputs of (batched) types `in_avals`: an output is batched (at
+/// axis 0) when it depends on a batched input or when `instantiate` asks for it; returns which
+/// outputs are batched (JAX's `batch_jaxpr(..., instantiate)`).
+inline std::pair<ClosedJaxpr, std::vector<bool>> batch_jaxpr_outs(
+    const ClosedJaxpr& jaxpr, std::span<const BatchDim> dims, std::span<const ShapedArray> in_avals,
+    std::int64_t axis_size, const std::vector<bool>& instantiate) {
+  std::vector<bool> out_batched;
+  FlatFunction f = [&](std::span<const Array> in) {
+    MainScope scope(std::in_place_type<BatchTrace>, "vmap", axis_size);
+    BatchTrace& trace = scope.trace<BatchTrace>();
+    Arrays tracers;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      tracers.push_back(trace.make_tracer(in[i], dims[i]));
+    Arrays outs = eval_jaxpr(jaxpr, tracers);
+    out_batched.clear();
+    Arrays result;
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      Array t = full_raise(trace, outs[k]);
+      const auto& bt = static_cast<const BatchTracer&>(*t.impl());
+      if (bt.batch_dim()) {
+        result.push_back(*bt.batch_dim() == 0 ? bt.value()
+                                              : moveaxis(bt.value(), *bt.batch_dim(), 0));
+      } else if (k < instantiate.size() && instantiate[k]) {
+        result.push_back(broadcast_batch(bt.value(), axis_size, 0));
+      } else {
+        result.push_back(bt.value());
+      }
+      out_batched.push_back(bt.batch_dim().has_value() ||
+                            (k < instantiate.size() && instantiate[k]));
+    }
+    return result;
+  };
+  ClosedJaxpr batched = make_jaxpr_flat(f, in_avals);
+  return {std::move(batched), std::move(out_batched)};
 }
 
 inline std::vector<bool> any_of_each(const std::vector<std::vector<bool>>& flags, std::size_t n) {
@@ -400,18 +437,26 @@ class CondP final : public Primitive, public PartialEvalRules {
       }
       return {std::move(result), BatchDims(result.size(), BatchDim(0))};
     }
-    // An unbatched index stays a cond, of the batched branches (every output batched at 0).
+    // An unbatched index stays a cond, of the batched branches: an output is batched (at 0) when
+    // it is in some branch, and then in every branch (JAX's `_cond_batching_rule`).
     auto [moved, at_front] = detail::batch_at_front(args.subspan(1), dims.subspan(1));
     const Avals op_avals = detail::avals_of_values(moved);
+    std::vector<std::vector<bool>> branch_bat;
+    for (const JaxprParam& b : bs)
+      branch_bat.push_back(detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, {}).second);
+    const std::vector<bool> out_bat = detail::any_of_each(branch_bat, bs[0]->jaxpr.outvars.size());
     std::vector<detail::ConvertedJaxpr> batched;
     for (const JaxprParam& b : bs)
-      batched.push_back(detail::convert_constvars(detail::batch_jaxpr(*b, at_front, op_avals)));
+      batched.push_back(detail::convert_constvars(
+          detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, out_bat).first));
     detail::JoinedBranches joined = detail::join_consts(std::move(batched));
     Arrays operands{args[0]};
     operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
     operands.insert(operands.end(), moved.begin(), moved.end());
     Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
-    return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
+    BatchDims out_dims;
+    for (bool b : out_bat) out_dims.push_back(b ? BatchDim(0) : std::nullopt);
+    return {std::move(outs), std::move(out_dims)};
   }
 
   // ---- partial evaluation ----

@@ -38,42 +38,6 @@ namespace xpr::rt {
 
 namespace detail {
 
-/// `jaxpr` batched along `dims` of inputs of (batched) types `in_avals`: an output is batched (at
-/// axis 0) when it depends on a batched input or when `instantiate` asks for it; returns which
-/// outputs are batched (JAX's `batch_jaxpr(..., instantiate)`).
-inline std::pair<ClosedJaxpr, std::vector<bool>> batch_jaxpr_outs(
-    const ClosedJaxpr& jaxpr, std::span<const BatchDim> dims, std::span<const ShapedArray> in_avals,
-    std::int64_t axis_size, const std::vector<bool>& instantiate) {
-  std::vector<bool> out_batched;
-  FlatFunction f = [&](std::span<const Array> in) {
-    MainScope scope(std::in_place_type<BatchTrace>, "vmap", axis_size);
-    BatchTrace& trace = scope.trace<BatchTrace>();
-    Arrays tracers;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      tracers.push_back(trace.make_tracer(in[i], dims[i]));
-    Arrays outs = eval_jaxpr(jaxpr, tracers);
-    out_batched.clear();
-    Arrays result;
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      Array t = full_raise(trace, outs[k]);
-      const auto& bt = static_cast<const BatchTracer&>(*t.impl());
-      if (bt.batch_dim()) {
-        result.push_back(*bt.batch_dim() == 0 ? bt.value()
-                                              : moveaxis(bt.value(), *bt.batch_dim(), 0));
-      } else if (k < instantiate.size() && instantiate[k]) {
-        result.push_back(broadcast_batch(bt.value(), axis_size, 0));
-      } else {
-        result.push_back(bt.value());
-      }
-      out_batched.push_back(bt.batch_dim().has_value() ||
-                            (k < instantiate.size() && instantiate[k]));
-    }
-    return result;
-  };
-  ClosedJaxpr batched = make_jaxpr_flat(f, in_avals);
-  return {std::move(batched), std::move(out_batched)};
-}
-
 inline std::vector<bool> or_each(std::vector<bool> a, const std::vector<bool>& b) {
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) a[i] = a[i] || b[i];
   return a;
