@@ -17,8 +17,9 @@
 
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/checkpoint.hpp"
+#include "xpr/rt/custom_derivatives.hpp"
 
-#include "../laws/laws.hpp"
+#include "tests/laws/laws.hpp"
 
 namespace test_rt_cond {
 
@@ -379,6 +380,69 @@ TEST(Cond, TypeErrorsNameTheMismatch) {
                xpr::type_error);
   EXPECT_THROW((void)xpr::switch_(Array(1.5), std::tuple{[](Array v) { return v; }}, Array(0.0)),
                xpr::type_error);
+}
+
+TEST(Cond, ComposesWithWhileLoopCustomJvpAndCheckpoint) {
+  // A cond inside a while body, closing over c: six steps of x -> x > 1 ? x c / 2 : 3 x.
+  using S = std::tuple<Array, Array>;
+  auto f = [](Array x0, Array c) {
+    auto out = xpr::while_loop([](const S& s) { return std::get<1>(s) < 6; },
+                               [&](const S& s) {
+                                 auto [x, k] = s;
+                                 return S{xpr::cond(
+                                              x > 1.0, [&](Array v) { return v * 0.5 * c; },
+                                              [](Array v) { return v * 3.0; }, x),
+                                          k + 1};
+                               },
+                               S{x0, Array(0)});
+    return std::get<0>(out);
+  };
+  auto ref = [](double x, double c) {
+    for (int k = 0; k < 6; ++k) x = x > 1 ? x * 0.5 * c : x * 3;
+    return x;
+  };
+  EXPECT_DOUBLE_EQ(scalar(f(Array(5.0), Array(1.0))), ref(5.0, 1.0));
+  const Array t =
+      xpr::jvp(f, std::tuple{Array(5.0), Array(1.0)}, std::tuple{Array(0.0), Array(1.0)}).second;
+  EXPECT_NEAR(scalar(t), fd([&](double c) { return ref(5.0, c); }, 1.0), 1e-6);
+  std::vector<double> v =
+      values(xpr::vmap(f)(xpr::array({5.0, 0.5, 2.0}), xpr::array({1.0, 1.1, 0.9})));
+  EXPECT_DOUBLE_EQ(v[0], ref(5.0, 1.0));
+  EXPECT_DOUBLE_EQ(v[1], ref(0.5, 1.1));
+  EXPECT_DOUBLE_EQ(v[2], ref(2.0, 0.9));
+  // A while_loop inside a branch, under jvp and vmap (every lane's loop terminates).
+  auto g = [](Array x) {
+    return xpr::cond(
+        x > 0.0,
+        [](Array w) {
+          return xpr::while_loop([](Array u) { return u < 100.0; }, [](Array u) { return u * 3.0; },
+                                 w);
+        },
+        [](Array w) { return -w; }, x);
+  };
+  EXPECT_EQ(scalar(xpr::jvp(g, Array(2.0), Array(1.0)).second), 81.0);  // 2 -> 162 = 2 * 3^4
+  EXPECT_EQ(values(xpr::vmap(g)(xpr::array({2.0, 5.0, 200.0}))),
+            (std::vector<double>{162.0, 135.0, 200.0}));
+  // Branches holding a custom_jvp and a checkpoint, under grad, vmap(grad) and hessian.
+  auto softplus =
+      xpr::custom_jvp([](auto x) { return xpr::log(1.0 + xpr::exp(x)); },
+                      [](auto p, auto tt) {
+                        auto [x] = p;
+                        auto [xd] = tt;
+                        return std::pair{xpr::log(1.0 + xpr::exp(x)), xd * xpr::logistic(x)};
+                      });
+  auto k = [&](Array x) {
+    return xpr::cond(
+        x > 0.0, [&](Array w) { return softplus(w) * w; },
+        [](Array w) { return xpr::checkpoint([](Array u) { return xpr::sin(u); })(w); }, x);
+  };
+  const double dk1 = std::log1p(std::exp(1.0)) + 1.0 / (1.0 + std::exp(-1.0));
+  EXPECT_NEAR(scalar(xpr::grad(k)(1.0)), dk1, 1e-14);
+  EXPECT_NEAR(scalar(xpr::grad(k)(-1.0)), std::cos(-1.0), 1e-14);
+  std::vector<double> gk = values(xpr::vmap(xpr::grad(k))(xpr::array({1.0, -1.0})));
+  EXPECT_NEAR(gk[0], dk1, 1e-14);
+  EXPECT_NEAR(gk[1], std::cos(-1.0), 1e-14);
+  EXPECT_NEAR(scalar(xpr::hessian(k)(-1.0)), -std::sin(-1.0), 1e-14);
 }
 
 // ---- the laws ---------------------------------------------------------------------------------

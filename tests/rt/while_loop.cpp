@@ -16,7 +16,7 @@
 
 #include "xpr/rt/api.hpp"
 
-#include "../laws/laws.hpp"
+#include "tests/laws/laws.hpp"
 
 namespace test_rt_while_loop {
 
