@@ -267,6 +267,26 @@ struct select {
   }
 };
 
+/// `cond(pred, true_fn, false_fn, operands...)`: `true_fn(operands...)` if `pred` holds, else
+/// `false_fn(operands...)` (`lax.cond`). On plain numbers a C++ `bool` just branches; a SIMD or
+/// Eigen mask evaluates both functions and selects lane by lane.
+struct cond {
+  static constexpr std::string_view name = "cond";
+  template <class P, class T, class F, class... Ops>
+    requires std::is_invocable_v<const T&, const Ops&...> &&
+             std::is_invocable_v<const F&, const Ops&...>
+  static constexpr auto number(const P& pred, const T& true_fn, const F& false_fn,
+                               const Ops&... ops) {
+    if constexpr (detail::is_arith<P>) {
+      using R = std::common_type_t<std::invoke_result_t<const T&, const Ops&...>,
+                                   std::invoke_result_t<const F&, const Ops&...>>;
+      return pred ? R(true_fn(ops...)) : R(false_fn(ops...));
+    } else {
+      return select::number(pred, true_fn(ops...), false_fn(ops...));
+    }
+  }
+};
+
 /// Plain numbers compute at once.
 template <class Op, class... Args>
   requires core::Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }
@@ -310,6 +330,9 @@ inline constexpr core::function<op::le> less_equal{};
 inline constexpr core::function<op::gt> greater{};
 inline constexpr core::function<op::ge> greater_equal{};
 inline constexpr core::function<op::select> where{};
+/// `xpr::cond(pred, true_fn, false_fn, operands...)` (`lax.cond`) in every tier: see op::cond,
+/// rt/cond.hpp (a staged `cond` equation) and ct/tracer.hpp (a select of both branches).
+inline constexpr core::function<op::cond> cond{};
 
 /// `clip(x, lo, hi)` = `minimum(maximum(x, lo), hi)`, in every tier.
 inline constexpr auto clip = [](const auto& x, const auto& lo, const auto& hi) {

@@ -6,6 +6,7 @@
 #include "xpr/rt/api_autodiff.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/cond.hpp"
 #include "xpr/rt/creation.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
@@ -30,3 +31,4 @@
 #include "xpr/rt/pytree.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/transformations.hpp"
+#include "xpr/rt/while_loop.hpp"

@@ -101,6 +101,12 @@ class JaxprTrace final : public Trace {
   /// The jaxpr of everything staged so far with `outs` (tracers of this trace) as its outputs.
   /// Rank-0 concrete constants are written inline as literals, as JAX does.
   ClosedJaxpr build(std::span<const Array> outs) {
+    // Outputs first: an output that is a constant seen nowhere else gets its constvar now, before
+    // the constants are sorted into constvars and literals.
+    std::vector<Var> out_vars;
+    out_vars.reserve(outs.size());
+    for (const Array& o : outs)
+      out_vars.push_back(static_cast<const JaxprTracer&>(*full_raise(*this, o).impl()).var());
     Jaxpr jaxpr;
     jaxpr.invars = invars_;
     std::vector<Array> consts;
@@ -125,10 +131,7 @@ class JaxprTrace final : public Trace {
         if (const Var* v = std::get_if<Var>(&in)) in = atom(*v);
       jaxpr.eqns.push_back(std::move(copy));
     }
-    for (const Array& o : outs) {
-      const Array raised = full_raise(*this, o);
-      jaxpr.outvars.push_back(atom(static_cast<const JaxprTracer&>(*raised.impl()).var()));
-    }
+    for (const Var& v : out_vars) jaxpr.outvars.push_back(atom(v));
     return ClosedJaxpr{std::move(jaxpr), std::move(consts)};
   }
 
