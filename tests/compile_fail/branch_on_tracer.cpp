@@ -1,5 +1,6 @@
-// Branching on a traced value with `if` fails, and says to use xpr::where; the twin uses it.
-// expect: xpr::ct: a traced value cannot decide a C++ branch
+// Branching on a traced value with `if` fails, and says to use xpr::where or xpr::cond; the twin
+// uses xpr::cond.
+// expect: Select with xpr::where(cond, a, b) or xpr::cond(pred, true_fn, false_fn, operands...)
 #include "xpr/ct/ct.hpp"
 
 int main() {
@@ -9,7 +10,9 @@ int main() {
     return 0 * x;
   };
 #else
-  auto relu = [](auto x) { return xpr::where(x > 0, x, 0.0); };
+  auto relu = [](auto x) {
+    return xpr::cond(x > 0, [](auto v) { return v; }, [](auto v) { return 0 * v; }, x);
+  };
 #endif
   return xpr::ct::grad(relu)(2.0) == 1.0 ? 0 : 1;
 }

@@ -112,7 +112,8 @@ class Tracer {
     static_assert(detail::dependent_false<U>,
                   "xpr::ct: a traced value cannot decide a C++ branch (if, ?:, &&, ||, !, "
                   "std::max, ...): its value is known only at run time. Select with "
-                  "xpr::where(cond, a, b), or use xpr::maximum / xpr::minimum / xpr::clip.");
+                  "xpr::where(cond, a, b) or xpr::cond(pred, true_fn, false_fn, operands...), "
+                  "or use xpr::maximum / xpr::minimum / xpr::clip.");
     return false;
   }
 
@@ -257,6 +258,31 @@ template <class C, class A, class B>
 constexpr Tracer xpr_apply(op::select, const C& c, const A& a, const B& b) {
   const Tracer in[3] = {Tracer(c), Tracer(b), Tracer(a)};
   return bind<op::select>(in);
+}
+
+/// `xpr::cond(pred, true_fn, false_fn, operands...)` on tracers: both functions are traced and
+/// the result is `where(pred, true_fn(operands...), false_fn(operands...))`, which is what SIMD
+/// code does anyway (a numeric predicate is true when nonzero). A C++ `bool` predicate just
+/// branches. Each function returns one value (a tracer or a number).
+template <class C, class T, class F, class... Ops>
+  requires(detail::is_tracer_v<C> ||
+           (detail::is_number_v<C> && (detail::is_tracer_v<Ops> || ...))) &&
+          std::is_invocable_v<const T&, const Ops&...> &&
+          std::is_invocable_v<const F&, const Ops&...>
+constexpr Tracer xpr_apply(op::cond, const C& pred, const T& true_fn, const F& false_fn,
+                           const Ops&... operands) {
+  using A = std::remove_cvref_t<std::invoke_result_t<const T&, const Ops&...>>;
+  using B = std::remove_cvref_t<std::invoke_result_t<const F&, const Ops&...>>;
+  static_assert((detail::is_tracer_v<A> || detail::is_number_v<A>) &&
+                    (detail::is_tracer_v<B> || detail::is_number_v<B>),
+                "xpr::cond on compile-time tracers: true_fn and false_fn must each return one "
+                "value (a traced value or a number), not a tuple");
+  if constexpr (detail::is_number_v<C>) {
+    return pred ? Tracer(true_fn(operands...)) : Tracer(false_fn(operands...));
+  } else {
+    const Tracer p = pred.dtype() == DType::bool_ ? Tracer(pred) : Tracer(pred != 0);
+    return xpr_apply(op::select{}, p, true_fn(operands...), false_fn(operands...));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

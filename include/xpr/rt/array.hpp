@@ -297,8 +297,8 @@ inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) c
         std::string("Abstract tracer value encountered where a concrete value is expected: ") +
         what + "() needs the elements of a traced array " + aval().str() +
         ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
-        "or jit; use xpr::where for elementwise choices or xpr::cond / xpr::while_loop for "
-        "control flow");
+        "or jit; use xpr::where for elementwise choices, xpr::cond / xpr::switch_ for branches, "
+        "and xpr::while_loop / xpr::fori_loop / xpr::scan for loops");
   return c;
 }
 
