@@ -17,9 +17,10 @@
 
 #include <gtest/gtest.h>
 
-#include "laws/laws.hpp"
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/checkpoint.hpp"
+
+#include "laws/laws.hpp"
 
 namespace test_rt_scan {
 
@@ -133,12 +134,13 @@ TEST(Scan, Rk4GradAgainstFiniteDifferences) {
   const double c = 0.7, x0 = 1.0, v0 = 0.5;
   EXPECT_NEAR(scalar(final_position(c, x0, v0)), final_position_ref(c, x0, v0), 1e-13);
   const double eps = 1e-6;
-  const double fd = (final_position_ref(c + eps, x0, v0) - final_position_ref(c - eps, x0, v0)) /
-                    (2 * eps);
+  const double fd =
+      (final_position_ref(c + eps, x0, v0) - final_position_ref(c - eps, x0, v0)) / (2 * eps);
   double g = scalar(xpr::grad(final_position)(Array(c), Array(x0), Array(v0)));
   EXPECT_NEAR(g, fd, 1e-8);
   // Forward mode agrees, and so does checkpointing the step.
-  auto [y, t] = xpr::jvp([&](Array cc) { return final_position(cc, x0, v0); }, Array(c), Array(1.0));
+  auto [y, t] =
+      xpr::jvp([&](Array cc) { return final_position(cc, x0, v0); }, Array(c), Array(1.0));
   EXPECT_NEAR(scalar(t), fd, 1e-8);
   double gc = scalar(xpr::grad(final_position_ckpt)(Array(c), Array(x0), Array(v0)));
   EXPECT_NEAR(gc, g, 1e-13);
@@ -151,8 +153,8 @@ TEST(Scan, Rk4VmapOver64InitialConditions) {
     v0s.push_back(0.3 * std::sin(0.37 * i));
   }
   Array c(0.4);
-  Array batched = xpr::vmap(final_position, std::tuple{xpr::not_mapped, 0, 0})(
-      c, xpr::array(x0s), xpr::array(v0s));
+  Array batched = xpr::vmap(final_position, std::tuple{xpr::not_mapped, 0, 0})(c, xpr::array(x0s),
+                                                                               xpr::array(v0s));
   std::vector<double> got = values(batched);
   ASSERT_EQ(got.size(), 64u);
   for (int i = 0; i < 64; ++i)
@@ -210,7 +212,11 @@ Array cumprod(Array xs) {
   return xpr::scan([](Array c, Array x) { return std::pair{c * x, c * x}; }, 1.0, xs).second;
 }
 Array prod(Array xs) {
-  return xpr::scan([](Array c, Array x) { return std::pair{c * x, std::tuple<>{}}; }, 1.0, xs)
+  return xpr::scan(
+             [](Array c, Array x) {
+               return std::pair{c * x, std::tuple<>{}};
+             },
+             1.0, xs)
       .first;
 }
 
@@ -253,16 +259,18 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
   EXPECT_DOUBLE_EQ(scalar(y), 1.5 * -2.0 * 0.5 * 3.0);
   EXPECT_DOUBLE_EQ(scalar(f_lin(xpr::array({1.0, 0.0, 0.0, 0.0}))), -2.0 * 0.5 * 3.0);
   auto [y2, f_vjp] = xpr::vjp(prod, xs);
-  EXPECT_EQ(values(std::get<0>(f_vjp(Array(1.0)))),
-            (std::vector<double>{-3.0, 2.25, -9.0, -1.5}));
+  EXPECT_EQ(values(std::get<0>(f_vjp(Array(1.0)))), (std::vector<double>{-3.0, 2.25, -9.0, -1.5}));
 }
 
 TEST(Scan, Reverse) {
   Array xs = xpr::array({1.0, 2.0, 3.0});
   // A reverse scan walks xs from the end and fills ys from the end: a suffix sum.
   auto suffix = [](Array xs) {
-    return xpr::scan([](Array c, Array x) { return std::pair{c + x, c + x}; }, 0.0, xs,
-                     std::nullopt, true);
+    return xpr::scan(
+        [](Array c, Array x) {
+          return std::pair{c + x, c + x};
+        },
+        0.0, xs, std::nullopt, true);
   };
   auto [c, ys] = suffix(xs);
   EXPECT_EQ(scalar(c), 6.0);
@@ -272,8 +280,11 @@ TEST(Scan, Reverse) {
   EXPECT_EQ(values(xpr::grad(total)(xs)), (std::vector<double>{1.0, 2.0, 3.0}));
   // A reverse product under grad: d/dx_i prod = prod / x_i.
   auto rprod = [](Array xs) {
-    return xpr::scan([](Array c, Array x) { return std::pair{c * x, c}; }, 1.0, xs, std::nullopt,
-                     true)
+    return xpr::scan(
+               [](Array c, Array x) {
+                 return std::pair{c * x, c};
+               },
+               1.0, xs, std::nullopt, true)
         .first;
   };
   EXPECT_EQ(values(xpr::grad(rprod)(xs)), (std::vector<double>{6.0, 3.0, 2.0}));
@@ -287,7 +298,8 @@ TEST(Scan, PytreesOfCarryXsAndYs) {
     auto body = [](Carry c, std::pair<Array, Array> x) {
       Array s = c.first + x.first * x.second;
       Carry next{s, {{"max", xpr::maximum(c.second.at("max"), x.first)}}};
-      return std::pair{next, std::tuple{x.first * x.second, std::map<std::string, Array>{{"s", s}}}};
+      return std::pair{next,
+                       std::tuple{x.first * x.second, std::map<std::string, Array>{{"s", s}}}};
     };
     return xpr::scan(body, init, std::pair{a, b});
   };
@@ -319,8 +331,7 @@ TEST(Scan, ClosedOverTracersAndPerturbationConfusion) {
     auto body = [&](Array c, Array x) { return std::pair{c + a * x, a * x}; };
     return xpr::scan(body, 0.0, xpr::array({1.0, 2.0, 3.0})).first;
   };
-  EXPECT_EQ(values(xpr::vmap(scaled)(xpr::array({1.0, -2.0}))),
-            (std::vector<double>{6.0, -12.0}));
+  EXPECT_EQ(values(xpr::vmap(scaled)(xpr::array({1.0, -2.0}))), (std::vector<double>{6.0, -12.0}));
   EXPECT_EQ(values(xpr::vmap(xpr::grad(scaled))(xpr::array({1.0, -2.0}))),
             (std::vector<double>{6.0, 6.0}));
 }
@@ -346,7 +357,8 @@ TEST(Scan, NestedScanInScan) {
   EXPECT_EQ(h[0 * 6 + 3], 0.0);
 }
 
-// ---- laws ----------------------------------------------------------------------------------------
+// ---- laws
+// ----------------------------------------------------------------------------------------
 
 // consts (w), carry (c), xs (a, b) -> final carry, ys: a body that uses every kind of operand.
 Arrays law_fn(std::span<const Array> in) {
@@ -415,11 +427,12 @@ TEST(Scan, LawPrintParsePrint) {
   // The scan itself, its jvp, its linearization and its transpose all round-trip.
   std::vector<xpr::ClosedJaxpr> jaxprs{
       xpr::rt::make_jaxpr_flat(law_fn, avals),
-      xpr::rt::make_jaxpr_flat(xpr::laws::jvp_of(law_fn), [&] {
-        xpr::rt::Avals a = avals;
-        a.insert(a.end(), avals.begin(), avals.end());
-        return a;
-      }()),
+      xpr::rt::make_jaxpr_flat(xpr::laws::jvp_of(law_fn),
+                               [&] {
+                                 xpr::rt::Avals a = avals;
+                                 a.insert(a.end(), avals.begin(), avals.end());
+                                 return a;
+                               }()),
       xpr::rt::linearize_flat(law_fn, primals).second,
       xpr::make_jaxpr(xpr::grad([](Array w, Array x) {
         return xpr::sum(
@@ -439,7 +452,8 @@ TEST(Scan, LawPrintParsePrint) {
 }
 
 TEST(Scan, DceAndPartialEvalJaxprRules) {
-  // The unused ys and the carry that only feeds them are pruned; the carry the used one reads stays.
+  // The unused ys and the carry that only feeds them are pruned; the carry the used one reads
+  // stays.
   auto f = [](Array xs) {
     auto body = [](std::tuple<Array, Array, Array> c, Array x) {
       auto [a, b, d] = c;
@@ -461,8 +475,11 @@ TEST(Scan, DceAndPartialEvalJaxprRules) {
   // grad through a scan inside a checkpoint inside a scan: partial_eval_jaxpr splits the inner one.
   auto g = [](Array xs) {
     auto inner = xpr::checkpoint([](Array c, Array x) {
-      return xpr::scan([](Array a, Array y) { return std::pair{a * y + xpr::sin(a), a}; }, c,
-                       xpr::stack({x, x}))
+      return xpr::scan(
+                 [](Array a, Array y) {
+                   return std::pair{a * y + xpr::sin(a), a};
+                 },
+                 c, xpr::stack({x, x}))
           .first;
     });
     return xpr::scan([&](Array c, Array x) { return std::pair{inner(c, x), c}; }, 0.3, xs).first;
@@ -499,16 +516,30 @@ TEST(Scan, Errors) {
   // xs of different lengths, a length that disagrees, nothing to scan over.
   auto id = [](Array c, std::pair<Array, Array>) { return std::pair{c, c}; };
   EXPECT_THROW(xpr::scan(id, 0.0, std::pair{xs, xpr::array({1.0, 2.0, 3.0})}), xpr::shape_error);
-  EXPECT_THROW(xpr::scan([](Array c, Array) { return std::pair{c, c}; }, 0.0, xs, 3),
+  EXPECT_THROW(xpr::scan(
+                   [](Array c, Array) {
+                     return std::pair{c, c};
+                   },
+                   0.0, xs, 3),
                xpr::shape_error);
-  EXPECT_THROW(xpr::scan([](Array c, Array) { return std::pair{c, c}; }, 0.0, Array(1.0)),
+  EXPECT_THROW(xpr::scan(
+                   [](Array c, Array) {
+                     return std::pair{c, c};
+                   },
+                   0.0, Array(1.0)),
                xpr::shape_error);
-  EXPECT_THROW(xpr::scan([](Array c, std::tuple<>) { return std::pair{c, c}; }, 0.0,
-                         std::tuple<>{}),
+  EXPECT_THROW(xpr::scan(
+                   [](Array c, std::tuple<>) {
+                     return std::pair{c, c};
+                   },
+                   0.0, std::tuple<>{}),
                xpr::value_error);
   // A zero-length scan returns the init and empty ys.
-  auto [c, ys] =
-      xpr::scan([](Array c, Array x) { return std::pair{c + x, c * x}; }, 2.0, xpr::zeros({0}));
+  auto [c, ys] = xpr::scan(
+      [](Array c, Array x) {
+        return std::pair{c + x, c * x};
+      },
+      2.0, xpr::zeros({0}));
   EXPECT_EQ(scalar(c), 2.0);
   EXPECT_EQ(ys.shape(), xpr::Shape{0});
 }

@@ -2,7 +2,8 @@
 // `xpr::scan` and its primitive `scan` (JAX's `lax.scan`, `scan_p` in loops.py): a loop of a
 // fixed number of iterations over the leading axis of its `xs`, carrying a value along. Every rule
 // is here: impl, abstract eval, jvp and batching (JAX's fixed points), partial evaluation with the
-// residuals of every iteration stacked, transpose (the reverse scan), dce. See docs/control-flow.md.
+// residuals of every iteration stacked, transpose (the reverse scan), dce. See
+// docs/control-flow.md.
 #pragma once
 
 #include <algorithm>
@@ -151,7 +152,8 @@ inline JvpJaxpr scan_jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>
     const std::size_t m = primals_out.size();
     for (std::size_t i = 0; i < m; ++i) {
       Tangent& t = tangents_out[i];
-      if (!t && i < instantiate.size() && instantiate[i]) t = zeros_like_aval(primals_out[i].aval());
+      if (!t && i < instantiate.size() && instantiate[i])
+        t = zeros_like_aval(primals_out[i].aval());
       out_nonzero.push_back(t.has_value());
       if (t) primals_out.push_back(std::move(*t));
     }
@@ -246,7 +248,8 @@ class ScanP final : public Primitive, public PartialEvalRules {
       std::int64_t i = s.reverse ? s.length - 1 - k : k;
       in = consts;
       in.insert(in.end(), carry.begin(), carry.end());
-      for (std::size_t j = 0; j < s.num_xs; ++j) in.push_back(args[s.num_consts + s.num_carry + j][i]);
+      for (std::size_t j = 0; j < s.num_xs; ++j)
+        in.push_back(args[s.num_consts + s.num_carry + j][i]);
       Arrays out = eval_jaxpr(*s.jaxpr, in);
       for (std::size_t c = 0; c < s.num_carry; ++c) carry[c] = std::move(out[c]);
       for (std::size_t j = 0; j < s.num_ys; ++j)
@@ -274,18 +277,17 @@ class ScanP final : public Primitive, public PartialEvalRules {
       const ShapedArray& want = j.invars[i].aval();
       if (i < s.num_consts + s.num_carry) {
         if (!args[i].same_type(want))
-          throw core::type_error(
-              "scan: expected " + std::string(i < s.num_consts ? "const " : "initial carry ") +
-              std::to_string(i < s.num_consts ? i : i - s.num_consts) + " of type " + want.str() +
-              ", found " + args[i].str());
+          throw core::type_error("scan: expected " +
+                                 std::string(i < s.num_consts ? "const " : "initial carry ") +
+                                 std::to_string(i < s.num_consts ? i : i - s.num_consts) +
+                                 " of type " + want.str() + ", found " + args[i].str());
         continue;
       }
       if (args[i].ndim() == 0 || args[i].shape[0] != s.length ||
           !detail::scan_unstacked(args[i]).same_type(want))
-        throw core::type_error("scan: expected xs " +
-                               std::to_string(i - s.num_consts - s.num_carry) + " of type " +
-                               detail::scan_stacked(want, s.length).str() + ", found " +
-                               args[i].str());
+        throw core::type_error(
+            "scan: expected xs " + std::to_string(i - s.num_consts - s.num_carry) + " of type " +
+            detail::scan_stacked(want, s.length).str() + ", found " + args[i].str());
     }
     for (std::size_t c = 0; c < s.num_carry; ++c) {
       const ShapedArray& in = j.invars[s.num_consts + c].aval();
@@ -363,9 +365,9 @@ class ScanP final : public Primitive, public PartialEvalRules {
     for (std::size_t y = 0, t = n_out + detail::scan_count(carry_nz); y < s.num_ys; ++y)
       if (ys_nz[y]) out_order.push_back(t++);
     JaxprParam body = detail::scan_reorder(*jj.converted.jaxpr, in_order, out_order);
-    Arrays outs = rt::bind(*this, operands,
-                           detail::scan_params(body, s.length, s.reverse, num_consts, num_carry,
-                                               std::move(linear)));
+    Arrays outs = rt::bind(
+        *this, operands,
+        detail::scan_params(body, s.length, s.reverse, num_consts, num_carry, std::move(linear)));
     Arrays primals_out;
     Tangents tangents_out;
     std::size_t pos = 0;
@@ -387,7 +389,8 @@ class ScanP final : public Primitive, public PartialEvalRules {
     const ClosedJaxpr& body = *s.jaxpr;
     const std::size_t x0 = s.num_consts + s.num_carry;
     std::vector<bool> const_lin, xs_lin;
-    for (std::size_t i = 0; i < s.num_consts; ++i) const_lin.push_back(is_undefined_primal(args[i]));
+    for (std::size_t i = 0; i < s.num_consts; ++i)
+      const_lin.push_back(is_undefined_primal(args[i]));
     for (std::size_t i = 0; i < s.num_xs; ++i) xs_lin.push_back(is_undefined_primal(args[x0 + i]));
     Avals body_in = body.in_avals(), body_out = body.out_avals();
     Arrays ires, eres, acc0, ct_carry, ct_ys;
@@ -543,7 +546,8 @@ class ScanP final : public Primitive, public PartialEvalRules {
                                      const Params& params) const override {
     detail::ScanInfo s(params, tracers.size());
     std::vector<bool> in_unknowns;
-    for (const Array& t : tracers) in_unknowns.push_back(detail::as_pe_tracer(t).pval().is_unknown());
+    for (const Array& t : tracers)
+      in_unknowns.push_back(detail::as_pe_tracer(t).pval().is_unknown());
     detail::ScanSplit sp = detail::scan_split(s, in_unknowns);
     const ClosedJaxpr& jk = sp.split.known;
     const std::size_t num_res = sp.split.num_res;
@@ -689,9 +693,9 @@ class ScanP final : public Primitive, public PartialEvalRules {
       for (std::size_t o = 0; o < ju.jaxpr.outvars.size(); ++o) out_order.push_back(o);
       for (std::size_t o = 0; o < eqn.outputs.size(); ++o)
         if (result.out_unknowns[o]) e.outputs.push_back(eqn.outputs[o]);
-      e.params = detail::scan_params(detail::scan_reorder(ju, in_order, out_order), s.length,
-                                     s.reverse, n_uk_consts, n_uk_carry,
-                                     BoolTuple(e.inputs.size(), false));
+      e.params =
+          detail::scan_params(detail::scan_reorder(ju, in_order, out_order), s.length, s.reverse,
+                              n_uk_consts, n_uk_carry, BoolTuple(e.inputs.size(), false));
       result.unknown = std::move(e);
     }
     return result;
@@ -712,8 +716,7 @@ class ScanP final : public Primitive, public PartialEvalRules {
       if (!grew) break;
     }
     for (std::size_t c = 0; c < s.num_carry; ++c) used_in[s.num_consts + c] = used_carry[c];
-    ClosedJaxpr pruned =
-        dce_jaxpr(*s.jaxpr, detail::scan_cat(used_carry, used_ys), true).first;
+    ClosedJaxpr pruned = dce_jaxpr(*s.jaxpr, detail::scan_cat(used_carry, used_ys), true).first;
     std::vector<Var> invars;
     for (std::size_t i = 0; i < used_in.size(); ++i)
       if (used_in[i]) invars.push_back(pruned.jaxpr.invars[i]);
@@ -767,8 +770,7 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
   using C = tree_of_arrays_t<Init>;
   using X = tree_of_arrays_t<Xs>;
   using R = std::remove_cvref_t<std::invoke_result_t<F&, C, X>>;
-  static_assert(std::tuple_size_v<R> == 2,
-                "xpr::scan: the body must return a pair (new_carry, y)");
+  static_assert(std::tuple_size_v<R> == 2, "xpr::scan: the body must return a pair (new_carry, y)");
   using Y = tree_of_arrays_t<std::tuple_element_t<1, R>>;
   auto [init_leaves, init_def] = tree_flatten(init);
   auto [xs_leaves, xs_def] = tree_flatten(xs);
@@ -776,18 +778,20 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
   for (std::size_t i = 0; i < xs_leaves.size(); ++i) {
     const Array& x = xs_leaves[i];
     if (x.ndim() == 0)
-      throw core::shape_error("scan: expected xs with a leading axis to scan over, found a value "
-                              "of type " + x.aval().str() + " (leaf " + std::to_string(i) + ")");
-    if (n && *n != x.shape()[0])
       throw core::shape_error(
-          "scan: expected every xs to have a leading axis of size " + std::to_string(*n) +
-          (length ? " (the length argument)" : " (from an earlier leaf)") + ", found " +
+          "scan: expected xs with a leading axis to scan over, found a value "
+          "of type " +
           x.aval().str() + " (leaf " + std::to_string(i) + ")");
+    if (n && *n != x.shape()[0])
+      throw core::shape_error("scan: expected every xs to have a leading axis of size " +
+                              std::to_string(*n) +
+                              (length ? " (the length argument)" : " (from an earlier leaf)") +
+                              ", found " + x.aval().str() + " (leaf " + std::to_string(i) + ")");
     n = x.shape()[0];
   }
   if (!n) throw core::value_error("scan: expected xs to scan over or a length, found neither");
-  if (*n < 0) throw core::value_error("scan: expected a non-negative length, found " +
-                                      std::to_string(*n));
+  if (*n < 0)
+    throw core::value_error("scan: expected a non-negative length, found " + std::to_string(*n));
   std::optional<PyTreeDef> carry_def, y_def;
   const std::size_t nc = init_leaves.size();
   FlatFunction flat = [&](std::span<const Array> in) {
@@ -810,8 +814,10 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
   detail::ConvertedJaxpr traced = trace(init_leaves);
   auto check_structure = [&] {
     if (*carry_def != static_cast<const PyTreeDef&>(init_def))
-      throw core::type_error("scan: the body must return a carry of the structure of init: "
-                             "expected " + init_def.str() + ", found " + carry_def->str());
+      throw core::type_error(
+          "scan: the body must return a carry of the structure of init: "
+          "expected " +
+          init_def.str() + ", found " + carry_def->str());
   };
   check_structure();
   // A weakly typed initial carry (a C++ number) takes the dtype the body gives it (JAX's
@@ -831,10 +837,11 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
   }
   for (std::size_t c = 0; c < nc; ++c)
     if (!outs[c].same_type(init_leaves[c].aval()))
-      throw core::type_error("scan: the body function's carry input and carry output must have "
-                             "the same types: the input carry element " + std::to_string(c) +
-                             " of " + init_def.str() + " has type " + init_leaves[c].aval().str() +
-                             " but the body returns type " + outs[c].str() + " for it");
+      throw core::type_error(
+          "scan: the body function's carry input and carry output must have "
+          "the same types: the input carry element " +
+          std::to_string(c) + " of " + init_def.str() + " has type " + init_leaves[c].aval().str() +
+          " but the body returns type " + outs[c].str() + " for it");
   Arrays operands = traced.consts;
   operands.insert(operands.end(), init_leaves.begin(), init_leaves.end());
   operands.insert(operands.end(), xs_leaves.begin(), xs_leaves.end());
