@@ -14,6 +14,7 @@
 
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/pytree.hpp"
 #include "xpr/rt/scan.hpp"
 #include "xpr/rt/while_loop.hpp"
