@@ -20,7 +20,7 @@
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/checkpoint.hpp"
 
-#include "laws/laws.hpp"
+#include "../laws/laws.hpp"
 
 namespace test_rt_scan {
 
