@@ -62,16 +62,16 @@ TEST(BoundedWhile, GradientEqualsTheUnrolledLoop) {
   const double a = 27.0;
   const int n = trips_needed(a);
   ASSERT_GT(n, 3);
-  auto unrolled = [&](Array a) {
-    Array x = 1.0 + a / 3.0;
-    for (int i = 0; i < n; ++i) x = x - (x * x * x - a) / (3.0 * x * x);
+  auto unrolled = [&](Array b) {
+    Array x = 1.0 + b / 3.0;
+    for (int i = 0; i < n; ++i) x = x - (x * x * x - b) / (3.0 * x * x);
     return x;
   };
   EXPECT_EQ(scalar(xpr::grad(cube_root50)(Array(a))), scalar(xpr::grad(unrolled)(Array(a))));
   // The tightest bound works too; one less is an error.
-  EXPECT_EQ(scalar(xpr::grad([&](Array a) { return cube_root(a, n); })(Array(a))),
+  EXPECT_EQ(scalar(xpr::grad([&](Array b) { return cube_root(b, n); })(Array(a))),
             scalar(xpr::grad(unrolled)(Array(a))));
-  EXPECT_THROW(xpr::grad([&](Array a) { return cube_root(a, n - 1); })(Array(a)), xpr::value_error);
+  EXPECT_THROW(xpr::grad([&](Array b) { return cube_root(b, n - 1); })(Array(a)), xpr::value_error);
 }
 
 TEST(BoundedWhile, VmapWithDifferentTripCounts) {
@@ -142,7 +142,7 @@ TEST(BoundedWhile, CondInsideScanInsideWhileLoop) {
   };
   const double s = 1.5, eps = 1e-6;
   EXPECT_DOUBLE_EQ(scalar(f(Array(1.0), Array(s))), ref(1.0, s));
-  auto [y, t] = xpr::jvp([&](Array s) { return f(Array(1.0), s); }, Array(s), Array(1.0));
+  auto [y, t] = xpr::jvp([&](Array u) { return f(Array(1.0), u); }, Array(s), Array(1.0));
   EXPECT_DOUBLE_EQ(scalar(y), ref(1.0, s));
   EXPECT_NEAR(scalar(t), (ref(1.0, s + eps) - ref(1.0, s - eps)) / (2 * eps), 1e-6);
   std::vector<double> ss{0.5, 1.5, 3.0};
@@ -150,7 +150,7 @@ TEST(BoundedWhile, CondInsideScanInsideWhileLoop) {
       values(xpr::vmap(f, std::tuple{xpr::not_mapped, 0})(Array(1.0), xpr::array(ss)));
   for (std::size_t i = 0; i < ss.size(); ++i) EXPECT_DOUBLE_EQ(ys[i], ref(1.0, ss[i])) << i;
   // grad through the bounded loop: the same derivative as forward mode.
-  double g = scalar(xpr::grad([&](Array s) { return f(Array(1.0), s); })(Array(s)));
+  double g = scalar(xpr::grad([&](Array u) { return f(Array(1.0), u); })(Array(s)));
   EXPECT_NEAR(g, scalar(t), 1e-12 * (1 + std::abs(g)));
 }
 
@@ -159,7 +159,7 @@ TEST(BoundedWhile, CondInsideScanUnderGrad) {
   auto f = [](Array xs) {
     auto body = [](Array c, Array x) {
       Array v = xpr::cond(
-          x > 0.0, [](Array x) { return x * x; }, [](Array x) { return -3.0 * x; }, x);
+          x > 0.0, [](Array u) { return u * u; }, [](Array u) { return -3.0 * u; }, x);
       return std::pair{c + v, v};
     };
     return xpr::scan(body, 0.0, xs).first;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <map>
+#include <span>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -110,7 +111,7 @@ Array final_position(Array c, Array x0, Array v0) {
   return xpr::scan(body, State{x0, v0}, std::nullopt, n_steps).first.first;
 }
 Array final_position_ckpt(Array c, Array x0, Array v0) {
-  auto step = xpr::checkpoint([](State s, Array c) { return rk4_step(s, c); });
+  auto step = xpr::checkpoint([](State s, Array damping) { return rk4_step(s, damping); });
   auto body = [&](State s, std::tuple<>) { return std::pair{step(s, c), std::tuple<>{}}; };
   return xpr::scan(body, State{x0, v0}, std::nullopt, n_steps).first.first;
 }
@@ -254,6 +255,19 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
       }
       EXPECT_DOUBLE_EQ(h[i * 4 + j], want) << i << "," << j;
     }
+  // The residuals of the product: the carry of every iteration, stacked, and xs itself,
+  // forwarded rather than stacked again.
+  xpr::rt::FlatFunction flat = [](std::span<const Array> in) { return Arrays{prod(in[0])}; };
+  auto [prod_out, prod_linear] = xpr::rt::linearize_flat(flat, Arrays{xs});
+  std::size_t shared = 0, other_bytes = 0;
+  for (const Array& r : prod_linear.consts) {
+    if (r.impl() == xs.impl())
+      ++shared;
+    else
+      other_bytes += static_cast<std::size_t>(r.size()) * sizeof(double);
+  }
+  EXPECT_EQ(shared, 1u);
+  EXPECT_LE(other_bytes, 4 * sizeof(double) + 16);
   // linearize and vjp of the product.
   auto [y, f_lin] = xpr::linearize(prod, xs);
   EXPECT_DOUBLE_EQ(scalar(y), 1.5 * -2.0 * 0.5 * 3.0);
@@ -263,31 +277,31 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
 }
 
 TEST(Scan, Reverse) {
-  Array xs = xpr::array({1.0, 2.0, 3.0});
+  Array input = xpr::array({1.0, 2.0, 3.0});
   // A reverse scan walks xs from the end and fills ys from the end: a suffix sum.
   auto suffix = [](Array xs) {
     return xpr::scan(
-        [](Array c, Array x) {
-          return std::pair{c + x, c + x};
+        [](Array acc, Array x) {
+          return std::pair{acc + x, acc + x};
         },
         0.0, xs, std::nullopt, true);
   };
-  auto [c, ys] = suffix(xs);
+  auto [c, ys] = suffix(input);
   EXPECT_EQ(scalar(c), 6.0);
   EXPECT_EQ(values(ys), (std::vector<double>{6.0, 5.0, 3.0}));
-  // Weighted by position from the end: sum_i x_i * (carry before) ...: d/dx of sum(ys) = [1,2,3].
+  // x_i is in i + 1 of the suffix sums: d/dx sum(ys) = (1, 2, 3).
   auto total = [&](Array xs) { return xpr::sum(suffix(xs).second); };
-  EXPECT_EQ(values(xpr::grad(total)(xs)), (std::vector<double>{1.0, 2.0, 3.0}));
+  EXPECT_EQ(values(xpr::grad(total)(input)), (std::vector<double>{1.0, 2.0, 3.0}));
   // A reverse product under grad: d/dx_i prod = prod / x_i.
   auto rprod = [](Array xs) {
     return xpr::scan(
-               [](Array c, Array x) {
-                 return std::pair{c * x, c};
+               [](Array acc, Array x) {
+                 return std::pair{acc * x, acc};
                },
                1.0, xs, std::nullopt, true)
         .first;
   };
-  EXPECT_EQ(values(xpr::grad(rprod)(xs)), (std::vector<double>{6.0, 3.0, 2.0}));
+  EXPECT_EQ(values(xpr::grad(rprod)(input)), (std::vector<double>{6.0, 3.0, 2.0}));
 }
 
 TEST(Scan, PytreesOfCarryXsAndYs) {
@@ -310,7 +324,7 @@ TEST(Scan, PytreesOfCarryXsAndYs) {
   EXPECT_EQ(values(std::get<0>(ys)), (std::vector<double>{3.0, -4.0, 1.0}));
   EXPECT_EQ(values(std::get<1>(ys).at("s")), (std::vector<double>{3.0, -1.0, 0.0}));
   // d/da of the final sum is b, d/db is a.
-  auto total = [&](Array a, Array b) { return f(a, b).first.first; };
+  auto total = [&](Array p, Array q) { return f(p, q).first.first; };
   auto [ga, gb] = xpr::grad<0, 1>(total)(a, b);
   EXPECT_EQ(values(ga), values(b));
   EXPECT_EQ(values(gb), values(a));
@@ -536,8 +550,8 @@ TEST(Scan, Errors) {
                xpr::value_error);
   // A zero-length scan returns the init and empty ys.
   auto [c, ys] = xpr::scan(
-      [](Array c, Array x) {
-        return std::pair{c + x, c * x};
+      [](Array acc, Array x) {
+        return std::pair{acc + x, acc * x};
       },
       2.0, xpr::zeros({0}));
   EXPECT_EQ(scalar(c), 2.0);

@@ -558,26 +558,43 @@ class ScanP final : public Primitive, public PartialEvalRules {
     // The known scan, after hoisting what depends on the known consts alone.
     std::vector<PartialVal> pvals;
     Arrays known_carry_xs;
+    std::size_t nk_consts = 0;
     for (std::size_t i = 0; i < tracers.size(); ++i) {
       if (in_unknowns[i]) continue;
       bool carry = i >= s.num_consts && i < s.num_consts + s.num_carry;
       if (carry && sp.carry_uk[i - s.num_consts]) continue;
       if (i < s.num_consts) {
         pvals.push_back(PartialVal::known(value(i)));
+        ++nk_consts;
       } else {
         pvals.push_back(PartialVal::unknown(jk.jaxpr.invars[pvals.size()].aval()));
         known_carry_xs.push_back(value(i));
       }
     }
+    // A residual that is a known xs slice itself is read from that operand by the unknown scan
+    // (JAX forwards it too), rather than stacked again by the known one.
+    std::vector<std::optional<Array>> forwarded(num_res);
+    for (std::size_t r = 0; r < num_res; ++r)
+      if (const Var* v = std::get_if<Var>(&jk.jaxpr.outvars[n_known_outs + r]))
+        for (std::size_t k = nk_consts + nk_carry; k < jk.jaxpr.invars.size(); ++k)
+          if (jk.jaxpr.invars[k].id() == v->id()) forwarded[r] = known_carry_xs[k - nk_consts];
     Arrays known_outs, variant_res;
     std::vector<std::optional<Array>> invariant(num_res);
-    if (!jk.jaxpr.outvars.empty()) {
-      std::vector<bool> inst(n_known_outs, true);
-      inst.resize(n_known_outs + num_res, false);
-      PartialEvalResult pe = partial_eval_flat(
-          [&](std::span<const Array> in) { return eval_jaxpr(jk, in); }, pvals, inst, "scan");
-      for (std::size_t r = 0; r < num_res; ++r) {
-        const PartialVal& p = pe.pvals_out[n_known_outs + r];
+    std::vector<bool> inst(n_known_outs, true);
+    for (std::size_t r = 0; r < num_res; ++r)
+      if (!forwarded[r]) inst.push_back(false);
+    if (!inst.empty()) {
+      auto known_body = [&](std::span<const Array> in) {
+        Arrays o = eval_jaxpr(jk, in);
+        Arrays kept(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(n_known_outs));
+        for (std::size_t r = 0; r < num_res; ++r)
+          if (!forwarded[r]) kept.push_back(o[n_known_outs + r]);
+        return kept;
+      };
+      PartialEvalResult pe = partial_eval_flat(known_body, pvals, inst, "scan");
+      for (std::size_t r = 0, idx = n_known_outs; r < num_res; ++r) {
+        if (forwarded[r]) continue;
+        const PartialVal& p = pe.pvals_out[idx++];
         if (p.is_known()) invariant[r] = *p.value;
       }
       detail::ConvertedJaxpr kb = detail::convert_constvars(std::move(pe.jaxpr));
@@ -616,7 +633,7 @@ class ScanP final : public Primitive, public PartialEvalRules {
       for (std::size_t r = 0, v = 0; r < num_res; ++r)
         if (!invariant[r]) {
           in_order.push_back(r);
-          operands.push_back(trace.pure(variant_res[v++]));
+          operands.push_back(trace.pure(forwarded[r] ? *forwarded[r] : variant_res[v++]));
         }
       for (std::size_t o = 0; o < ju.jaxpr.outvars.size(); ++o) out_order.push_back(o);
       JaxprParam body = detail::scan_reorder(ju, in_order, out_order);
@@ -648,26 +665,49 @@ class ScanP final : public Primitive, public PartialEvalRules {
     const std::size_t num_res = sp.split.num_res;
     PartialEvalEqn result;
     result.out_unknowns = detail::scan_cat(sp.carry_uk, sp.ys_uk);
-    std::vector<Var> res_vars;
-    for (std::size_t r = 0; r < num_res; ++r)
-      res_vars.emplace_back(detail::scan_stacked(
-          aval_of(jk.jaxpr.outvars[jk.jaxpr.outvars.size() - num_res + r]), s.length));
-    if (!jk.jaxpr.outvars.empty()) {
+    // Residuals as atoms of the enclosing jaxpr: a known xs slice is forwarded (its operand is
+    // read by the unknown scan), the others are new stacked outputs of the known scan.
+    std::vector<std::size_t> jk_in;  // the eqn input of each input of the known body
+    for (std::size_t i = 0; i < eqn.inputs.size(); ++i) {
+      bool carry = i >= s.num_consts && i < s.num_consts + s.num_carry;
+      if (!(carry ? sp.carry_uk[i - s.num_consts] : in_unknowns[i])) jk_in.push_back(i);
+    }
+    const std::size_t n_known_outs = jk.jaxpr.outvars.size() - num_res;
+    std::vector<Atom> res_atoms;
+    std::vector<bool> res_new(num_res, true);
+    for (std::size_t r = 0; r < num_res; ++r) {
+      const Atom& out = jk.jaxpr.outvars[n_known_outs + r];
+      if (const Var* v = std::get_if<Var>(&out))
+        for (std::size_t k = 0; k < jk.jaxpr.invars.size(); ++k)
+          if (jk.jaxpr.invars[k].id() == v->id() && jk_in[k] >= s.num_consts + s.num_carry &&
+              std::holds_alternative<Var>(eqn.inputs[jk_in[k]])) {
+            res_atoms.push_back(eqn.inputs[jk_in[k]]);
+            res_new[r] = false;
+            break;
+          }
+      if (res_new[r]) res_atoms.emplace_back(Var(detail::scan_stacked(aval_of(out), s.length)));
+    }
+    std::vector<bool> keep_out(n_known_outs, true);
+    keep_out.insert(keep_out.end(), res_new.begin(), res_new.end());
+    if (detail::scan_any(keep_out)) {
       Eqn e{eqn.primitive, {}, {}, {}};
       std::size_t nk_consts = 0, nk_carry = 0;
-      for (std::size_t i = 0; i < eqn.inputs.size(); ++i) {
-        bool carry = i >= s.num_consts && i < s.num_consts + s.num_carry;
-        bool uk = carry ? sp.carry_uk[i - s.num_consts] : in_unknowns[i];
-        if (uk) continue;
+      for (std::size_t i : jk_in) {
         e.inputs.push_back(eqn.inputs[i]);
         nk_consts += i < s.num_consts ? 1 : 0;
-        nk_carry += carry ? 1 : 0;
+        nk_carry += i >= s.num_consts && i < s.num_consts + s.num_carry ? 1 : 0;
       }
       for (std::size_t o = 0; o < eqn.outputs.size(); ++o)
         if (!result.out_unknowns[o]) e.outputs.push_back(eqn.outputs[o]);
-      e.outputs.insert(e.outputs.end(), res_vars.begin(), res_vars.end());
-      e.params = detail::scan_params(std::make_shared<const ClosedJaxpr>(jk), s.length, s.reverse,
-                                     nk_consts, nk_carry, BoolTuple(e.inputs.size(), false));
+      for (std::size_t r = 0; r < num_res; ++r)
+        if (res_new[r]) e.outputs.push_back(std::get<Var>(res_atoms[r]));
+      ClosedJaxpr kept = jk;
+      kept.jaxpr.outvars.clear();
+      for (std::size_t o = 0; o < keep_out.size(); ++o)
+        if (keep_out[o]) kept.jaxpr.outvars.push_back(jk.jaxpr.outvars[o]);
+      e.params =
+          detail::scan_params(std::make_shared<const ClosedJaxpr>(std::move(kept)), s.length,
+                              s.reverse, nk_consts, nk_carry, BoolTuple(e.inputs.size(), false));
       result.known = std::move(e);
     }
     if (detail::scan_any(result.out_unknowns)) {
@@ -687,8 +727,8 @@ class ScanP final : public Primitive, public PartialEvalRules {
       }
       for (std::size_t r = 0; r < num_res; ++r) {
         in_order.push_back(r);
-        e.inputs.emplace_back(res_vars[r]);
-        result.residuals.push_back(res_vars[r]);
+        e.inputs.push_back(res_atoms[r]);
+        result.residuals.push_back(std::get<Var>(res_atoms[r]));
       }
       for (std::size_t o = 0; o < ju.jaxpr.outvars.size(); ++o) out_order.push_back(o);
       for (std::size_t o = 0; o < eqn.outputs.size(); ++o)
