@@ -242,6 +242,10 @@ inline std::size_t hash_param(const ParamValue& v) {
           return h;
         } else if constexpr (std::is_same_v<T, GatherScatterMode>) {
           return hash_combine(h, static_cast<std::size_t>(x));
+        } else if constexpr (std::is_same_v<T, BoolTuple>) {
+          h = hash_combine(h, x.size());
+          for (bool b : x) h = hash_combine(h, b ? 1u : 2u);
+          return h;
         } else {
           static_assert(sizeof(T) == 0, "hash_param: a ParamValue alternative has no hash");
           return h;

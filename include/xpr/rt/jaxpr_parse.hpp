@@ -52,6 +52,7 @@ enum class ParamKind : std::uint8_t {
   jaxpr,                  ///< `{ lambda ; ... }`
   jaxprs,                 ///< `({ lambda ; ... } { lambda ; ... })`
   dim,                    ///< a dimension variable's name, `n`
+  bools,                  ///< `(False, True)` as BoolTuple
 };
 
 namespace detail {
@@ -77,9 +78,12 @@ struct ParamKindTable {
       // Structured tuples.
       {"dimension_numbers", ParamKind::dot_dimension_numbers},
       {"padding_config", ParamKind::padding},
+      {"linear", ParamKind::bools},
       // Scalars.
       {"weak_type", ParamKind::boolean},
       {"reverse", ParamKind::boolean},
+      {"_split_transpose", ParamKind::boolean},
+      {"unroll", ParamKind::integer},
       {"dimension", ParamKind::integer},
       {"y", ParamKind::integer},
       {"axis", ParamKind::integer},
@@ -527,6 +531,8 @@ class Parser {
       if (is_punct("{", 1) || shared_name(peek(1))) return ParamKind::jaxprs;
       if (is_punct("(", 1))
         return is_punct("[", 2) ? ParamKind::dot_dimension_numbers : ParamKind::padding;
+      if (peek(1).kind == Token::Kind::ident && (peek(1).text == "True" || peek(1).text == "False"))
+        return ParamKind::bools;
       return ParamKind::axes;
     }
     return ParamKind::inferred;
@@ -613,6 +619,19 @@ class Parser {
         while (!is_punct(")")) js.push_back(sub_jaxpr(name));
         next();
         return js;
+      }
+      case ParamKind::bools: {
+        BoolTuple bs;
+        expect("(", "'(' starting the flags of '" + name + "'");
+        while (!is_punct(")")) {
+          if (!is_ident("True") && !is_ident("False"))
+            fail(peek(), "True or False in '" + name + "'");
+          bs.push_back(peek().text == "True");
+          next();
+          if (!is_punct(")")) expect(",", "',' or ')' in '" + name + "'");
+        }
+        next();
+        return bs;
       }
       case ParamKind::dim:
         if (t.kind != Token::Kind::ident) fail(t, "a dimension variable's name for '" + name + "'");

@@ -67,6 +67,9 @@ using JaxprParam = std::shared_ptr<const ClosedJaxpr>;
 /// A tuple of sub-jaxprs, such as `cond`'s `branches=(...)`.
 using JaxprTuple = std::vector<JaxprParam>;
 
+/// A tuple of flags, such as `scan`'s `linear=(False, True)`.
+using BoolTuple = std::vector<bool>;
+
 /// A size known only at run time, named by a dimension variable (`n`) as JAX's shape
 /// polymorphism names them; it is bound to a number when a compiled function is called.
 struct Dim {
@@ -84,7 +87,7 @@ struct None {
 using ParamValue = std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes,
                                 PaddingConfig, DotDimensionNumbers, JaxprParam, JaxprTuple, Dim,
                                 None, GatherDimensionNumbers, ScatterDimensionNumbers,
-                                GatherScatterMode>;
+                                GatherScatterMode, BoolTuple>;
 
 /// The parameters of one primitive application, in the order the primitive declares them.
 class Params {
