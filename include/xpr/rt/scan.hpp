@@ -25,6 +25,7 @@
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/creation.hpp"
 #include "xpr/rt/detail/higher_order.hpp"
+#include "xpr/rt/indexing.hpp"
 #include "xpr/rt/interp/batch.hpp"
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/interp/transpose.hpp"
