@@ -42,6 +42,9 @@ class ArrayImpl {
   virtual const class ConcreteArray* concrete() const noexcept = 0;
   /// Tracers say which transformation they belong to; concrete data says nothing.
   virtual bool is_tracer() const noexcept { return false; }
+  /// Throws when the value may not be read here: a tracer whose transformation has ended
+  /// (`escaped_tracer_error`) or that belongs to another thread's trace. Data may always be read.
+  virtual void check_usable() const {}
 
  private:
   ShapedArray aval_;
@@ -303,6 +306,7 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
 }
 
 inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) const {
+  impl_->check_usable();  // an escaped jvp tracer's primal is not to be read, as `+` refuses it
   const detail::ConcreteArray* c = concrete();
   if (!c)
     throw core::concretization_error(
