@@ -90,15 +90,17 @@ const std::vector<std::string>& hand_written_corpus() {
 }
 
 // Functions whose staged jaxprs join the corpus: the higher-order primitives, printed by xpr.
-auto log1pexp = xpr::custom_jvp([](auto x) { return xpr::log(1.0 + xpr::exp(x)); },
-                                [](auto primals, auto tangents) {
-                                  auto [x] = primals;
-                                  auto [t] = tangents;
-                                  return std::pair{xpr::log(1.0 + xpr::exp(x)),
-                                                   t * (1.0 - 1.0 / (1.0 + xpr::exp(x)))};
-                                });
+auto log1pexp = xpr::custom_jvp(
+    [](auto x) { return xpr::log(1.0 + xpr::exp(x)); },
+    [](auto primals, auto tangents) {
+      auto [x] = primals;
+      auto [t] = tangents;
+      return std::pair{xpr::log(1.0 + xpr::exp(x)), t * (1.0 - 1.0 / (1.0 + xpr::exp(x)))};
+    });
 auto clip_gradient = xpr::custom_vjp([](auto x) { return xpr::sin(x); },
-                                     [](auto x) { return std::pair{xpr::sin(x), x}; },
+                                     [](auto x) {
+                                       return std::pair{xpr::sin(x), x};
+                                     },
                                      [](auto x, auto ct) { return std::tuple{ct * xpr::cos(x)}; });
 
 std::string text_of(const xpr::ClosedJaxpr& j) { return xpr::pretty_print(j.jaxpr); }
@@ -109,19 +111,16 @@ const std::vector<std::string>& corpus() {
     Array x = xpr::array({0.5, -1.0, 2.0});
     out.push_back(text_of(xpr::make_jaxpr(log1pexp)(x)));
     out.push_back(text_of(xpr::make_jaxpr(clip_gradient)(x)));
-    out.push_back(text_of(xpr::make_jaxpr(xpr::checkpoint([](auto v) {
-      return xpr::sum(xpr::sin(v) * v);
-    }))(x)));
-    out.push_back(text_of(xpr::make_jaxpr(xpr::grad([](auto v) {
-      return xpr::sum(log1pexp(v) * clip_gradient(v));
-    }))(x)));
+    out.push_back(text_of(
+        xpr::make_jaxpr(xpr::checkpoint([](auto v) { return xpr::sum(xpr::sin(v) * v); }))(x)));
+    out.push_back(text_of(xpr::make_jaxpr(
+        xpr::grad([](auto v) { return xpr::sum(log1pexp(v) * clip_gradient(v)); }))(x)));
     out.push_back(text_of(xpr::make_jaxpr([](auto v) {
       auto [y, lin] = xpr::linearize([](auto w) { return xpr::sin(w) * w; }, v);
       return lin(y);
     })(x)));
-    out.push_back(text_of(xpr::make_jaxpr(xpr::vmap([](auto v) {
-      return xpr::dot(v, v) + xpr::max(v);
-    }))(xpr::ones({2, 3}))));
+    out.push_back(text_of(xpr::make_jaxpr(
+        xpr::vmap([](auto v) { return xpr::dot(v, v) + xpr::max(v); }))(xpr::ones({2, 3}))));
     return out;
   }();
   return all;
@@ -132,11 +131,13 @@ const std::vector<std::string>& corpus() {
 struct Mutator {
   std::mt19937_64 rng;
 
-  std::size_t pick(std::size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); }
+  std::size_t pick(std::size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  }
 
   static bool is_word(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
   }
   /// [begin, end) of the tokens of `s` (runs of word characters, single punctuation).
   static std::vector<std::pair<std::size_t, std::size_t>> tokens(const std::string& s) {
@@ -156,18 +157,33 @@ struct Mutator {
   }
 
   std::string extreme() {
-    static const char* xs[] = {"0",    "-1",  "1",   "2147483648", "2147483647", "-2147483649",
-                               "4611686018427387904", "9223372036854775807",
-                               "-9223372036854775808", "99999999999999999999", "nan", "inf",
-                               "-inf", "1e308", "-0.0", "1e-320", "3", "200", "65536"};
+    static const char* xs[] = {"0",
+                               "-1",
+                               "1",
+                               "2147483648",
+                               "2147483647",
+                               "-2147483649",
+                               "4611686018427387904",
+                               "9223372036854775807",
+                               "-9223372036854775808",
+                               "99999999999999999999",
+                               "nan",
+                               "inf",
+                               "-inf",
+                               "1e308",
+                               "-0.0",
+                               "1e-320",
+                               "3",
+                               "200",
+                               "65536"};
     return xs[pick(std::size(xs))];
   }
 
   void flip_byte(std::string& s) {
     if (s.empty()) return;
     static const char chars[] = "{}()[];.,:= \nabcfi0123456789-_";
-    s[pick(s.size())] = pick(4) == 0 ? static_cast<char>(pick(256))
-                                     : chars[pick(sizeof(chars) - 1)];
+    s[pick(s.size())] =
+        pick(4) == 0 ? static_cast<char>(pick(256)) : chars[pick(sizeof(chars) - 1)];
   }
   void swap_tokens(std::string& s) {
     auto ts = tokens(s);
@@ -175,8 +191,10 @@ struct Mutator {
     auto a = ts[pick(ts.size())], b = ts[pick(ts.size())];
     if (a.first > b.first) std::swap(a, b);
     if (a.second > b.first) return;
-    std::string ta = s.substr(a.first, a.second - a.first), tb = s.substr(b.first, b.second - b.first);
-    s = s.substr(0, a.first) + tb + s.substr(a.second, b.first - a.second) + ta + s.substr(b.second);
+    std::string ta = s.substr(a.first, a.second - a.first),
+                tb = s.substr(b.first, b.second - b.first);
+    s = s.substr(0, a.first) + tb + s.substr(a.second, b.first - a.second) + ta +
+        s.substr(b.second);
   }
   void replace_number(std::string& s) {
     auto ts = tokens(s);
@@ -244,24 +262,37 @@ struct Mutator {
     for (std::size_t k = 0; k < n; ++k) {
       switch (pick(12)) {
         case 0:
-        case 1: flip_byte(s); break;
+        case 1:
+          flip_byte(s);
+          break;
         case 2:
-        case 3: swap_tokens(s); break;
+        case 3:
+          swap_tokens(s);
+          break;
         case 4:
         case 5:
-        case 6: replace_number(s); break;
+        case 6:
+          replace_number(s);
+          break;
         case 7:
-        case 8: delete_or_duplicate_line(s); break;
+        case 8:
+          delete_or_duplicate_line(s);
+          break;
         case 9:
-        case 10: splice_jaxpr(s, texts[pick(texts.size())]); break;
-        default: wrap_in_checkpoints(s); break;
+        case 10:
+          splice_jaxpr(s, texts[pick(texts.size())]);
+          break;
+        default:
+          wrap_in_checkpoints(s);
+          break;
       }
     }
     return s;
   }
 };
 
-// ---- running one mutant ---------------------------------------------------------------------------
+// ---- running one mutant
+// ---------------------------------------------------------------------------
 
 /// Whether every value of `j` (sub-jaxprs included) is small enough to compute.
 bool small_enough(const xpr::rt::Jaxpr& j, std::size_t depth = 0) {
@@ -398,19 +429,22 @@ TEST(Fuzz, MutatedJaxprs) {
   EXPECT_GT(stats.evaluated, 0u);
   EXPECT_GT(stats.differentiated, 0u);
   EXPECT_GT(stats.vmapped, 0u);
-  std::cout << "fuzz: " << cases << " mutants, " << stats.parsed << " parsed, "
-            << stats.evaluated << " evaluated, " << stats.differentiated << " differentiated, "
-            << stats.vmapped << " vmapped\n";
+  std::cout << "fuzz: " << cases << " mutants, " << stats.parsed << " parsed, " << stats.evaluated
+            << " evaluated, " << stats.differentiated << " differentiated, " << stats.vmapped
+            << " vmapped\n";
 }
 
 // ---- hostile API calls --------------------------------------------------------------------------
 
 TEST(Fuzz, HostileApiCalls) {
-  const std::int64_t huge = std::int64_t{1} << 62, i64min = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t huge = std::int64_t{1} << 62,
+                     i64min = std::numeric_limits<std::int64_t>::min();
   Array x = xpr::array({1.0, 2.0, 3.0}), m = xpr::ones({2, 3}), empty = xpr::zeros({0});
   std::vector<std::function<void()>> calls{
       [&] { (void)xpr::zeros({huge}); },
-      [&] { (void)xpr::zeros({huge, huge}); },
+      [&] {
+        (void)xpr::zeros({huge, huge});
+      },
       [&] { (void)xpr::zeros({-1}); },
       [&] { (void)xpr::ones({(std::int64_t{1} << 61) + 1}, xpr::int32); },
       [&] { (void)xpr::full({huge}, 1.0f); },
@@ -424,12 +458,24 @@ TEST(Fuzz, HostileApiCalls) {
       [&] { (void)xpr::eye(huge, huge); },
       [&] { (void)xpr::iota(xpr::int32, -1); },
       [&] { (void)xpr::iota(xpr::float64, huge); },
-      [&] { (void)xpr::broadcasted_iota(xpr::int32, {2, 3}, 7); },
-      [&] { (void)xpr::reshape(x, {huge, 4, -1}); },
-      [&] { (void)xpr::reshape(x, {-1, -1}); },
-      [&] { (void)xpr::reshape(empty, {0, -1}); },
-      [&] { (void)xpr::transpose(m, {0, 0}); },
-      [&] { (void)xpr::transpose(m, {5, -9}); },
+      [&] {
+        (void)xpr::broadcasted_iota(xpr::int32, {2, 3}, 7);
+      },
+      [&] {
+        (void)xpr::reshape(x, {huge, 4, -1});
+      },
+      [&] {
+        (void)xpr::reshape(x, {-1, -1});
+      },
+      [&] {
+        (void)xpr::reshape(empty, {0, -1});
+      },
+      [&] {
+        (void)xpr::transpose(m, {0, 0});
+      },
+      [&] {
+        (void)xpr::transpose(m, {5, -9});
+      },
       [&] { (void)xpr::sum(m, 100); },
       [&] { (void)xpr::max(empty); },
       [&] { (void)xpr::min(empty, 0); },
@@ -438,16 +484,26 @@ TEST(Fuzz, HostileApiCalls) {
       [&] { (void)xpr::squeeze(m, 0); },
       [&] { (void)xpr::expand_dims(m, {i64min}); },
       [&] { (void)xpr::concatenate({}); },
-      [&] { (void)xpr::concatenate({x, m}); },
+      [&] {
+        (void)xpr::concatenate({x, m});
+      },
       [&] { (void)xpr::stack({}); },
       [&] { (void)xpr::slice(x, {0}, {5}); },
       [&] { (void)xpr::slice(x, {0}, {3}, {huge}); },
       [&] { (void)xpr::slice(x, {0}, {3}, {0}); },
       [&] { (void)xpr::slice(x, {0}, {3}, {-1}); },
-      [&] { (void)xpr::pad(x, {{i64min, 0, 0}}, 0.0); },
-      [&] { (void)xpr::pad(x, {{0, std::numeric_limits<std::int64_t>::max(), 1}}, 0.0); },
-      [&] { (void)xpr::pad(x, {{0, 0, -1}}, 0.0); },
-      [&] { (void)xpr::pad(x, {{-2, -2, 0}}, 0.0); },
+      [&] {
+        (void)xpr::pad(x, {{i64min, 0, 0}}, 0.0);
+      },
+      [&] {
+        (void)xpr::pad(x, {{0, std::numeric_limits<std::int64_t>::max(), 1}}, 0.0);
+      },
+      [&] {
+        (void)xpr::pad(x, {{0, 0, -1}}, 0.0);
+      },
+      [&] {
+        (void)xpr::pad(x, {{-2, -2, 0}}, 0.0);
+      },
       [&] { (void)xpr::dynamic_slice(x, {Array(i64min)}, {2}); },
       [&] { (void)xpr::dynamic_slice(x, {Array(std::int64_t{5})}, {huge}); },
       [&] { (void)xpr::dynamic_update_slice(x, m, {Array(0)}); },
@@ -455,10 +511,18 @@ TEST(Fuzz, HostileApiCalls) {
       [&] { (void)xpr::dot(m, m); },
       [&] { (void)xpr::matmul(empty, empty); },
       [&] { (void)xpr::integer_pow(x, std::numeric_limits<int>::min()); },
-      [&] { (void)xpr::integer_pow(xpr::array({2, 3}), -1); },
-      [&] { (void)xpr::integer_pow(xpr::array({2, 3}), std::numeric_limits<int>::max()); },
-      [&] { (void)xpr::astype(xpr::array({std::nan(""), 1e300, -1e300}), xpr::int32); },
-      [&] { (void)xpr::astype(xpr::array({std::nan(""), 1e300, -1e300}), xpr::int64); },
+      [&] {
+        (void)xpr::integer_pow(xpr::array({2, 3}), -1);
+      },
+      [&] {
+        (void)xpr::integer_pow(xpr::array({2, 3}), std::numeric_limits<int>::max());
+      },
+      [&] {
+        (void)xpr::astype(xpr::array({std::nan(""), 1e300, -1e300}), xpr::int32);
+      },
+      [&] {
+        (void)xpr::astype(xpr::array({std::nan(""), 1e300, -1e300}), xpr::int64);
+      },
       [&] { (void)Array(std::nan("")).item<int>(); },
       [&] { (void)Array(1e300).item<std::int64_t>(); },
       [&] { (void)x.item<double>(); },

@@ -40,8 +40,11 @@ TEST(HardeningSizes, CreationRejectsByteCountsPastSizeT) {
   expect_size_error([] { (void)xpr::full({big}, 1.0f); }, "2^47 bytes");  // 4 bytes each: fits
   expect_size_error([] { (void)xpr::iota(xpr::int32, big); }, "2^47 bytes");
   // (2^32, 2^32) has 2^64 elements: wrapped to 0 and accepted before.
-  expect_size_error([] { (void)xpr::zeros({std::int64_t{1} << 32, std::int64_t{1} << 32}); },
-                    "fits in int64");
+  expect_size_error(
+      [] {
+        (void)xpr::zeros({std::int64_t{1} << 32, std::int64_t{1} << 32});
+      },
+      "fits in int64");
   expect_size_error([] { (void)xpr::Shape({std::int64_t{1} << 62, 0, 4}); }, "fits in int64");
   expect_size_error(
       [] {
@@ -69,10 +72,11 @@ TEST(HardeningSizes, ParsedShapesPastInt64AreParseErrors) {
                    "shape=(4294967296, 4294967296) sharding=None]  in (a,) }"),
                xpr::parse_error);
   // reshape to a shape whose size wraps to the operand's: the shape itself is refused.
-  EXPECT_THROW((void)xpr::parse_jaxpr(
-                   "{ lambda ; a:f32[4]. let b:f32[2,4611686018427387906] = reshape[dimensions=None "
-                   "new_sizes=(2, 4611686018427387906) sharding=None] a in (b,) }"),
-               xpr::parse_error);
+  EXPECT_THROW(
+      (void)xpr::parse_jaxpr(
+          "{ lambda ; a:f32[4]. let b:f32[2,4611686018427387906] = reshape[dimensions=None "
+          "new_sizes=(2, 4611686018427387906) sharding=None] a in (b,) }"),
+      xpr::parse_error);
   // concatenate whose result size passes int64 (each operand is representable).
   expect_size_error(
       [] {
@@ -94,7 +98,8 @@ TEST(HardeningSizes, ExtremeSliceStridesAndPadAmounts) {
   expect_size_error(
       [] {
         xpr::ClosedJaxpr p = xpr::parse_jaxpr(
-            "{ lambda ; a:f32[2] v:f32[]. let b:f32[1] = pad[padding_config=((-9223372036854775808, "
+            "{ lambda ; a:f32[2] v:f32[]. let b:f32[1] = "
+            "pad[padding_config=((-9223372036854775808, "
             "9223372036854775807, 0),)] a v in (b,) }");
         (void)xpr::eval_jaxpr(p, {xpr::arange(2.0f), Array(0.0f)});
       },
@@ -114,16 +119,15 @@ TEST(HardeningSizes, IntegerPowOfTheMostNegativeExponents) {
   EXPECT_EQ(xpr::integer_pow(1.0, std::numeric_limits<int>::min()), 1.0);
   EXPECT_EQ((xpr::integer_pow(Array(1.0), std::numeric_limits<int>::min()).item<double>()), 1.0);
   // d/dx x^n = n x^(n-1): at x = 1 that is n.
-  EXPECT_EQ(xpr::grad([](auto x) { return xpr::integer_pow(x, std::numeric_limits<int>::min()); })(
-                1.0)
-                .item<double>(),
-            static_cast<double>(std::numeric_limits<int>::min()));
+  EXPECT_EQ(
+      xpr::grad([](auto x) { return xpr::integer_pow(x, std::numeric_limits<int>::min()); })(1.0)
+          .item<double>(),
+      static_cast<double>(std::numeric_limits<int>::min()));
   // y - 1 does not exist for y = INT64_MIN.
-  EXPECT_THROW(
-      (void)xpr::grad([](auto x) {
-        return xpr::integer_pow(x, std::numeric_limits<std::int64_t>::min());
-      })(1.0),
-      xpr::value_error);
+  EXPECT_THROW((void)xpr::grad([](auto x) {
+                 return xpr::integer_pow(x, std::numeric_limits<std::int64_t>::min());
+               })(1.0),
+               xpr::value_error);
 }
 
 TEST(HardeningConversions, FloatToIntIsXlasConvert) {
@@ -136,18 +140,18 @@ TEST(HardeningConversions, FloatToIntIsXlasConvert) {
   const auto i64max = std::numeric_limits<std::int64_t>::max();
   const auto i64min = std::numeric_limits<std::int64_t>::min();
   // 9.223371e18f is below 2^63 (truncated), 9.3e18f above (saturated).
-  EXPECT_EQ(xpr::astype(xpr::array({std::nanf(""), 1e30f, -1e30f, 9.223371e18f, 9.3e18f}),
-                        xpr::int64)
-                .to_vector<std::int64_t>(),
-            (std::vector<std::int64_t>{0, i64max, i64min, 9223371487098961920, i64max}));
+  EXPECT_EQ(
+      xpr::astype(xpr::array({std::nanf(""), 1e30f, -1e30f, 9.223371e18f, 9.3e18f}), xpr::int64)
+          .to_vector<std::int64_t>(),
+      (std::vector<std::int64_t>{0, i64max, i64min, 9223371487098961920, i64max}));
   EXPECT_EQ(Array(std::nan("")).item<int>(), 0);
   EXPECT_EQ(Array(1e300).item<int>(), std::numeric_limits<int>::max());
   EXPECT_EQ(Array(-std::numeric_limits<double>::infinity()).item<std::int64_t>(), i64min);
   EXPECT_EQ(xpr::full({2}, 1e300, xpr::int32).to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{2147483647, 2147483647}));
   // An f32 literal written past f32's range (by hand) is an infinity, as IEEE rounding gives.
-  xpr::ClosedJaxpr j = xpr::parse_jaxpr(
-      "{ lambda ; a:f32[]. let b:f32[] = add a 1e300:f32[] in (b,) }");
+  xpr::ClosedJaxpr j =
+      xpr::parse_jaxpr("{ lambda ; a:f32[]. let b:f32[] = add a 1e300:f32[] in (b,) }");
   EXPECT_EQ(xpr::eval_jaxpr(j, {Array(1.0f)})[0].item<float>(),
             std::numeric_limits<float>::infinity());
 }
@@ -168,6 +172,14 @@ TEST(HardeningChains, GradOfALongChainDoesNotRecurse) {
     x = std::sin(x);
   }
   EXPECT_NEAR(xpr::grad(chain)(0.7).item<double>(), d, 1e-12 * std::abs(d) + 1e-300);
+  // The jaxpr of the chain prints, parses back, type-checks, evaluates and loses its dead code
+  // without recursion over the equations either.
+  xpr::ClosedJaxpr j = xpr::make_jaxpr(chain)(0.7);
+  ASSERT_EQ(j.jaxpr.eqns.size(), static_cast<std::size_t>(n));
+  xpr::ClosedJaxpr back = xpr::parse_jaxpr(xpr::pretty_print(j.jaxpr));
+  xpr::typecheck_jaxpr(back);
+  EXPECT_NEAR(xpr::eval_jaxpr(back, {Array(0.7)})[0].item<double>(), x, 1e-12);
+  EXPECT_EQ(xpr::rt::dce_jaxpr(back, {true}).first.jaxpr.eqns.size(), static_cast<std::size_t>(n));
 }
 
 // ---- nesting ------------------------------------------------------------------------------------
@@ -276,7 +288,8 @@ TEST(HardeningText, WrappedInfAndNanLiteralsParseBack) {
   }
 }
 
-// ---- tracers used where they may not be -----------------------------------------------------------
+// ---- tracers used where they may not be
+// -----------------------------------------------------------
 
 TEST(HardeningTracers, EscapedJvpTracerCannotBeRead) {
   Array leaked;

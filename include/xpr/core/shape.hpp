@@ -46,15 +46,17 @@ inline std::int64_t checked_sub(std::int64_t a, std::int64_t b, const char* what
   return r;
 }
 /// -a, or `shape_error` naming `what` for INT64_MIN.
-inline std::int64_t checked_neg(std::int64_t a, const char* what) { return checked_sub(0, a, what); }
+inline std::int64_t checked_neg(std::int64_t a, const char* what) {
+  return checked_sub(0, a, what);
+}
 /// The bytes of `count` elements of `itemsize` bytes, or `shape_error` if that does not fit in
 /// size_t (a wrapped count would allocate a small buffer and write past it).
 inline std::size_t checked_nbytes(std::int64_t count, std::size_t itemsize) {
   std::size_t r = 0;
   if (count < 0 || __builtin_mul_overflow(static_cast<std::size_t>(count), itemsize, &r))
-    throw shape_error("array of " + std::to_string(count) + " elements of " +
-                      std::to_string(itemsize) +
-                      " bytes: expected a byte count that fits in size_t, found one that overflows");
+    throw shape_error(
+        "array of " + std::to_string(count) + " elements of " + std::to_string(itemsize) +
+        " bytes: expected a byte count that fits in size_t, found one that overflows");
   return r;
 }
 
@@ -118,8 +120,9 @@ class Shape {
         os << "shape " << '(';
         for (std::size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
         os << (dims_.size() == 1 ? ",)" : ")");
-        throw shape_error(os.str() + ": expected a number of elements that fits in int64, found "
-                                     "a product of sizes that overflows");
+        throw shape_error(os.str() +
+                          ": expected a number of elements that fits in int64, found "
+                          "a product of sizes that overflows");
       }
     }
   }

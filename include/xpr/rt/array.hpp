@@ -131,7 +131,8 @@ class ConcreteArray final : public ArrayImpl {
   /// array is shared.
   explicit ConcreteArray(ShapedArray aval) : ArrayImpl(std::move(aval)) {
     // Checked: a byte count that wrapped would allocate a small buffer that kernels write past.
-    std::size_t bytes = core::checked_nbytes(this->aval().size(), core::itemsize(this->aval().dtype));
+    std::size_t bytes =
+        core::checked_nbytes(this->aval().size(), core::itemsize(this->aval().dtype));
     if (bytes <= inline_bytes) {
       data_ = small_;
     } else {
@@ -261,13 +262,16 @@ class Array {
     const std::byte* p = concrete_or_throw(what)->bytes();
     switch (dtype()) {
       // convert_element: `item<int>()` of NaN or 1e300 is defined (as astype defines it).
-      case DType::bool_: return core::convert_element<T>(reinterpret_cast<const bool*>(p)[i]);
+      case DType::bool_:
+        return core::convert_element<T>(reinterpret_cast<const bool*>(p)[i]);
       case DType::int32:
         return core::convert_element<T>(reinterpret_cast<const std::int32_t*>(p)[i]);
       case DType::int64:
         return core::convert_element<T>(reinterpret_cast<const std::int64_t*>(p)[i]);
-      case DType::float32: return core::convert_element<T>(reinterpret_cast<const float*>(p)[i]);
-      case DType::float64: return core::convert_element<T>(reinterpret_cast<const double*>(p)[i]);
+      case DType::float32:
+        return core::convert_element<T>(reinterpret_cast<const float*>(p)[i]);
+      case DType::float64:
+        return core::convert_element<T>(reinterpret_cast<const double*>(p)[i]);
     }
     return T{};
   }

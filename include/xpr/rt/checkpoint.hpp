@@ -12,8 +12,8 @@
 #include <span>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -160,8 +160,8 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     Arrays operands;
     for (const LinearArg& a : args) flags.push_back(is_undefined_primal(a));
     for (const Cotangent& c : cts) flags.push_back(c.has_value());
-    const std::shared_ptr<const Transposed> t = memo_transpose(params.get<JaxprParam>("jaxpr"),
-                                                               flags, args);
+    const std::shared_ptr<const Transposed> t =
+        memo_transpose(params.get<JaxprParam>("jaxpr"), flags, args);
     operands = t->jaxpr.consts;
     for (const LinearArg& a : args)
       if (!is_undefined_primal(a)) operands.push_back(std::get<Array>(a));
@@ -200,7 +200,8 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
       in_unknowns.push_back(pv.is_unknown());
       if (pv.is_known()) known_values.push_back(*pv.value);
     }
-    const std::shared_ptr<const Split> held = memo_split(params.get<JaxprParam>("jaxpr"), in_unknowns);
+    const std::shared_ptr<const Split> held =
+        memo_split(params.get<JaxprParam>("jaxpr"), in_unknowns);
     const Split& split = *held;
     const std::vector<bool>& out_unknowns = split.out_unknowns;
     std::size_t num_known_out = 0;

@@ -179,8 +179,8 @@ Array arange(A start, B stop, C step, DType dtype) {
     // Exact for integers, where a detour through double could round; checked, since
     // `arange(INT64_MIN, INT64_MAX)` has more elements than int64 counts.
     const char* what = "arange: the number of elements";
-    auto d = core::checked_sub(static_cast<std::int64_t>(stop), static_cast<std::int64_t>(start),
-                               what);
+    auto d =
+        core::checked_sub(static_cast<std::int64_t>(stop), static_cast<std::int64_t>(start), what);
     auto s = static_cast<std::int64_t>(step);
     if (s < 0) d = core::checked_neg(d, what), s = core::checked_neg(s, what);
     n = d <= 0 ? 0 : d / s + (d % s != 0);

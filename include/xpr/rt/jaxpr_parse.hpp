@@ -397,7 +397,8 @@ class Parser {
         // beyond f32's range (written by hand) becomes an infinity, as IEEE rounding gives it.
         if (aval.dtype == DType::float64) return Array(v);
         if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
-          return Array(std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(v > 0 ? 1 : -1)));
+          return Array(std::copysign(std::numeric_limits<float>::infinity(),
+                                     static_cast<float>(v > 0 ? 1 : -1)));
         return Array(static_cast<float>(v));
       }
     }

@@ -146,7 +146,8 @@ inline void check_tracer_usable(const MainTrace& main, const ShapedArray& aval) 
   if (main.owner() != std::this_thread::get_id())
     throw core::escaped_tracer_error(
         "Encountered a tracer of another thread: a value of type " + aval.str() + " created by " +
-        main.name() + " on one thread was used on another; expected a concrete array or a "
+        main.name() +
+        " on one thread was used on another; expected a concrete array or a "
         "tracer of a transformation running on this thread (each thread traces separately: "
         "pass concrete values between threads, or run the transformation in the thread that "
         "uses them)");
