@@ -434,6 +434,28 @@ TEST(Fuzz, MutatedJaxprs) {
             << " vmapped\n";
 }
 
+TEST(Fuzz, DeepestNestingUnderTheSanitizers) {
+  // The nesting limit is meant to keep every recursive walk inside the default stack: check the
+  // deepest allowed nesting under every transformation, where sanitizers make frames largest.
+  std::string open, close;
+  for (std::size_t i = 0; i + 1 < xpr::rt::max_jaxpr_nesting; ++i) {
+    open += "{ lambda ; a:f64[]. let b:f64[] = checkpoint[differentiated=False jaxpr=";
+    close += " policy=None prevent_cse=True] a in (b,) }";
+  }
+  xpr::ClosedJaxpr j =
+      xpr::parse_jaxpr(open + "{ lambda ; a:f64[]. let b:f64[] = sin a in (b,) }" + close);
+  xpr::typecheck_jaxpr(j);
+  auto f = [&](auto x) { return xpr::eval_jaxpr(j, {x})[0]; };
+  EXPECT_DOUBLE_EQ(f(Array(0.5)).item<double>(), std::sin(0.5));
+  EXPECT_DOUBLE_EQ(xpr::grad(f)(0.5).item<double>(), std::cos(0.5));
+  EXPECT_DOUBLE_EQ(xpr::jvp(f, Array(0.5), Array(1.0)).second.item<double>(), std::cos(0.5));
+  EXPECT_EQ(xpr::vmap(f)(xpr::array({0.5, 1.0})).to_vector<double>(),
+            (std::vector<double>{std::sin(0.5), std::sin(1.0)}));
+  EXPECT_DOUBLE_EQ(xpr::grad(xpr::grad(f))(0.5).item<double>(), -std::sin(0.5));
+  std::string printed = xpr::pretty_print(j.jaxpr);
+  EXPECT_EQ(xpr::pretty_print(xpr::parse_jaxpr(printed).jaxpr), printed);
+}
+
 // ---- hostile API calls --------------------------------------------------------------------------
 
 TEST(Fuzz, HostileApiCalls) {
