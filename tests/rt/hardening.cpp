@@ -142,11 +142,11 @@ TEST(HardeningConversions, FloatToIntIsXlasConvert) {
                                        -2147483647 - 1}));
   const auto i64max = std::numeric_limits<std::int64_t>::max();
   const auto i64min = std::numeric_limits<std::int64_t>::min();
-  // 9.223371e18f is below 2^63 (truncated), 9.3e18f above (saturated).
-  EXPECT_EQ(
-      xpr::astype(xpr::array({std::nanf(""), 1e30f, -1e30f, 9.223371e18f, 9.3e18f}), xpr::int64)
-          .to_vector<std::int64_t>(),
-      (std::vector<std::int64_t>{0, i64max, i64min, 9223371487098961920, i64max}));
+  // The largest float below 2^63 is converted exactly; 2^63 itself saturates.
+  const float below = std::nextafter(0x1p63f, 0.0f);
+  EXPECT_EQ(xpr::astype(xpr::array({std::nanf(""), 1e30f, -1e30f, below, 0x1p63f}), xpr::int64)
+                .to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{0, i64max, i64min, 9223371487098961920, i64max}));
   EXPECT_EQ(Array(std::nan("")).item<int>(), 0);
   EXPECT_EQ(Array(1e300).item<int>(), std::numeric_limits<int>::max());
   EXPECT_EQ(Array(-std::numeric_limits<double>::infinity()).item<std::int64_t>(), i64min);
