@@ -144,6 +144,12 @@ inline constexpr std::size_t max_jaxpr_nesting = 200;
 
 namespace detail {
 
+/// The error of a nesting past max_jaxpr_nesting: a `type_error` that walks re-throw as it is
+/// (wrapping it at every level, as the type checker wraps errors, would be quadratic).
+struct NestingError : core::type_error {
+  using core::type_error::type_error;
+};
+
 /// Counts, per thread and per `Tag` (one walk: printing, type checking, evaluating), how many
 /// sub-jaxprs are being walked; throws `type_error` past max_jaxpr_nesting.
 template <class Tag>
@@ -151,7 +157,7 @@ class NestingGuard {
  public:
   explicit NestingGuard(const char* what) {
     if (depth() >= max_jaxpr_nesting)
-      throw core::type_error(std::string(what) + ": expected sub-jaxprs nested at most " +
+      throw NestingError(std::string(what) + ": expected sub-jaxprs nested at most " +
                              std::to_string(max_jaxpr_nesting) +
                              " deep (docs/limitations.md), found a deeper one");
     ++depth();

@@ -196,6 +196,8 @@ inline void typecheck(const Jaxpr& jaxpr) {
           for (const JaxprParam& q : *ps)
             if (q) check_sub(*q);
         }
+      } catch (const NestingError&) {
+        throw;
       } catch (const type_error& err) {
         typecheck_fail(jaxpr, i, "in its parameter '" + k + "': " + err.what());
       }
