@@ -158,8 +158,8 @@ class NestingGuard {
   explicit NestingGuard(const char* what) {
     if (depth() >= max_jaxpr_nesting)
       throw NestingError(std::string(what) + ": expected sub-jaxprs nested at most " +
-                             std::to_string(max_jaxpr_nesting) +
-                             " deep (docs/limitations.md), found a deeper one");
+                         std::to_string(max_jaxpr_nesting) +
+                         " deep (docs/limitations.md), found a deeper one");
     ++depth();
   }
   NestingGuard(const NestingGuard&) = delete;
