@@ -29,9 +29,15 @@ std::string text(const xpr::ClosedJaxpr& j) {
   return os.str();
 }
 
+/// Equations of `prim` in `j`, those inside checkpoints included (the backward pass of a
+/// checkpoint is a checkpoint of its transposed jaxpr, as JAX's remat_transpose makes it).
 std::size_t count(const xpr::Jaxpr& j, const std::string& prim) {
   std::size_t n = 0;
-  for (const auto& e : j.eqns) n += e.primitive->name() == prim ? 1 : 0;
+  for (const auto& e : j.eqns) {
+    n += e.primitive->name() == prim ? 1 : 0;
+    if (e.primitive->name() == "checkpoint")
+      n += count(e.params.get<xpr::rt::JaxprParam>("jaxpr")->jaxpr, prim);
+  }
   return n;
 }
 

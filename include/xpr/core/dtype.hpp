@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <ostream>
 #include <string_view>
 #include <type_traits>
@@ -53,6 +54,25 @@ using element_t = std::conditional_t<
 namespace detail {
 template <class T>
 constexpr bool dependent_false = false;
+}
+
+/// `x` converted to the element type `To` as XLA's convert (so JAX's astype) defines it where C++
+/// leaves it undefined: a float to an integer truncates toward zero, NaN gives 0 and values
+/// beyond the integer's range saturate to its min or max; nonzero is true for bool. Every
+/// float-to-integer conversion of arbitrary values goes through here.
+template <class To, class From>
+constexpr To convert_element(From x) noexcept {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    constexpr To lo = std::numeric_limits<To>::min(), hi = std::numeric_limits<To>::max();
+    if (x != x) return To(0);
+    if (x <= static_cast<From>(lo)) return lo;
+    if (x >= static_cast<From>(hi)) return hi;  // hi rounds up to a power of two: excluded
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 /// The dtype of a C++ arithmetic type: `double` f64, `float` f32, `int` i32, `bool` bool, 64-bit

@@ -237,7 +237,8 @@ struct integer_pow {
   static constexpr auto number(const T& x, int n) {
     using R = decltype(detail::plain(x * x));
     if (n == 0) return R(detail::plain(detail::one_like(x) + 0 * x));
-    unsigned m = n < 0 ? static_cast<unsigned>(-n) : static_cast<unsigned>(n);
+    // 0u - n, not -n: -INT_MIN overflows.
+    unsigned m = n < 0 ? 0u - static_cast<unsigned>(n) : static_cast<unsigned>(n);
     R acc = x, base = x;
     bool first = true;
     for (; m; m >>= 1) {

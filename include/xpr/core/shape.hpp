@@ -17,20 +17,64 @@
 
 namespace xpr::core {
 
+// Checked arithmetic for sizes, byte counts and index bounds: input (a jaxpr text, a user's
+// shape) may ask for sizes past int64, and a wrapped product would allocate a small buffer and
+// write past it. Each helper throws `shape_error` saying what overflowed instead of wrapping.
+
+/// a * b, or `shape_error` naming `what` if it does not fit in int64.
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw shape_error(std::string(what) + ": expected a value that fits in int64, found " +
+                      std::to_string(a) + " * " + std::to_string(b) + ", which overflows");
+  return r;
+}
+/// a + b, or `shape_error` naming `what` if it does not fit in int64.
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    throw shape_error(std::string(what) + ": expected a value that fits in int64, found " +
+                      std::to_string(a) + " + " + std::to_string(b) + ", which overflows");
+  return r;
+}
+/// a - b, or `shape_error` naming `what` if it does not fit in int64.
+inline std::int64_t checked_sub(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r))
+    throw shape_error(std::string(what) + ": expected a value that fits in int64, found " +
+                      std::to_string(a) + " - " + std::to_string(b) + ", which overflows");
+  return r;
+}
+/// -a, or `shape_error` naming `what` for INT64_MIN.
+inline std::int64_t checked_neg(std::int64_t a, const char* what) {
+  return checked_sub(0, a, what);
+}
+/// The bytes of `count` elements of `itemsize` bytes, or `shape_error` if that does not fit in
+/// size_t (a wrapped count would allocate a small buffer and write past it).
+inline std::size_t checked_nbytes(std::int64_t count, std::size_t itemsize) {
+  std::size_t r = 0;
+  if (count < 0 || __builtin_mul_overflow(static_cast<std::size_t>(count), itemsize, &r))
+    throw shape_error(
+        "array of " + std::to_string(count) + " elements of " + std::to_string(itemsize) +
+        " bytes: expected a byte count that fits in size_t, found one that overflows");
+  return r;
+}
+
 /// The sizes of an array's dimensions, outermost first.
 class Shape {
  public:
   using value_type = std::int64_t;
 
   Shape() = default;
+  /// Throws `value_error` for a negative size and `shape_error` when the number of elements (the
+  /// product of the nonzero sizes, which bounds every stride) does not fit in int64.
   Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) { check(); }
   explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) { check(); }
   explicit Shape(std::span<const std::int64_t> dims) : dims_(dims.begin(), dims.end()) { check(); }
 
   std::size_t rank() const noexcept { return dims_.size(); }
   std::int64_t operator[](std::size_t i) const noexcept { return dims_[i]; }
-  std::int64_t& operator[](std::size_t i) noexcept { return dims_[i]; }
-  /// Product of the dimensions (1 for rank 0).
+  /// Product of the dimensions (1 for rank 0); fits in int64, as the constructors check.
   std::int64_t size() const noexcept {
     std::int64_t n = 1;
     for (auto d : dims_) n *= d;
@@ -44,6 +88,12 @@ class Shape {
     if (d < 0) throw value_error("shape: expected non-negative dimension sizes, found " +
                                  std::to_string(d));
     dims_.push_back(d);
+    try {
+      check();
+    } catch (...) {
+      dims_.pop_back();
+      throw;
+    }
   }
 
   friend bool operator==(const Shape&, const Shape&) = default;
@@ -60,10 +110,21 @@ class Shape {
 
  private:
   void check() const {
-    for (auto d : dims_)
+    std::int64_t n = 1;
+    for (auto d : dims_) {
       if (d < 0)
         throw value_error("shape: expected non-negative dimension sizes, found " +
                           std::to_string(d));
+      if (d != 0 && __builtin_mul_overflow(n, d, &n)) {
+        std::ostringstream os;
+        os << "shape " << '(';
+        for (std::size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
+        os << (dims_.size() == 1 ? ",)" : ")");
+        throw shape_error(os.str() +
+                          ": expected a number of elements that fits in int64, found "
+                          "a product of sizes that overflows");
+      }
+    }
   }
   std::vector<std::int64_t> dims_;
 };

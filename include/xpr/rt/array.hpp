@@ -57,6 +57,9 @@ class ArrayImpl {
   virtual const class ConcreteArray* concrete() const noexcept = 0;
   /// Tracers say which transformation they belong to; concrete data says nothing.
   virtual bool is_tracer() const noexcept { return false; }
+  /// Throws when the value may not be read here: a tracer whose transformation has ended
+  /// (`escaped_tracer_error`) or that belongs to another thread's trace. Data may always be read.
+  virtual void check_usable() const {}
 
  private:
   ShapedArray aval_;
@@ -118,8 +121,16 @@ struct BufferDelete {
   void operator()(std::byte* p) const noexcept { buffer_cache().give(bytes, p); }
 };
 
+/// More bytes than any 64-bit machine maps (x86-64 and AArch64 user space is 2^47 bytes): such a
+/// request is refused with a clear error before the allocator (or a sanitizer's) sees it.
+inline constexpr std::size_t max_buffer_bytes = std::size_t{1} << 47;
+
 inline std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
+  if (bytes > max_buffer_bytes)
+    throw core::shape_error("array of " + std::to_string(bytes) +
+                            " bytes: expected at most 2^47 bytes (more than any machine's "
+                            "address space), found a larger request");
   std::byte* p = buffer_cache().take(bytes);
   if (!p) p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
   return std::shared_ptr<std::byte>(p, BufferDelete{bytes});
@@ -134,7 +145,9 @@ class ConcreteArray final : public ArrayImpl {
   /// Uninitialized storage for `aval`; the creator fills it through `mutable_data` before the
   /// array is shared.
   explicit ConcreteArray(ShapedArray aval) : ArrayImpl(std::move(aval)) {
-    std::size_t bytes = nbytes();
+    // Checked: a byte count that wrapped would allocate a small buffer that kernels write past.
+    std::size_t bytes =
+        core::checked_nbytes(this->aval().size(), core::itemsize(this->aval().dtype));
     if (bytes <= inline_bytes) {
       data_ = small_;
     } else {
@@ -186,7 +199,7 @@ class Array {
     using E = core::element_t<core::dtype_v<T>>;
     auto impl = std::make_shared<detail::ConcreteArray>(
         ShapedArray{Shape{}, core::dtype_v<T>, !std::is_same_v<T, bool>});
-    E e = static_cast<E>(value);
+    E e = core::convert_element<E>(value);
     std::memcpy(impl->mutable_bytes(), &e, sizeof(E));
     impl_ = std::move(impl);
   }
@@ -284,11 +297,17 @@ class Array {
   T element_as(std::size_t i, const char* what) const {
     const std::byte* p = concrete_or_throw(what)->bytes();
     switch (dtype()) {
-      case DType::bool_: return static_cast<T>(reinterpret_cast<const bool*>(p)[i]);
-      case DType::int32: return static_cast<T>(reinterpret_cast<const std::int32_t*>(p)[i]);
-      case DType::int64: return static_cast<T>(reinterpret_cast<const std::int64_t*>(p)[i]);
-      case DType::float32: return static_cast<T>(reinterpret_cast<const float*>(p)[i]);
-      case DType::float64: return static_cast<T>(reinterpret_cast<const double*>(p)[i]);
+      // convert_element: `item<int>()` of NaN or 1e300 is defined (as astype defines it).
+      case DType::bool_:
+        return core::convert_element<T>(reinterpret_cast<const bool*>(p)[i]);
+      case DType::int32:
+        return core::convert_element<T>(reinterpret_cast<const std::int32_t*>(p)[i]);
+      case DType::int64:
+        return core::convert_element<T>(reinterpret_cast<const std::int64_t*>(p)[i]);
+      case DType::float32:
+        return core::convert_element<T>(reinterpret_cast<const float*>(p)[i]);
+      case DType::float64:
+        return core::convert_element<T>(reinterpret_cast<const double*>(p)[i]);
     }
     return T{};
   }
@@ -327,6 +346,7 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
 }
 
 inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) const {
+  impl_->check_usable();  // an escaped jvp tracer's primal is not to be read, as `+` refuses it
   const detail::ConcreteArray* c = concrete();
   if (!c)
     throw core::concretization_error(

@@ -10,8 +10,10 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -53,6 +55,48 @@ inline std::pair<ClosedJaxpr, std::vector<bool>> staged_recompute(const ClosedJa
                    std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
 }
 
+/// Transformations of shared sub-jaxprs, per thread, keyed by the sub-jaxpr's identity and the
+/// flags the transformation depends on. A jaxpr whose shared sub-jaxprs call each other twice
+/// per level would otherwise be transformed once per path (exponential in its depth, and each
+/// copy a new jaxpr the next level transforms again); with this, each distinct sub-jaxpr is
+/// transformed once per flag pattern and the results are shared as the inputs were. Entries whose
+/// jaxpr has been freed are dropped (a weak reference checks it), and the table is cleared when
+/// it grows large. Results holding tracers (of an enclosing transformation) are not kept.
+template <class V>
+class SubJaxprMemo {
+ public:
+  template <class F, class Keep>
+  V get(const JaxprParam& j, const std::vector<bool>& flags, F compute, Keep keepable) {
+    auto& entries = table_[j.get()];
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].owner.lock() != j) {  // freed: another jaxpr may live at this address
+        entries.clear();
+        break;
+      }
+      if (entries[i].flags == flags) return entries[i].value;
+    }
+    V value = compute();
+    if (!keepable(value)) return value;
+    if (table_.size() > 4096) table_.clear();
+    table_[j.get()].push_back(Entry{j, flags, value});
+    return value;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const ClosedJaxpr> owner;
+    std::vector<bool> flags;
+    V value;
+  };
+  std::unordered_map<const ClosedJaxpr*, std::vector<Entry>> table_;
+};
+
+inline bool all_concrete(std::span<const Array> xs) {
+  for (const Array& x : xs)
+    if (x.is_tracer()) return false;
+  return true;
+}
+
 }  // namespace detail
 
 /// `checkpoint[jaxpr=... prevent_cse=True differentiated=False policy=None]`: applies `jaxpr` (no
@@ -89,7 +133,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     std::vector<bool> nonzero;
     Arrays operands;
     for (const Tangent& t : tangents) nonzero.push_back(t.has_value());
-    detail::JvpJaxpr jj = detail::jvp_jaxpr(j, nonzero);
+    detail::JvpJaxpr jj = memo_jvp(params.get<JaxprParam>("jaxpr"), nonzero);
     operands = jj.converted.consts;
     operands.insert(operands.end(), primals.begin(), primals.end());
     for (const Tangent& t : tangents)
@@ -108,9 +152,29 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override {
     // Running the jaxpr backwards first evaluates its non-linear equations on the known operands:
-    // that is the recomputation of the residuals.
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
-    return backward_pass(j.jaxpr, j.consts, args, cts);
+    // that is the recomputation of the residuals. As in JAX's remat_transpose, the backward pass
+    // is itself a checkpoint of the transposed jaxpr, built once per sub-jaxpr (and pattern of
+    // known operands and zero cotangents): shared sub-jaxprs are transposed once, not once per
+    // path through them.
+    std::vector<bool> flags;
+    Arrays operands;
+    for (const LinearArg& a : args) flags.push_back(is_undefined_primal(a));
+    for (const Cotangent& c : cts) flags.push_back(c.has_value());
+    const std::shared_ptr<const Transposed> t =
+        memo_transpose(params.get<JaxprParam>("jaxpr"), flags, args);
+    operands = t->jaxpr.consts;
+    for (const LinearArg& a : args)
+      if (!is_undefined_primal(a)) operands.push_back(std::get<Array>(a));
+    for (const Cotangent& c : cts)
+      if (c) operands.push_back(*c);
+    Cotangents out(args.size());
+    if (t->jaxpr.jaxpr->jaxpr.outvars.empty()) return out;
+    Params p = detail::with_param(params, "jaxpr", t->jaxpr.jaxpr);
+    p.set("differentiated", true);
+    Arrays results = rt::bind(*this, operands, p);
+    for (std::size_t i = 0, k = 0; i < args.size(); ++i)
+      if (t->out_nonzero[i]) out[i] = results[k++];
+    return out;
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -129,7 +193,6 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
 
   std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
                                      const Params& params) const override {
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
     std::vector<bool> in_unknowns;
     Arrays known_values;
     for (const Array& t : tracers) {
@@ -137,27 +200,25 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
       in_unknowns.push_back(pv.is_unknown());
       if (pv.is_known()) known_values.push_back(*pv.value);
     }
-    PartialEvalJaxpr split = rt::partial_eval_jaxpr(j, in_unknowns);
+    const std::shared_ptr<const Split> held =
+        memo_split(params.get<JaxprParam>("jaxpr"), in_unknowns);
+    const Split& split = *held;
     const std::vector<bool>& out_unknowns = split.out_unknowns;
     std::size_t num_known_out = 0;
     for (bool u : out_unknowns) num_known_out += u ? 0 : 1;
 
     // Known outputs: computed now, without the residual outputs the split would save.
-    std::vector<bool> keep(num_known_out + split.num_res, false);
-    std::fill(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(num_known_out), true);
-    ClosedJaxpr known = dce_jaxpr(split.known, keep, true).first;
-    Arrays known_out = eval_jaxpr(known, known_values);
+    Arrays known_out = eval_jaxpr(*split.known_only, known_values);
 
     // Unknown outputs: staged, recomputing the known values they need from the known inputs.
     Arrays unknown_out;
     if (num_known_out < out_unknowns.size()) {
-      auto [staged, used] = detail::staged_recompute(j, split);
       Arrays operands;
       for (std::size_t i = 0; i < tracers.size(); ++i)
-        if (used[i]) operands.push_back(tracers[i]);
-      Params p = detail::with_param(params, "jaxpr", std::make_shared<const ClosedJaxpr>(staged));
+        if (split.staged_used[i]) operands.push_back(tracers[i]);
+      Params p = detail::with_param(params, "jaxpr", split.staged);
       p.set("differentiated", true);
-      unknown_out = trace.stage(*this, operands, p, staged.out_avals());
+      unknown_out = trace.stage(*this, operands, p, split.staged->out_avals());
     }
     Arrays out;
     for (std::size_t i = 0, k = 0, u = 0; i < out_unknowns.size(); ++i)
@@ -170,20 +231,21 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     bool any = false;
     for (bool u : in_unknowns) any = any || u;
     if (!any) return std::nullopt;
-    const ClosedJaxpr& j = detail::jaxpr_param(eqn.params, "jaxpr");
-    PartialEvalJaxpr split = rt::partial_eval_jaxpr(j, in_unknowns);
+    const JaxprParam& j = eqn.params.get<JaxprParam>("jaxpr");
+    const std::shared_ptr<const Split> held = memo_split(j, in_unknowns);
+    const Split& split = *held;
     PartialEvalEqn result;
     result.out_unknowns = split.out_unknowns;
     std::vector<bool> known_outs;
     for (bool u : split.out_unknowns) known_outs.push_back(!u);
     if (std::find(known_outs.begin(), known_outs.end(), true) != known_outs.end()) {
-      auto [kj, used] = dce_jaxpr(j, known_outs, false);
+      auto [kj, used] = memo_dce(j, known_outs);
       result.known = sub_eqn(eqn, kj, used, known_outs);
     }
     if (std::find(split.out_unknowns.begin(), split.out_unknowns.end(), true) !=
         split.out_unknowns.end()) {
-      auto [uj, used] = detail::staged_recompute(j, split);
-      result.unknown = sub_eqn(eqn, uj, used, split.out_unknowns);
+      const std::vector<bool>& used = split.staged_used;
+      result.unknown = sub_eqn(eqn, split.staged, used, split.out_unknowns);
       result.unknown->params.set("differentiated", true);
       for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
         if (used[i] && !in_unknowns[i])
@@ -193,18 +255,124 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
   }
 
   std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override {
-    auto [dj, used] = dce_jaxpr(detail::jaxpr_param(eqn.params, "jaxpr"), used_outputs, false);
+    auto [dj, used] = memo_dce(eqn.params.get<JaxprParam>("jaxpr"), used_outputs);
     return DceEqn{used, sub_eqn(eqn, dj, used, used_outputs)};
   }
 
  private:
+  /// What partial evaluation derives from the sub-jaxpr and the unknown inputs, memoized.
+  struct Split {
+    std::vector<bool> out_unknowns;
+    JaxprParam known_only;  // the known outputs from the known inputs, no residuals
+    JaxprParam staged;      // the unknown outputs, recomputing the known values they need
+    std::vector<bool> staged_used;
+  };
+
+  /// The transposed jaxpr: inputs are the known operands then the nonzero cotangents; outputs
+  /// are the nonzero cotangents of the undefined operands (`out_nonzero` says which).
+  struct Transposed {
+    detail::ConvertedJaxpr jaxpr;
+    std::vector<bool> out_nonzero;
+  };
+
+  static std::shared_ptr<const Transposed> memo_transpose(const JaxprParam& j,
+                                                          const std::vector<bool>& flags,
+                                                          std::span<const LinearArg> args) {
+    thread_local detail::SubJaxprMemo<std::shared_ptr<const Transposed>> memo;
+    check_jaxpr(j);
+    return memo.get(
+        j, flags,
+        [&] {
+          const std::size_t n_in = args.size(), n_out = flags.size() - n_in;
+          Avals in_avals;
+          for (const LinearArg& a : args)
+            if (!is_undefined_primal(a)) in_avals.push_back(aval_of(a));
+          for (std::size_t k = 0; k < n_out; ++k)
+            if (flags[n_in + k]) in_avals.push_back(aval_of(j->jaxpr.outvars[k]));
+          auto t = std::make_shared<Transposed>();
+          t->out_nonzero.assign(n_in, false);
+          FlatFunction f = [&](std::span<const Array> in) {
+            std::vector<LinearArg> lin;
+            std::size_t k = 0;
+            for (std::size_t i = 0; i < n_in; ++i)
+              lin.push_back(flags[i] ? LinearArg(UndefinedPrimal{aval_of(args[i])})
+                                     : LinearArg(in[k++]));
+            Cotangents cts(n_out);
+            for (std::size_t o = 0; o < n_out; ++o)
+              if (flags[n_in + o]) cts[o] = in[k++];
+            Cotangents res = backward_pass(j->jaxpr, j->consts, lin, cts);
+            Arrays outs;
+            for (std::size_t i = 0; i < n_in; ++i) {
+              t->out_nonzero[i] = flags[i] && res[i].has_value();
+              if (t->out_nonzero[i]) outs.push_back(std::move(*res[i]));
+            }
+            return outs;
+          };
+          t->jaxpr = detail::trace_to_converted_jaxpr(f, in_avals);
+          return std::shared_ptr<const Transposed>(std::move(t));
+        },
+        [](const std::shared_ptr<const Transposed>& r) {
+          return detail::all_concrete(r->jaxpr.consts);
+        });
+  }
+
+  static void check_jaxpr(const JaxprParam& j) {
+    if (!j) throw core::type_error("checkpoint: expected a jaxpr in parameter 'jaxpr', found None");
+  }
+
+  static detail::JvpJaxpr memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero) {
+    thread_local detail::SubJaxprMemo<detail::JvpJaxpr> memo;
+    check_jaxpr(j);
+    return memo.get(
+        j, nonzero, [&] { return detail::jvp_jaxpr(*j, nonzero); },
+        [](const detail::JvpJaxpr& r) { return detail::all_concrete(r.converted.consts); });
+  }
+
+  static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
+                                                 const std::vector<bool>& in_unknowns) {
+    thread_local detail::SubJaxprMemo<std::shared_ptr<const Split>> memo;
+    check_jaxpr(j);
+    return memo.get(
+        j, in_unknowns,
+        [&] {
+          PartialEvalJaxpr split = rt::partial_eval_jaxpr(*j, in_unknowns);
+          auto s = std::make_shared<Split>();
+          s->out_unknowns = split.out_unknowns;
+          std::size_t num_known_out = 0;
+          for (bool u : split.out_unknowns) num_known_out += u ? 0 : 1;
+          std::vector<bool> keep(num_known_out + split.num_res, false);
+          std::fill(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(num_known_out), true);
+          s->known_only =
+              std::make_shared<const ClosedJaxpr>(dce_jaxpr(split.known, keep, true).first);
+          auto [staged, used] = detail::staged_recompute(*j, split);
+          s->staged = std::make_shared<const ClosedJaxpr>(std::move(staged));
+          s->staged_used = std::move(used);
+          return std::shared_ptr<const Split>(std::move(s));
+        },
+        [](const std::shared_ptr<const Split>& r) {
+          return detail::all_concrete(r->known_only->consts) &&
+                 detail::all_concrete(r->staged->consts);
+        });
+  }
+
+  static std::pair<JaxprParam, std::vector<bool>> memo_dce(const JaxprParam& j,
+                                                           const std::vector<bool>& used_outputs) {
+    thread_local detail::SubJaxprMemo<std::pair<JaxprParam, std::vector<bool>>> memo;
+    check_jaxpr(j);
+    return memo.get(
+        j, used_outputs,
+        [&] {
+          auto [dj, used] = dce_jaxpr(*j, used_outputs, false);
+          return std::pair{JaxprParam(std::make_shared<const ClosedJaxpr>(std::move(dj))),
+                           std::move(used)};
+        },
+        [](const auto& r) { return detail::all_concrete(r.first->consts); });
+  }
+
   /// `eqn` restricted to the inputs `used_in` and outputs `used_out`, applying `jaxpr`.
-  static Eqn sub_eqn(const Eqn& eqn, const ClosedJaxpr& jaxpr, const std::vector<bool>& used_in,
+  static Eqn sub_eqn(const Eqn& eqn, const JaxprParam& jaxpr, const std::vector<bool>& used_in,
                      const std::vector<bool>& used_out) {
-    Eqn e{eqn.primitive,
-          {},
-          detail::with_param(eqn.params, "jaxpr", std::make_shared<const ClosedJaxpr>(jaxpr)),
-          {}};
+    Eqn e{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", jaxpr), {}};
     for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
       if (used_in[i]) e.inputs.push_back(eqn.inputs[i]);
     for (std::size_t k = 0; k < eqn.outputs.size(); ++k)

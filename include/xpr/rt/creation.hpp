@@ -35,10 +35,7 @@ concept RangeNumber = ElementNumber<T> && !std::is_same_v<std::remove_cvref_t<T>
 // `value` converted to the element type `E` the way NumPy casts: nonzero is true for bool.
 template <class E, class T>
 E element_cast(const T& value) {
-  if constexpr (std::is_same_v<E, bool>)
-    return value != T(0);
-  else
-    return static_cast<E>(value);
+  return core::convert_element<E>(value);  // NaN and out-of-range floats as astype gives them
 }
 
 // Builds an array of `shape` and `dtype` whose element i is `at(i)` (any arithmetic type).
@@ -179,11 +176,14 @@ Array arange(A start, B stop, C step, DType dtype) {
     throw core::value_error("arange: expected a nonzero step, found " + std::to_string(step));
   std::int64_t n = 0;
   if constexpr (std::is_integral_v<T>) {
-    // Exact for integers, where a detour through double could round.
-    auto d = static_cast<std::int64_t>(stop) - static_cast<std::int64_t>(start);
+    // Exact for integers, where a detour through double could round; checked, since
+    // `arange(INT64_MIN, INT64_MAX)` has more elements than int64 counts.
+    const char* what = "arange: the number of elements";
+    auto d =
+        core::checked_sub(static_cast<std::int64_t>(stop), static_cast<std::int64_t>(start), what);
     auto s = static_cast<std::int64_t>(step);
-    if (s < 0) d = -d, s = -s;
-    n = d <= 0 ? 0 : (d + s - 1) / s;
+    if (s < 0) d = core::checked_neg(d, what), s = core::checked_neg(s, what);
+    n = d <= 0 ? 0 : d / s + (d % s != 0);
   } else {
     double len = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
                            static_cast<double>(step));
@@ -191,6 +191,9 @@ Array arange(A start, B stop, C step, DType dtype) {
       throw core::value_error("arange: expected finite bounds and step, found start " +
                               std::to_string(start) + ", stop " + std::to_string(stop) + ", step " +
                               std::to_string(step));
+    if (len >= 0x1p63)
+      throw core::shape_error("arange: expected a number of elements that fits in int64, found " +
+                              std::to_string(len));
     n = len > 0 ? static_cast<std::int64_t>(len) : 0;
   }
   return detail::build_array(Shape{n}, dtype, false, [start, step](std::size_t i) {

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
@@ -134,7 +136,70 @@ inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
 inline std::size_t hash_value(const Jaxpr& j);
 inline std::size_t hash_value(const ClosedJaxpr& j);
 
+/// How deeply sub-jaxprs may nest (a checkpoint inside a checkpoint inside ...). The parser, the
+/// printer, the type checker and the evaluator walk nesting by recursion, so a bound keeps a
+/// hostile text from exhausting the stack; past it they throw a clear error
+/// (docs/limitations.md). Chain length (equations in one jaxpr) has no such limit.
+inline constexpr std::size_t max_jaxpr_nesting = 200;
+
 namespace detail {
+
+/// The error of a nesting past max_jaxpr_nesting: a `type_error` that walks re-throw as it is
+/// (wrapping it at every level, as the type checker wraps errors, would be quadratic).
+struct NestingError : core::type_error {
+  using core::type_error::type_error;
+};
+
+/// Counts, per thread and per `Tag` (one walk: printing, type checking, evaluating), how many
+/// sub-jaxprs are being walked; throws `type_error` past max_jaxpr_nesting.
+template <class Tag>
+class NestingGuard {
+ public:
+  explicit NestingGuard(const char* what) {
+    if (depth() >= max_jaxpr_nesting)
+      throw NestingError(std::string(what) + ": expected sub-jaxprs nested at most " +
+                         std::to_string(max_jaxpr_nesting) +
+                         " deep (docs/limitations.md), found a deeper one");
+    ++depth();
+  }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+  ~NestingGuard() { --depth(); }
+  static std::size_t& depth() noexcept {
+    thread_local std::size_t d = 0;
+    return d;
+  }
+};
+
+/// Results of hashing and comparing sub-jaxprs during one outermost hash or comparison, keyed by
+/// identity: sub-jaxprs are shared, and a DAG whose shared jaxprs refer to each other twice per
+/// level would otherwise be walked once per path (exponential in its depth).
+struct StructuralMemo {
+  std::unordered_map<const ClosedJaxpr*, std::size_t> hashes;
+  std::set<std::pair<const ClosedJaxpr*, const ClosedJaxpr*>> equal;
+  std::size_t users = 0;
+  static StructuralMemo& get() {
+    thread_local StructuralMemo memo;
+    return memo;
+  }
+};
+/// Holds the memo for one outermost call; cleared when that call ends.
+class MemoScope {
+ public:
+  MemoScope() : memo_(StructuralMemo::get()) { ++memo_.users; }
+  MemoScope(const MemoScope&) = delete;
+  MemoScope& operator=(const MemoScope&) = delete;
+  ~MemoScope() {
+    if (--memo_.users == 0) {
+      memo_.hashes.clear();
+      memo_.equal.clear();
+    }
+  }
+  StructuralMemo& operator*() const noexcept { return memo_; }
+
+ private:
+  StructuralMemo& memo_;
+};
 
 inline std::size_t hash_combine(std::size_t seed, std::size_t v) noexcept {
   return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
@@ -163,7 +228,24 @@ inline std::size_t hash_array(const Array& a) {
 inline bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y) {
   if (x == y) return true;
   if (!x || !y) return false;
-  return *x == *y;
+  MemoScope memo;
+  auto key = std::make_pair(x.get(), y.get());
+  if ((*memo).equal.count(key)) return true;
+  NestingGuard<struct CompareTag> nest("comparing jaxprs");
+  if (!(*x == *y)) return false;
+  (*memo).equal.insert(key);
+  return true;
+}
+
+inline std::size_t hash_jaxpr_param(const JaxprParam& x) {
+  if (!x) return 0;
+  MemoScope memo;
+  auto it = (*memo).hashes.find(x.get());
+  if (it != (*memo).hashes.end()) return it->second;
+  NestingGuard<struct HashTag> nest("hashing a jaxpr");
+  std::size_t h = hash_value(*x);
+  (*memo).hashes.emplace(x.get(), h);
+  return h;
 }
 
 inline bool same_param(const ParamValue& a, const ParamValue& b) {
@@ -220,10 +302,10 @@ inline std::size_t hash_param(const ParamValue& v) {
           h = hash_axes(h, x.lhs_batch);
           return hash_axes(h, x.rhs_batch);
         } else if constexpr (std::is_same_v<T, JaxprParam>) {
-          return hash_combine(h, x ? hash_value(*x) : 0);
+          return hash_combine(h, hash_jaxpr_param(x));
         } else if constexpr (std::is_same_v<T, JaxprTuple>) {
           h = hash_combine(h, x.size());
-          for (const JaxprParam& j : x) h = hash_combine(h, j ? hash_value(*j) : 0);
+          for (const JaxprParam& j : x) h = hash_combine(h, hash_jaxpr_param(j));
           return h;
         } else if constexpr (std::is_same_v<T, Dim>) {
           return hash_combine(h, std::hash<std::string_view>{}(x.name));

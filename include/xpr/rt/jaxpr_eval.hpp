@@ -60,6 +60,7 @@ inline Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
                          std::span<const Array> args) {
   detail::check_values("eval_jaxpr", "consts", jaxpr.constvars, consts);
   detail::check_values("eval_jaxpr", "arguments", jaxpr.invars, args);
+  detail::NestingGuard<struct EvalTag> nest("eval_jaxpr");
 
   // Each value is dropped after its last use, so intermediates do not all live to the end.
   std::unordered_map<const void*, std::size_t> last_use;
@@ -131,8 +132,29 @@ namespace detail {
                    "`: " + what);
 }
 
+/// The sub-jaxprs already checked during the outermost typecheck on this thread: shared ones are
+/// checked once, not once per reference (exponential in the depth of a DAG of shared jaxprs).
+inline std::unordered_set<const void*>*& typechecked() {
+  thread_local std::unordered_set<const void*>* set = nullptr;
+  return set;
+}
+
 /// Checks one jaxpr (its sub-jaxprs through typecheck_jaxpr).
 inline void typecheck(const Jaxpr& jaxpr) {
+  NestingGuard<struct TypecheckTag> nest("typecheck_jaxpr");
+  std::unordered_set<const void*> checked_here;
+  auto*& checked = typechecked();
+  const bool outermost = checked == nullptr;
+  if (outermost) checked = &checked_here;
+  struct Reset {
+    bool on;
+    ~Reset() {
+      if (on) typechecked() = nullptr;
+    }
+  } reset{outermost};
+  auto check_sub = [&](const ClosedJaxpr& sub) {
+    if (checked->insert(&sub).second) typecheck_jaxpr(sub);
+  };
   std::unordered_set<const void*> defined;
   auto define = [&](const Var& v, const char* role) {
     if (!defined.insert(v.id()).second)
@@ -169,11 +191,13 @@ inline void typecheck(const Jaxpr& jaxpr) {
     for (const auto& [k, v] : e.params) {
       try {
         if (const JaxprParam* p = std::get_if<JaxprParam>(&v)) {
-          if (*p) typecheck_jaxpr(**p);
+          if (*p) check_sub(**p);
         } else if (const JaxprTuple* ps = std::get_if<JaxprTuple>(&v)) {
           for (const JaxprParam& q : *ps)
-            if (q) typecheck_jaxpr(*q);
+            if (q) check_sub(*q);
         }
+      } catch (const NestingError&) {
+        throw;
       } catch (const type_error& err) {
         typecheck_fail(jaxpr, i, "in its parameter '" + k + "': " + err.what());
       }

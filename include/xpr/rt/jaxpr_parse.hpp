@@ -330,7 +330,16 @@ class Parser {
       dims.push_back(v);
     }
     next();
-    return ShapedArray{Shape(std::move(dims)), *dtype, false};
+    return ShapedArray{shape_at(t, std::move(dims)), *dtype, false};
+  }
+
+  /// A Shape of `dims`, or a parse_error at `t` when it has more elements than int64 counts.
+  static Shape shape_at(const Token& t, std::vector<std::int64_t> dims) {
+    try {
+      return Shape(std::move(dims));
+    } catch (const core::error& e) {
+      throw parse_error(e.what(), t.line, t.column);
+    }
   }
 
   static bool to_int(std::string_view s, std::int64_t& out) {
@@ -393,8 +402,13 @@ class Parser {
         double v = 0;
         if ((t.kind != Token::Kind::number && s != "inf" && s != "nan") || !to_double(s, v))
           fail(t, "a number for a literal of type " + aval.str());
-        // The printer writes an f32 value as the double it widens to, so this is exact.
-        return aval.dtype == DType::float32 ? Array(static_cast<float>(v)) : Array(v);
+        // The printer writes an f32 value as the double it widens to, so this is exact; a double
+        // beyond f32's range (written by hand) becomes an infinity, as IEEE rounding gives it.
+        if (aval.dtype == DType::float64) return Array(v);
+        if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
+          return Array(std::copysign(std::numeric_limits<float>::infinity(),
+                                     static_cast<float>(v > 0 ? 1 : -1)));
+        return Array(static_cast<float>(v));
       }
     }
     fail(t, "a literal");
@@ -451,7 +465,9 @@ class Parser {
     if (is_punct(":", 1)) {
       // `name:type` is a literal (True:bool[], inf:f32[]) or the next equation's binder.
       if (t.text == "True" || t.text == "False") return false;
-      if (t.text == "inf" || t.text == "nan") return t.line_start && at_binders();
+      // A literal wrapped onto a continuation line is indented deeper than the equations.
+      if (t.text == "inf" || t.text == "nan")
+        return t.line_start && t.column <= eqn_column_ && at_binders();
       return true;
     }
     // A primitive name at the start of a line is an equation with no results.
@@ -576,7 +592,7 @@ class Parser {
         auto dims = int_sequence(name, "(", ")");
         for (std::int64_t d : dims)
           if (d < 0) fail(open, "non-negative sizes in the shape '" + name + "'");
-        return Shape(std::move(dims));
+        return shape_at(open, std::move(dims));
       }
       case ParamKind::axes:
         return Axes(int_sequence(name, "(", ")"));
@@ -716,6 +732,7 @@ class Parser {
   // ---- equations and jaxprs -------------------------------------------------------------------
   Eqn eqn(Scope& scope) {
     const Token& first = peek();
+    if (first.line_start) eqn_column_ = first.column;
     std::vector<std::pair<Token, ShapedArray>> outs;  // binder tokens and declared types
     if (!(first.kind == Token::Kind::ident && !is_punct(":", 1))) {
       while (!is_punct("=")) {
@@ -769,6 +786,22 @@ class Parser {
 
   /// `{ lambda consts ; ins . let eqns in ( outs ) }`; sub-jaxprs may not have constvars.
   Jaxpr jaxpr(bool toplevel) {
+    const Token& open = peek();
+    if (depth_ >= max_jaxpr_nesting)
+      fail(open,
+           "sub-jaxprs nested at most " + std::to_string(max_jaxpr_nesting) +
+               " deep (docs/limitations.md)",
+           "a deeper one");
+    // Restored on every exit, exceptions included (the parser is not reused after one).
+    struct Nest {
+      Parser& p;
+      std::size_t column;
+      explicit Nest(Parser& q) : p(q), column(q.eqn_column_) { ++p.depth_; }
+      ~Nest() {
+        --p.depth_;
+        p.eqn_column_ = column;
+      }
+    } nest(*this);
     Scope scope;
     Jaxpr j;
     expect("{", "'{' starting a jaxpr");
@@ -806,6 +839,8 @@ class Parser {
 
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
+  std::size_t eqn_column_ = std::numeric_limits<std::size_t>::max();  // where equations start
+  std::size_t depth_ = 0;                                             // jaxprs being read
   std::map<std::string, Shared, std::less<>> shared_;
 };
 

@@ -445,6 +445,7 @@ class JaxprPrinter {
   /// `{ lambda consts ; ins . let eqns in (outs) }`. Names are given in JAX's order: constvars,
   /// invars, then each equation's results, sub-jaxprs and operands, then the outputs.
   Doc skeleton(const Jaxpr& j) {
+    NestingGuard<struct PrintTag> nest("pretty_print");
     std::vector<Doc> cs, is, es, os;
     for (const Var& v : j.constvars) cs.push_back(binder(v));
     Doc constvars = vars(cs, "");
@@ -490,16 +491,32 @@ class JaxprPrinter {
 
   /// The sub-jaxprs to hoist, in breadth-first order, named `jaxpr`, `jaxpr1`, ...
   std::vector<const Jaxpr*> find_shared(const Jaxpr& top) {
-    std::vector<const Jaxpr*> order;
-    std::unordered_map<const Jaxpr*, std::size_t> counts;
-    std::vector<const Jaxpr*> queue{&top};
-    for (std::size_t q = 0; q < queue.size(); ++q) {
-      const Jaxpr* j = queue[q];
-      if (!counts.count(j)) order.push_back(j);
-      std::size_t& c = counts[j];
-      c += (j != &top && j->eqns.size() > 10) ? 2 : 1;
-      for_each_subjaxpr(*j, [&](const Jaxpr& s) { queue.push_back(&s); });
+    // JAX counts the paths to each sub-jaxpr with a breadth-first walk of the tree of
+    // references, which takes exponential time on a DAG whose shared jaxprs refer to each other
+    // twice per level. Same counts (saturated at 2: only "more than once" matters) in linear
+    // time: the distinct jaxprs in first-visit order, then path counts pushed along the
+    // references in topological order.
+    std::vector<const Jaxpr*> order{&top};
+    std::unordered_map<const Jaxpr*, std::vector<const Jaxpr*>> children;
+    std::unordered_map<const Jaxpr*, std::size_t> indegree{{&top, 0}}, counts{{&top, 1}};
+    for (std::size_t q = 0; q < order.size(); ++q) {
+      std::vector<const Jaxpr*>& kids = children[order[q]];
+      for_each_subjaxpr(*order[q], [&](const Jaxpr& s) {
+        kids.push_back(&s);
+        if (indegree[&s]++ == 0 && &s != &top) order.push_back(&s);
+      });
     }
+    std::vector<const Jaxpr*> ready{&top};
+    while (!ready.empty()) {
+      const Jaxpr* j = ready.back();
+      ready.pop_back();
+      for (const Jaxpr* k : children[j]) {
+        counts[k] = std::min<std::size_t>(2, counts[k] + counts[j]);
+        if (--indegree[k] == 0) ready.push_back(k);
+      }
+    }
+    for (const Jaxpr* j : order)
+      if (j != &top && j->eqns.size() > 10 && counts[j] > 0) counts[j] = 2;
     std::vector<const Jaxpr*> shared;
     std::size_t n = 0;
     for (const Jaxpr* j : order) {

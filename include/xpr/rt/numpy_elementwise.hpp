@@ -80,11 +80,7 @@ Array promote_to(const T& v, WeakDType t) {
                                 std::to_string(std::numeric_limits<E>::min()) + ", " +
                                 std::to_string(std::numeric_limits<E>::max()) + "]");
     }
-    E e;
-    if constexpr (std::is_same_v<E, bool>)
-      e = v != T(0);
-    else
-      e = static_cast<E>(v);
+    E e = core::convert_element<E>(v);
     std::memcpy(b.bytes(), &e, sizeof(E));
   });
   return std::move(b).finish();

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -31,14 +32,18 @@ struct TraceState;
 /// memory (and raises `escaped_tracer_error`).
 class MainTrace : public std::enable_shared_from_this<MainTrace> {
  public:
-  MainTrace(int level, std::string name) : level_(level), name_(std::move(name)) {}
+  MainTrace(int level, std::string name)
+      : level_(level), name_(std::move(name)), owner_(std::this_thread::get_id()) {}
   MainTrace(const MainTrace&) = delete;
   MainTrace& operator=(const MainTrace&) = delete;
 
   int level() const noexcept { return level_; }
   /// The transformation's name ("jvp", "vmap", "make_jaxpr"), for error messages.
   const std::string& name() const noexcept { return name_; }
+  /// Whether the transformation is still running. Read it only on the owning thread.
   bool alive() const noexcept { return alive_; }
+  /// The thread whose interpreter stack holds this main: its tracers are usable only there.
+  std::thread::id owner() const noexcept { return owner_; }
   Trace& trace() const noexcept { return *trace_; }
 
  private:
@@ -46,6 +51,7 @@ class MainTrace : public std::enable_shared_from_this<MainTrace> {
   friend struct detail::TraceState;
   int level_;
   std::string name_;
+  std::thread::id owner_;
   bool alive_ = true;
   std::unique_ptr<Trace> trace_;
 };
@@ -84,6 +90,7 @@ class Tracer : public detail::ArrayImpl {
   const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
   /// The simplest value equal to this one (`self` is the Array holding this tracer).
   virtual Array full_lower(const Array& self) const { return self; }
+  void check_usable() const override;
 
  private:
   std::shared_ptr<MainTrace> main_;
@@ -132,6 +139,21 @@ inline const Tracer& as_tracer(const Array& x) { return static_cast<const Tracer
       "transformation. Return the value from the transformed function instead");
 }
 
+/// A tracer of `main` used on this thread: throws unless `main` belongs to this thread (each
+/// thread traces on its own stack; staging into another thread's trace would be a data race and
+/// a wrong jaxpr) and is still running.
+inline void check_tracer_usable(const MainTrace& main, const ShapedArray& aval) {
+  if (main.owner() != std::this_thread::get_id())
+    throw core::escaped_tracer_error(
+        "Encountered a tracer of another thread: a value of type " + aval.str() + " created by " +
+        main.name() +
+        " on one thread was used on another; expected a concrete array or a "
+        "tracer of a transformation running on this thread (each thread traces separately: "
+        "pass concrete values between threads, or run the transformation in the thread that "
+        "uses them)");
+  if (!main.alive()) throw_escaped(main, aval);
+}
+
 }  // namespace detail
 
 /// Pushes a new main trace with interpreter `TraceT` for the lifetime of the scope; pops it and
@@ -162,6 +184,8 @@ class MainScope {
   std::shared_ptr<MainTrace> main_;
 };
 
+inline void Tracer::check_usable() const { detail::check_tracer_usable(*main_, aval()); }
+
 inline void detail::TraceState::set_trace(MainTrace& main, std::unique_ptr<Trace> trace) {
   main.trace_ = std::move(trace);
 }
@@ -185,7 +209,7 @@ inline MainTrace& find_top_trace(std::span<const Array> args) {
   for (const Array& a : args) {
     if (!a.is_tracer()) continue;
     MainTrace& m = *detail::as_tracer(a).main();
-    if (!m.alive()) detail::throw_escaped(m, a.aval());
+    detail::check_tracer_usable(m, a.aval());
     if (m.level() > top->level()) top = &m;
   }
   return *top;
@@ -195,7 +219,7 @@ inline MainTrace& find_top_trace(std::span<const Array> args) {
 inline Array full_raise(Trace& trace, const Array& value) {
   if (!value.is_tracer()) return trace.pure(value);
   const MainTrace& m = *detail::as_tracer(value).main();
-  if (!m.alive()) detail::throw_escaped(m, value.aval());
+  detail::check_tracer_usable(m, value.aval());
   if (&m == &trace.main()) return value;
   if (m.level() < trace.main().level()) return trace.lift(value);
   // A live tracer above the current trace, or a sibling at the same level: it escaped from a

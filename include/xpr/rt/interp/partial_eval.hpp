@@ -77,6 +77,29 @@ class PartialEvalTracer final : public Tracer {
  public:
   PartialEvalTracer(std::shared_ptr<MainTrace> main, PartialVal pval, JaxprRecipe recipe)
       : Tracer(std::move(main), pval.aval), pval_(std::move(pval)), recipe_(std::move(recipe)) {}
+  PartialEvalTracer(const PartialEvalTracer&) = delete;
+  PartialEvalTracer& operator=(const PartialEvalTracer&) = delete;
+  /// Iterative: a chain of a million staged equations (an unrolled time loop under `grad`) is a
+  /// chain of tracers owning recipes owning tracers, whose default destructors would recurse
+  /// once per link and exhaust the stack. The recipes this tracer is the last owner of are
+  /// moved into a work list instead, and each is destroyed after its inputs' recipes are
+  /// taken out of the inputs it is the last owner of.
+  ~PartialEvalTracer() override {
+    auto* first = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&recipe_);
+    if (!first || !*first) return;
+    std::vector<std::shared_ptr<const JaxprEqnRecipe>> work;
+    work.push_back(std::move(*first));
+    while (!work.empty()) {
+      std::shared_ptr<const JaxprEqnRecipe> r = std::move(work.back());
+      work.pop_back();
+      if (r.use_count() != 1) continue;  // someone else still holds it: not destroyed now
+      for (const auto& in : r->tracers_in) {
+        if (!in || in.use_count() != 1) continue;  // survives r
+        if (auto* e = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&in->recipe_); e && *e)
+          work.push_back(std::move(*e));
+      }
+    }  // each `r` dies here, its inputs with empty recipes: no recursion
+  }
   const PartialVal& pval() const noexcept { return pval_; }
   const JaxprRecipe& recipe() const noexcept { return recipe_; }
   const detail::ConcreteArray* concrete() const noexcept override {
@@ -89,7 +112,8 @@ class PartialEvalTracer final : public Tracer {
 
  private:
   PartialVal pval_;
-  JaxprRecipe recipe_;
+  // Mutable only for the destructor, which takes the recipes of inputs about to die.
+  mutable JaxprRecipe recipe_;
 };
 
 namespace detail {

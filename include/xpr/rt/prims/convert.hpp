@@ -34,10 +34,7 @@ class ConvertElementType final : public Primitive {
         using O = decltype(out_tag);
         O* o = b.data<O>();
         for (std::size_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<O, bool>)
-            o[i] = in[i] != I(0);
-          else
-            o[i] = static_cast<O>(in[i]);
+          o[i] = core::convert_element<O>(in[i]);
         }
       });
     });

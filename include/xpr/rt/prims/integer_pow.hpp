@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -105,6 +106,11 @@ class IntegerPow final : public Primitive {
     // would promote an integer tangent to float.
     if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
     if (y == 0) return {{ans}, {t * 0}};
+    if (y == std::numeric_limits<std::int64_t>::min())
+      throw core::value_error(
+          "integer_pow: the derivative of x ** y needs x ** (y - 1), which "
+          "is not an int64 power for y = " +
+          std::to_string(y) + ": expected y > INT64_MIN");
     // `y` as a C++ integer: a double would make the tangent of a weak float32 `x` float64.
     A d = y == 1 ? t : t * (y * bind1(*this, {x}, {{"y", y - 1}}));
     return {{std::move(ans)}, {std::move(d)}};

@@ -601,7 +601,7 @@ inline Array reshape(const Array& x, std::span<const std::int64_t> shape) {
       throw core::value_error("reshape: expected non-negative sizes and at most one -1, found " +
                               detail::axes_str(shape));
     } else {
-      known *= sizes[i];
+      known = core::checked_mul(known, sizes[i], "reshape: the product of the sizes");
     }
   }
   if (unknown != sizes.size()) {

@@ -68,8 +68,10 @@ inline void copy_box(const std::byte* src, const Shape& src_shape, std::byte* ds
   for (std::size_t i = 0; i < box.shape.size(); ++i) {
     so += box.src_start[i] * ss[i];
     doff += box.dst_start[i] * ds[i];
-    ss[i] *= box.src_step[i];
-    ds[i] *= box.dst_step[i];
+    // A step along a dimension that takes at most one element is never taken, and may be huge
+    // (`strides=(2^62,)`): leave it out. Other steps stay inside the arrays, so they fit.
+    ss[i] = box.shape[i] <= 1 ? 0 : ss[i] * box.src_step[i];
+    ds[i] = box.shape[i] <= 1 ? 0 : ds[i] * box.dst_step[i];
   }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -202,7 +204,9 @@ class Slice final : public Primitive {
       if (step <= 0)
         throw core::value_error("slice: expected positive strides, found " + std::to_string(step) +
                                 " along dimension " + std::to_string(i));
-      dims[i] = (limit[i] - start[i] + step - 1) / step;
+      // ceil((limit - start) / step), without `+ step - 1`, which overflows for huge strides.
+      const std::int64_t extent = limit[i] - start[i];
+      dims[i] = extent / step + (extent % step != 0);
     }
     return {Shape(std::move(dims)), x.dtype, x.weak_type};
   }
@@ -234,10 +238,17 @@ class Pad final : public Primitive {
     // Each dimension keeps the operand indices whose destination lo + i·(interior + 1) is inside.
     detail::Box box(x.ndim());
     for (std::size_t i = 0; i < x.ndim(); ++i) {
-      std::int64_t lo = cfg.dims[i][0], step = cfg.dims[i][2] + 1, d = x.shape()[i],
-                   od = out.shape[i];
-      std::int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
-      std::int64_t last = od - 1 - lo < 0 ? -1 : std::min(d - 1, (od - 1 - lo) / step);
+      // Checked: the amounts come from the caller (or a jaxpr text) and may be extreme.
+      const char* what = "pad: padding_config";
+      std::int64_t lo = cfg.dims[i][0], step = core::checked_add(cfg.dims[i][2], 1, what),
+                   d = x.shape()[i], od = out.shape[i];
+      std::int64_t first = 0;
+      if (lo < 0) {
+        const std::int64_t cut = core::checked_neg(lo, what);  // elements cut from the front
+        first = cut / step + (cut % step != 0);
+      }
+      const std::int64_t room = core::checked_sub(od - 1, lo, what);
+      std::int64_t last = room < 0 ? -1 : std::min(d - 1, room / step);
       if (last < first) return {std::move(b).finish()};
       box.shape[i] = last - first + 1;
       box.src_start[i] = first;
@@ -283,7 +294,9 @@ class Pad final : public Primitive {
     const auto& cfg = params.get<PaddingConfig>("padding_config");
     const Array& ct = *cts[0];
     PaddingConfig unpad;
-    for (const auto& [lo, hi, interior] : cfg.dims) unpad.dims.push_back({-lo, -hi, 0});
+    for (const auto& [lo, hi, interior] : cfg.dims)
+      unpad.dims.push_back({core::checked_neg(lo, "pad transpose: low padding"),
+                            core::checked_neg(hi, "pad transpose: high padding"), 0});
     const Array zero = zeros_like_aval({Shape{}, ct.dtype(), ct.weak_type()});
     Array unpadded = bind1(*this, {ct, zero}, {{"padding_config", std::move(unpad)}});
     Axes start(ct.ndim(), 0), limit(unpadded.shape().begin(), unpadded.shape().end()), strides;
@@ -321,7 +334,11 @@ class Pad final : public Primitive {
         throw core::value_error("pad: expected non-negative interior padding, found " +
                                 std::to_string(interior) + " along dimension " + std::to_string(i));
       std::int64_t d = x.shape[i];
-      dims[i] = lo + hi + d + std::max<std::int64_t>(d - 1, 0) * interior;
+      // Checked: extreme amounts (from a jaxpr text, say) must not wrap into a plausible size.
+      const char* what = "pad: the padded size";
+      dims[i] = core::checked_add(
+          core::checked_add(core::checked_add(lo, hi, what), d, what),
+          core::checked_mul(std::max<std::int64_t>(d - 1, 0), interior, what), what);
       if (dims[i] < 0)
         throw core::shape_error(
             "pad: expected a padded size >= 0, found " + std::to_string(dims[i]) +
@@ -650,7 +667,9 @@ class Concatenate final : public Primitive {
             "concatenate: expected operands of equal shapes except along "
             "dimension " +
             std::to_string(dim) + ", found shapes " + first.shape.str() + " and " + a.shape.str());
-      dims[static_cast<std::size_t>(dim)] += a.shape[static_cast<std::size_t>(dim)];
+      dims[static_cast<std::size_t>(dim)] =
+          core::checked_add(dims[static_cast<std::size_t>(dim)],
+                            a.shape[static_cast<std::size_t>(dim)], "concatenate: the result size");
       weak = weak && a.weak_type;
     }
     return {Shape(std::move(dims)), first.dtype, weak};

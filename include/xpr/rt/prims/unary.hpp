@@ -10,12 +10,14 @@
 #include <string>
 #include <type_traits>
 
+#include <xsimd/xsimd.hpp>
+
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
-#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
 
@@ -31,6 +33,21 @@ T unary_element(const T& x) {
     using U = std::make_unsigned_t<T>;
     const T neg = static_cast<T>(U(0) - static_cast<U>(x));
     return std::is_same_v<Op, op::neg> || x < T(0) ? neg : x;
+  } else if constexpr (!std::is_arithmetic_v<T> &&
+                       (std::is_same_v<Op, op::exp> || std::is_same_v<Op, op::expm1> ||
+                        std::is_same_v<Op, op::logistic> || std::is_same_v<Op, op::tanh> ||
+                        std::is_same_v<Op, op::sin> || std::is_same_v<Op, op::cos> ||
+                        std::is_same_v<Op, op::tan>)) {
+    // xsimd 8.1's range reductions convert x-based values to int64 lane by lane where AVX2 has
+    // no instruction for it: undefined behaviour for NaN, infinities and |x| past ~2^62 (found by
+    // tests/fuzz under -fsanitize=float-cast-overflow). Such batches go lane by lane through the
+    // C library instead; ordinary batches take the vector path.
+    using E = typename T::value_type;
+    if (xsimd::all(xsimd::abs(x) < T(E(1e15)))) return static_cast<T>(Op::number(x));
+    alignas(64) E xs[T::size];
+    x.store_aligned(xs);
+    for (std::size_t i = 0; i < T::size; ++i) xs[i] = static_cast<E>(Op::number(xs[i]));
+    return T::load_aligned(xs);
   } else {
     return static_cast<T>(Op::number(x));
   }
