@@ -134,34 +134,10 @@ inline std::vector<bool> scan_slice(const std::vector<bool>& v, std::size_t from
                            v.begin() + static_cast<std::ptrdiff_t>(from + n));
 }
 
-/// The JVP of `jaxpr` as a jaxpr (`jvp_jaxpr`) whose output tangents marked in `instantiate` are
-/// never symbolic zeros, so a carry's tangent exists in every iteration once it exists in one.
+/// The JVP of `jaxpr` whose output tangents marked in `instantiate` are never symbolic zeros.
 inline JvpJaxpr scan_jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>& nonzero,
                                const std::vector<bool>& instantiate) {
-  const std::size_t n = jaxpr.jaxpr.invars.size();
-  Avals in_avals = jaxpr.in_avals();
-  for (std::size_t i = 0; i < n; ++i)
-    if (nonzero[i]) in_avals.push_back(jaxpr.jaxpr.invars[i].aval());
-  std::vector<bool> out_nonzero;
-  FlatFunction f = [&](std::span<const Array> in) {
-    Tangents tangents(n);
-    for (std::size_t i = 0, k = n; i < n; ++i)
-      if (nonzero[i]) tangents[i] = in[k++];
-    FlatFunction body = [&](std::span<const Array> x) { return eval_jaxpr(jaxpr, x); };
-    auto [primals_out, tangents_out] = jvp_flat_symbolic(body, in.first(n), tangents);
-    out_nonzero.clear();
-    const std::size_t m = primals_out.size();
-    for (std::size_t i = 0; i < m; ++i) {
-      Tangent& t = tangents_out[i];
-      if (!t && i < instantiate.size() && instantiate[i])
-        t = zeros_like_aval(primals_out[i].aval());
-      out_nonzero.push_back(t.has_value());
-      if (t) primals_out.push_back(std::move(*t));
-    }
-    return primals_out;
-  };
-  ConvertedJaxpr converted = trace_to_converted_jaxpr(f, in_avals);
-  return {std::move(converted), std::move(out_nonzero)};
+  return jvp_jaxpr(jaxpr, nonzero, instantiate);
 }
 
 /// `jaxpr` batched along axis 0 of the inputs marked `in_batched`; returns which outputs are

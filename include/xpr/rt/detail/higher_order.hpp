@@ -96,7 +96,10 @@ struct JvpJaxpr {
   ConvertedJaxpr converted;
   std::vector<bool> out_nonzero;
 };
-inline JvpJaxpr jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>& nonzero) {
+/// Output tangents marked in `instantiate` are never symbolic zeros (JAX's `instantiate`): a loop
+/// carry's tangent must exist in every iteration once it exists in one.
+inline JvpJaxpr jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>& nonzero,
+                          const std::vector<bool>& instantiate = {}) {
   const std::size_t n = jaxpr.jaxpr.invars.size();
   Avals in_avals = jaxpr.in_avals();
   for (std::size_t i = 0; i < n; ++i)
@@ -109,7 +112,11 @@ inline JvpJaxpr jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>& non
     FlatFunction body = [&](std::span<const Array> x) { return eval_jaxpr(jaxpr, x); };
     auto [primals_out, tangents_out] = jvp_flat_symbolic(body, in.first(n), tangents);
     out_nonzero.clear();
-    for (Tangent& t : tangents_out) {
+    const std::size_t m = primals_out.size();
+    for (std::size_t i = 0; i < m; ++i) {
+      Tangent& t = tangents_out[i];
+      if (!t && i < instantiate.size() && instantiate[i])
+        t = zeros_like_aval(primals_out[i].aval());
       out_nonzero.push_back(t.has_value());
       if (t) primals_out.push_back(std::move(*t));
     }
