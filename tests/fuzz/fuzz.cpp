@@ -121,6 +121,30 @@ const std::vector<std::string>& corpus() {
     })(x)));
     out.push_back(text_of(xpr::make_jaxpr(
         xpr::vmap([](auto v) { return xpr::dot(v, v) + xpr::max(v); }))(xpr::ones({2, 3}))));
+    // Indexing (gather, scatter-add, scatter, dynamic_slice, rev) and control flow (cond,
+    // while, scan), staged and differentiated.
+    Array ids = xpr::array({2, 0, 2});
+    auto indexing = [ids](Array v) {
+      Array s = v.at(ids).add(v * v) + v.at(ids).set(v) + xpr::segment_sum(v, ids, 3);
+      return xpr::sum(s * v[ids] * v[1]) + v(xpr::range(xpr::none, xpr::none, -1))[0];
+    };
+    out.push_back(text_of(xpr::make_jaxpr(indexing)(x)));
+    out.push_back(text_of(xpr::make_jaxpr(xpr::grad(indexing))(x)));
+    auto control = [](Array v) {
+      Array c = xpr::cond(
+          xpr::sum(v) > 0.0, [](Array w) { return xpr::sin(w) * w; },
+          [](Array w) { return xpr::exp(w); }, v);
+      auto [carry, ys] = xpr::scan(
+          [](Array acc, Array e) { return std::pair{acc * e + 1.0, acc}; }, 0.0, c);
+      Array n = xpr::while_loop([](Array w) { return w < 10.0; }, [](Array w) { return w * 2.0; },
+                                carry);
+      return n + xpr::sum(ys);
+    };
+    out.push_back(text_of(xpr::make_jaxpr(control)(x)));
+    out.push_back(text_of(xpr::make_jaxpr([control](Array v) {
+      auto [y, t] = xpr::jvp(control, v, v * 0.0 + 1.0);
+      return y + t;
+    })(x)));
     return out;
   }();
   return all;
