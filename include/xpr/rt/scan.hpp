@@ -31,6 +31,7 @@
 #include "xpr/rt/interp/transpose.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
+#include "xpr/rt/loop_iteration_limit.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -222,6 +223,7 @@ class ScanP final : public Primitive, public PartialEvalRules {
                                        std::vector<Array>(static_cast<std::size_t>(s.length)));
     Arrays in;
     for (std::int64_t k = 0; k < s.length; ++k) {
+      LoopIterationLimit::count("scan");  // a no-op unless a guard bounds untrusted loops
       std::int64_t i = s.reverse ? s.length - 1 - k : k;
       in = consts;
       in.insert(in.end(), carry.begin(), carry.end());

@@ -25,6 +25,7 @@
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
+#include "xpr/rt/loop_iteration_limit.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -112,8 +113,10 @@ class WhileP final : public Primitive, public PartialEvalRules {
     const Arrays bconsts(args.begin() + static_cast<std::ptrdiff_t>(p.nc),
                          args.begin() + static_cast<std::ptrdiff_t>(p.nc + p.nb));
     Arrays carry(args.begin() + static_cast<std::ptrdiff_t>(p.nc + p.nb), args.end());
-    while (eval_jaxpr(p.cond, detail::concat(cconsts, carry)).front().item<bool>())
+    while (eval_jaxpr(p.cond, detail::concat(cconsts, carry)).front().item<bool>()) {
+      LoopIterationLimit::count("while");  // a no-op unless a guard bounds untrusted loops
       carry = eval_jaxpr(p.body, detail::concat(bconsts, carry));
+    }
     return carry;
   }
 
