@@ -558,4 +558,29 @@ TEST(Scan, Errors) {
   EXPECT_EQ(ys.shape(), xpr::Shape{0});
 }
 
+TEST(Scan, HugeLengthWithEmptyYsStopsAtTheLoopLimit) {
+  // Found while extending the fuzz corpus to scan: a parsed scan of length 2^62 whose ys have no
+  // elements is a valid jaxpr (its outputs are small), and its impl sized the ys `length` up front,
+  // which threw std::length_error, outside the xpr::error family. It now runs, and a
+  // LoopIterationLimit stops it.
+  xpr::ClosedJaxpr j = xpr::parse_jaxpr(
+      "{ lambda ; a:f64[]. let\n"
+      "    b:f64[] c:f64[4611686018427387904,0] = scan[\n"
+      "      _split_transpose=False\n"
+      "      jaxpr={ lambda ; d:f64[]. let\n"
+      "          e:f64[] = add d 1.0:f64[]\n"
+      "          f:f64[0] = broadcast_in_dim[broadcast_dimensions=() shape=(0,)] d\n"
+      "        in (e, f) }\n"
+      "      length=4611686018427387904\n"
+      "      linear=(False,)\n"
+      "      num_carry=1\n"
+      "      num_consts=0\n"
+      "      reverse=False\n"
+      "      unroll=1\n"
+      "    ] a\n"
+      "  in (b, c) }");
+  xpr::LoopIterationLimit limit(100);
+  EXPECT_THROW((void)xpr::eval_jaxpr(j, {Array(1.0)}), xpr::value_error);
+}
+
 }  // namespace test_rt_scan

@@ -219,8 +219,10 @@ class ScanP final : public Primitive, public PartialEvalRules {
     Arrays consts(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(s.num_consts));
     Arrays carry(args.begin() + static_cast<std::ptrdiff_t>(s.num_consts),
                  args.begin() + static_cast<std::ptrdiff_t>(s.num_consts + s.num_carry));
-    std::vector<std::vector<Array>> ys(s.num_ys,
-                                       std::vector<Array>(static_cast<std::size_t>(s.length)));
+    // The ys grow with the iterations instead of being sized `length` up front: a parsed scan
+    // may have a length of 2^62 with ys of zero elements, which must stop at a
+    // LoopIterationLimit (or run out of memory: std::bad_alloc), not throw std::length_error.
+    std::vector<std::vector<Array>> ys(s.num_ys);
     Arrays in;
     for (std::int64_t k = 0; k < s.length; ++k) {
       LoopIterationLimit::count("scan");  // a no-op unless a guard bounds untrusted loops
@@ -231,9 +233,10 @@ class ScanP final : public Primitive, public PartialEvalRules {
         in.push_back(args[s.num_consts + s.num_carry + j][i]);
       Arrays out = eval_jaxpr(*s.jaxpr, in);
       for (std::size_t c = 0; c < s.num_carry; ++c) carry[c] = std::move(out[c]);
-      for (std::size_t j = 0; j < s.num_ys; ++j)
-        ys[j][static_cast<std::size_t>(i)] = std::move(out[s.num_carry + j]);
+      for (std::size_t j = 0; j < s.num_ys; ++j) ys[j].push_back(std::move(out[s.num_carry + j]));
     }
+    if (s.reverse)
+      for (std::vector<Array>& y : ys) std::reverse(y.begin(), y.end());
     Arrays result = std::move(carry);
     Avals out_avals = s.jaxpr->out_avals();
     for (std::size_t j = 0; j < s.num_ys; ++j)
