@@ -4,12 +4,15 @@
 // differentiated (jvp, vjp) and vmapped; only `xpr::error` (or std::bad_alloc) may come out.
 // Built with ASan + UBSan whatever the build's sanitizer setting (tests/CMakeLists.txt): a report
 // aborts the run. XPR_FUZZ_CASES (default 1500) and XPR_FUZZ_SEED set the number of cases and
-// the seed. To cover a new primitive, add its printed jaxpr to `hand_written_corpus`.
+// the seed. To cover a new primitive, add its printed jaxpr to `hand_written_corpus`. Every stage
+// runs under an xpr::LoopIterationLimit, so a mutated `while` that never ends is a skipped case,
+// not a hang.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <random>
 #include <sstream>
@@ -103,7 +106,15 @@ auto clip_gradient = xpr::custom_vjp([](auto x) { return xpr::sin(x); },
                                      },
                                      [](auto x, auto ct) { return std::tuple{ct * xpr::cos(x)}; });
 
-std::string text_of(const xpr::ClosedJaxpr& j) { return xpr::pretty_print(j.jaxpr); }
+/// The printed form of `j` with its constvars made leading invars (JAX's
+/// `convert_constvars_jaxpr`): the corpus is read with `parse_jaxpr`, which has no values for
+/// constvars (a jaxpr closing over an array, like an index array, has them).
+std::string text_of(const xpr::ClosedJaxpr& j) {
+  xpr::rt::Jaxpr open = j.jaxpr;
+  open.invars.insert(open.invars.begin(), open.constvars.begin(), open.constvars.end());
+  open.constvars.clear();
+  return xpr::pretty_print(open);
+}
 
 const std::vector<std::string>& corpus() {
   static const std::vector<std::string> all = [] {
@@ -121,8 +132,9 @@ const std::vector<std::string>& corpus() {
     })(x)));
     out.push_back(text_of(xpr::make_jaxpr(
         xpr::vmap([](auto v) { return xpr::dot(v, v) + xpr::max(v); }))(xpr::ones({2, 3}))));
-    // Indexing (gather, scatter-add, scatter, dynamic_slice, rev) and control flow (cond,
-    // while, scan), staged and differentiated.
+    // Indexing (gather, scatter, scatter-add/mul/min/max, dynamic_slice, dynamic_update_slice,
+    // rev) and control flow (cond with two and three branches, while, scan, fori_loop, a bounded
+    // while), staged, differentiated and batched.
     Array ids = xpr::array({2, 0, 2});
     auto indexing = [ids](Array v) {
       Array s = v.at(ids).add(v * v) + v.at(ids).set(v) + xpr::segment_sum(v, ids, 3);
@@ -130,14 +142,27 @@ const std::vector<std::string>& corpus() {
     };
     out.push_back(text_of(xpr::make_jaxpr(indexing)(x)));
     out.push_back(text_of(xpr::make_jaxpr(xpr::grad(indexing))(x)));
+    out.push_back(text_of(xpr::make_jaxpr(xpr::vmap(indexing))(xpr::ones({2, 3}))));
+    // A traced index: dynamic_slice and dynamic_update_slice; the other scatters.
+    auto traced_index = [](Array v, Array i, Array js) {
+      Array a = v.at(js).min(v * 0.5) + v.at(js).max(v * 2.0) + xpr::take(v, js);
+      return a * v[i] + xpr::dynamic_update_slice(v, xpr::dynamic_slice(v, {i}, {2}), {i});
+    };
+    out.push_back(text_of(xpr::make_jaxpr(traced_index)(x, Array(1), ids)));
+    out.push_back(text_of(xpr::make_jaxpr([ids](Array v) {
+      return xpr::jvp([ids](Array w) { return w.at(ids).mul(2.0) * w; }, v, v * 0.0 + 1.0).second;
+    })(x)));
     auto control = [](Array v) {
       Array c = xpr::cond(
           xpr::sum(v) > 0.0, [](Array w) { return xpr::sin(w) * w; },
           [](Array w) { return xpr::exp(w); }, v);
       auto [carry, ys] = xpr::scan(
-          [](Array acc, Array e) { return std::pair{acc * e + 1.0, acc}; }, 0.0, c);
-      Array n = xpr::while_loop([](Array w) { return w < 10.0; }, [](Array w) { return w * 2.0; },
-                                carry);
+          [](Array acc, Array e) {
+            return std::pair{acc * e + 1.0, acc};
+          },
+          0.0, c);
+      Array n =
+          xpr::while_loop([](Array w) { return w < 10.0; }, [](Array w) { return w * 2.0; }, carry);
       return n + xpr::sum(ys);
     };
     out.push_back(text_of(xpr::make_jaxpr(control)(x)));
@@ -145,6 +170,23 @@ const std::vector<std::string>& corpus() {
       auto [y, t] = xpr::jvp(control, v, v * 0.0 + 1.0);
       return y + t;
     })(x)));
+    out.push_back(
+        text_of(xpr::make_jaxpr(xpr::vmap(control))(xpr::array({{1.0, 2.0}, {-3.0, 0.5}}))));
+    // Reverse mode through scan, fori_loop, switch and a while bounded by max_trips.
+    auto loops = [](Array v) {
+      Array s = xpr::switch_(
+          xpr::astype(xpr::sum(v), xpr::int32),
+          std::tuple{[](Array w) { return w * w; }, [](Array w) { return xpr::cos(w); },
+                     [](Array w) { return w - 1.0; }},
+          v);
+      Array f = xpr::fori_loop(
+          0, 3, [](Array i, Array acc) { return acc * 0.5 + xpr::astype(i, xpr::float64); }, s);
+      Array b = xpr::while_loop([](Array w) { return xpr::sum(w * w) < 50.0; },
+                                [](Array w) { return w * 1.5 + 0.1; }, f, xpr::max_trips(8));
+      return xpr::sum(b * v);
+    };
+    out.push_back(text_of(xpr::make_jaxpr(loops)(x)));
+    out.push_back(text_of(xpr::make_jaxpr(xpr::grad(loops))(x)));
     return out;
   }();
   return all;
@@ -357,6 +399,13 @@ struct Stats {
   std::size_t parsed = 0, evaluated = 0, differentiated = 0, vmapped = 0;
 };
 
+/// The loop iterations (`while` and `scan`, nested ones included) each stage of a mutant may
+/// run: a mutant's `while` may never end (`lt w 10.0` made `lt w inf`, `mul w 2.0` made
+/// `mul w 0.0`), and a `scan` may get a length of 2^62. Past it the stage throws `value_error`,
+/// a skipped case like any other error. The corpus's loops run a few iterations; 2000 lets a
+/// doubling to 1e308 finish.
+constexpr std::int64_t loop_iterations = 2000;
+
 void run_mutant(const std::string& text, Stats& stats, std::vector<std::string>& failures) {
   xpr::ClosedJaxpr j;
   try {
@@ -392,6 +441,7 @@ void run_mutant(const std::string& text, Stats& stats, std::vector<std::string>&
     }
   }
   try {
+    xpr::LoopIterationLimit limit(loop_iterations);
     (void)xpr::eval_jaxpr(j, args);
     ++stats.evaluated;
   } catch (const xpr::error&) {
@@ -406,6 +456,7 @@ void run_mutant(const std::string& text, Stats& stats, std::vector<std::string>&
     return xpr::eval_jaxpr(j, all);
   };
   try {
+    xpr::LoopIterationLimit limit(loop_iterations);
     std::vector<Array> tangents;
     for (const Array& x : floats) tangents.push_back(xpr::ones_like(x));
     (void)xpr::jvp(f, std::tuple{floats}, std::tuple{tangents});
@@ -418,6 +469,7 @@ void run_mutant(const std::string& text, Stats& stats, std::vector<std::string>&
   } catch (const std::bad_alloc&) {
   }
   try {
+    xpr::LoopIterationLimit limit(loop_iterations);
     std::vector<Array> batched;
     for (std::size_t i = 0; i < args.size(); ++i)
       batched.push_back(sample(j.jaxpr.invars[i].aval(), 2, i + 1));
@@ -438,6 +490,28 @@ TEST(Fuzz, CorpusParses) {
     xpr::ClosedJaxpr j = xpr::parse_jaxpr(t);
     EXPECT_EQ(xpr::pretty_print(xpr::parse_jaxpr(xpr::pretty_print(j.jaxpr)).jaxpr),
               xpr::pretty_print(j.jaxpr));
+  }
+}
+
+TEST(Fuzz, CorpusHasEveryPrimitive) {
+  // Every primitive the parser knows (the registry holds the built-in ones this program links)
+  // is an equation of some corpus text, so the mutants exercise all of their rules. Except
+  // `custom_lin`: its `bwd` parameter is the user's C++ function, which text cannot carry, so no
+  // jaxpr holding one parses (custom_lin's abstract_eval throws not_implemented_error).
+  std::vector<std::string> names;
+  {
+    auto& registry = xpr::rt::detail::primitive_registry();
+    std::lock_guard lock(registry.mutex);
+    for (const auto& [name, prim] : registry.by_name)
+      if (name != "custom_lin") names.push_back(name);
+  }
+  EXPECT_GT(names.size(), 50u);
+  for (const std::string& name : names) {
+    bool found = false;
+    for (const std::string& t : corpus())
+      for (const char* after : {"[", " ", "\n"})
+        found = found || t.find("= " + name + after) != std::string::npos;
+    EXPECT_TRUE(found) << "no corpus text has a `" << name << "` equation";
   }
 }
 
