@@ -132,6 +132,27 @@ const std::vector<std::string>& corpus() {
     })(x)));
     out.push_back(text_of(xpr::make_jaxpr(
         xpr::vmap([](auto v) { return xpr::dot(v, v) + xpr::max(v); }))(xpr::ones({2, 3}))));
+    // One small jaxpr per indexing and loop primitive: a mutant of a small text parses and runs
+    // far more often than one of the large ones below.
+    Array ints = xpr::array({2, 0, 2});
+    out.push_back(text_of(xpr::make_jaxpr([](Array v, Array i) { return v[i]; })(x, ints)));
+    out.push_back(
+        text_of(xpr::make_jaxpr([](Array v, Array i) { return v.at(i).add(v * 2.0); })(x, ints)));
+    out.push_back(
+        text_of(xpr::make_jaxpr([](Array v, Array i) { return v.at(i).set(v); })(x, ints)));
+    out.push_back(text_of(
+        xpr::make_jaxpr([](Array v) { return v(xpr::range(xpr::none, xpr::none, -1)); })(x)));
+    out.push_back(text_of(xpr::make_jaxpr([](Array v, Array i) { return v[i]; })(x, Array(1))));
+    out.push_back(text_of(xpr::make_jaxpr([](Array v) {
+      return xpr::while_loop([](Array w) { return w < 10.0; }, [](Array w) { return w * 2.0; }, v);
+    })(Array(0.5))));
+    out.push_back(text_of(xpr::make_jaxpr([](Array v) {
+      return xpr::scan([](Array c, Array e) { return std::pair{c + e, c * e}; }, 0.0, v);
+    })(x)));
+    out.push_back(text_of(xpr::make_jaxpr([](Array p, Array v) {
+      return xpr::cond(
+          p, [](Array w) { return w * 2.0; }, [](Array w) { return -w; }, v);
+    })(Array(true), x)));
     // Indexing (gather, scatter, scatter-add/mul/min/max, dynamic_slice, dynamic_update_slice,
     // rev) and control flow (cond with two and three branches, while, scan, fori_loop, a bounded
     // while), staged, differentiated and batched.
@@ -324,6 +345,14 @@ struct Mutator {
 
   std::string mutate(const std::vector<std::string>& texts) {
     std::string s = texts[pick(texts.size())];
+    // A quarter of the mutants change numbers only: they parse far more often, so they reach
+    // evaluation and the transformations with extreme sizes, indices, bounds and loop counts
+    // (a `while` whose predicate never turns false, a `scan` of length 2^62).
+    if (pick(4) == 0) {
+      for (std::size_t k = 0, n = 1 + pick(2) * pick(3); k < n; ++k)
+        replace_number(s);  // mostly one
+      return s;
+    }
     std::size_t n = 1 + pick(4);
     for (std::size_t k = 0; k < n; ++k) {
       switch (pick(12)) {
