@@ -345,9 +345,9 @@ struct Mutator {
 
   std::string mutate(const std::vector<std::string>& texts) {
     std::string s = texts[pick(texts.size())];
-    // A quarter of the mutants change numbers only: they parse far more often, so they reach
-    // evaluation and the transformations with extreme sizes, indices, bounds and loop counts
-    // (a `while` whose predicate never turns false, a `scan` of length 2^62).
+    // A quarter of the mutants change numbers only: they keep the text's structure, so more of
+    // them reach evaluation and the transformations with extreme sizes, indices, bounds and loop
+    // counts (a `while` whose predicate never turns false, a `scan` of length 2^62).
     if (pick(4) == 0) {
       for (std::size_t k = 0, n = 1 + pick(2) * pick(3); k < n; ++k)
         replace_number(s);  // mostly one
