@@ -583,4 +583,26 @@ TEST(Scan, HugeLengthWithEmptyYsStopsAtTheLoopLimit) {
   EXPECT_THROW((void)xpr::eval_jaxpr(j, {Array(1.0)}), xpr::value_error);
 }
 
+TEST(Scan, HugeOperandCountsAreATypeError) {
+  // Found by the fuzz test under UBSan: num_consts + num_carry overflowed int64 (undefined
+  // behaviour) for a parsed num_consts of 2^63 - 1, before the check that they fit the operands.
+  for (const char* counts : {"num_carry=1 num_consts=9223372036854775807",
+                             "num_carry=9223372036854775807 num_consts=9223372036854775807",
+                             "num_carry=9223372036854775807 num_consts=1"}) {
+    const std::string text =
+        std::string("{ lambda ; a:f64[]. let\n    b:f64[] = scan[_split_transpose=False ") +
+        "jaxpr={ lambda ; c:f64[]. let d:f64[] = sin c in (d,) } length=2 linear=(False,) " +
+        counts + " reverse=False unroll=1] a\n  in (b,) }";
+    try {
+      (void)xpr::parse_jaxpr(text);
+      ADD_FAILURE() << "expected type_error for " << counts;
+    } catch (const xpr::type_error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected num_consts + num_carry <= the number of "
+                                           "operands (1)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace test_rt_scan

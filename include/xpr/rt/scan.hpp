@@ -58,7 +58,9 @@ struct ScanInfo {
     reverse = p.get<bool>("reverse");
     if (const ParamValue* l = p.find("linear"))
       if (const BoolTuple* b = std::get_if<BoolTuple>(l)) linear = *b;
-    if (nc < 0 || ncarry < 0 || static_cast<std::size_t>(nc + ncarry) > num_operands)
+    // Compared one at a time: `nc + ncarry` overflows for a parsed num_consts of 2^63 - 1.
+    const auto n = static_cast<std::int64_t>(num_operands);
+    if (nc < 0 || ncarry < 0 || nc > n || ncarry > n - nc)
       throw core::type_error("scan: expected num_consts + num_carry <= the number of operands (" +
                              std::to_string(num_operands) + "), found num_consts=" +
                              std::to_string(nc) + " num_carry=" + std::to_string(ncarry));
