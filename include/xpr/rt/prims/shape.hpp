@@ -46,6 +46,14 @@ inline void check_one_operand(const std::string& prim, std::size_t n) {
   if (n != 1) throw core::type_error(prim + " expected 1 operand, found " + std::to_string(n));
 }
 
+/// `type_error` unless a primitive of `expected` operands (`what` says which) got `found`.
+inline void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
+                                const char* what = "") {
+  if (found != expected)
+    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
+                           ", found " + std::to_string(found));
+}
+
 /// Whether `perm` is a permutation of 0..rank-1.
 inline bool is_permutation(std::span<const std::int64_t> perm, std::size_t rank) {
   if (perm.size() != rank) return false;
@@ -125,6 +133,13 @@ inline Array gather_strided(const Array& x, ShapedArray aval,
     strided_copy(x.data<T>(), b.data<T>(), b.aval().shape, in_strides);
   });
   return std::move(b).finish();
+}
+
+/// The elements' bytes (throws `concretization_error` for a tracer whose value is not known).
+inline const std::byte* bytes_of(const Array& x) {
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
+  });
 }
 
 /// `x`'s elements in the same row-major order under another type of equal size: shares `x`'s
