@@ -20,6 +20,7 @@
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/print.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
