@@ -3,8 +3,6 @@
 // independent implementation) for f64 and for f32, and the constexpr path in constant evaluation.
 #include "xpr/core/float_repr.hpp"
 
-#include <gtest/gtest.h>
-
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -13,6 +11,8 @@
 #include <random>
 #include <string>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 namespace test_core_float_repr {
 
@@ -38,7 +38,8 @@ std::string reference_repr(T x) {
   if (exp >= -4 && exp < 16) {
     const int point = exp + 1, n = static_cast<int>(digits.size());
     if (point <= 0) return out + "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
-    if (point >= n) return out + digits + std::string(static_cast<std::size_t>(point - n), '0') + ".0";
+    if (point >= n)
+      return out + digits + std::string(static_cast<std::size_t>(point - n), '0') + ".0";
     return out + digits.substr(0, static_cast<std::size_t>(point)) + "." +
            digits.substr(static_cast<std::size_t>(point));
   }
@@ -50,16 +51,28 @@ std::string reference_repr(T x) {
 
 TEST(FloatRepr, PythonReprOfKnownValues) {
   const std::pair<double, const char*> f64[] = {
-      {3.0, "3.0"},       {0.1, "0.1"},         {-2.5, "-2.5"},      {0.0001, "0.0001"},
-      {1e-05, "1e-05"},   {1e16, "1e+16"},      {1e15, "1000000000000000.0"},
-      {1.5e300, "1.5e+300"}, {-0.0, "-0.0"},    {0.0, "0.0"},        {1e23, "1e+23"},
-      {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"}};
+      {3.0, "3.0"},
+      {0.1, "0.1"},
+      {-2.5, "-2.5"},
+      {0.0001, "0.0001"},
+      {1e-05, "1e-05"},
+      {1e16, "1e+16"},
+      {1e15, "1000000000000000.0"},
+      {1.5e300, "1.5e+300"},
+      {-0.0, "-0.0"},
+      {0.0, "0.0"},
+      {1e23, "1e+23"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"}};
   for (const auto& [x, repr] : f64) EXPECT_EQ(float_repr(x), repr) << repr;
   // An f32 prints its own shortest digits (NumPy's repr of np.float32), not its widened double.
-  const std::pair<float, const char*> f32[] = {
-      {0.1f, "0.1"},         {1e-05f, "1e-05"}, {3.4028235e38f, "3.4028235e+38"},
-      {1.17549435e-38f, "1.1754944e-38"}, {1e-45f, "1e-45"}, {16777216.0f, "16777216.0"},
-      {0.3f, "0.3"}};
+  const std::pair<float, const char*> f32[] = {{0.1f, "0.1"},
+                                               {1e-05f, "1e-05"},
+                                               {3.4028235e38f, "3.4028235e+38"},
+                                               {1.17549435e-38f, "1.1754944e-38"},
+                                               {1e-45f, "1e-45"},
+                                               {16777216.0f, "16777216.0"},
+                                               {0.3f, "0.3"}};
   for (const auto& [x, repr] : f32) EXPECT_EQ(float_repr(x), repr) << repr;
   EXPECT_EQ(float_repr(std::numeric_limits<double>::infinity()), "inf");
   EXPECT_EQ(float_repr(-std::numeric_limits<float>::infinity()), "-inf");
