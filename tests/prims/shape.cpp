@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/prims/common.hpp"
+#include "xpr/rt/numpy_shape.hpp"  // the jax.numpy functions on the shape primitives
 #include "xpr/rt/indexing.hpp"  // x[i] binds primitives; Array declares it, indexing.hpp defines it
 
 namespace test_prims_shape {

@@ -25,6 +25,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/pytree.hpp"

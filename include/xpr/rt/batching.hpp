@@ -10,6 +10,7 @@
 
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/shape.hpp"
 

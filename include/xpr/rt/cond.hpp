@@ -28,6 +28,7 @@
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/select.hpp"

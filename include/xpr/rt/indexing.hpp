@@ -20,6 +20,7 @@
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"

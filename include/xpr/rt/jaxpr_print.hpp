@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "xpr/core/dtype.hpp"
+#include "xpr/core/float_repr.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -30,50 +31,9 @@
 
 namespace xpr::rt {
 
-// ---------------------------------------------------------------------------------------------
-// float_repr(double)
-// ---------------------------------------------------------------------------------------------
-
-/// Python's `repr` of a float: the shortest digits that read back to the same double, in fixed
-/// notation when the decimal exponent is in [-4, 16) (`3.0`, `0.1`, `0.0001`) and in scientific
-/// notation otherwise (`1e-05`, `1e+16`, `1.5e+300`); `inf`, `-inf`, `nan`.
-inline std::string float_repr(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));  // "-1.25e+05", "3e+00"
-  std::string out;
-  if (s.front() == '-') {
-    out += '-';
-    s.remove_prefix(1);
-  }
-  std::size_t e = s.find('e');
-  std::string digits;
-  for (char c : s.substr(0, e))
-    if (c != '.') digits += c;
-  int exp = std::atoi(std::string(s.substr(e + 1)).c_str());
-  if (exp >= -4 && exp < 16) {
-    auto point = static_cast<std::ptrdiff_t>(exp) + 1;  // digits before the decimal point
-    auto n = static_cast<std::ptrdiff_t>(digits.size());
-    if (point <= 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
-    } else if (point >= n) {
-      out += digits + std::string(static_cast<std::size_t>(point - n), '0') + ".0";
-    } else {
-      out += digits.substr(0, static_cast<std::size_t>(point)) + "." +
-             digits.substr(static_cast<std::size_t>(point));
-    }
-  } else {
-    out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += exp < 0 ? "e-" : "e+";
-    int a = exp < 0 ? -exp : exp;
-    if (a < 10) out += '0';
-    out += std::to_string(a);
-  }
-  return out;
-}
+/// Python's `repr` of a float (`3.0`, `0.1`, `1e-05`), in the precision of its C++ type: the
+/// printer both tiers share (core/float_repr.hpp).
+using core::float_repr;
 
 // ---------------------------------------------------------------------------------------------
 // Parameter values, as Python's str() prints them
@@ -201,8 +161,9 @@ inline std::ostream& operator<<(std::ostream& os, const ParamValue& value) {
   return os;
 }
 
-/// The text of a literal's value: Python's str of the scalar (`3.0`, `2`, `True`); f32 values are
-/// widened to double first, as NumPy's `.item()` does, so `0.1f` prints `0.10000000149011612`.
+/// The text of a literal's value: Python's str of the scalar (`3.0`, `2`, `True`), floats with
+/// the shortest digits of their own dtype, as JAX prints `np.float32(0.1)`: `0.1`, the same text
+/// the compile-time tier prints.
 inline std::string literal_value_str(const Array& value) {
   if (value.ndim() != 0 || !value.is_concrete()) return "[...]";
   switch (value.dtype()) {
@@ -212,6 +173,7 @@ inline std::string literal_value_str(const Array& value) {
     case DType::int64:
       return std::to_string(value.item<std::int64_t>());
     case DType::float32:
+      return float_repr(static_cast<float>(value.item<double>()));  // exact: an f32 widened
     case DType::float64:
       return float_repr(value.item<double>());
   }

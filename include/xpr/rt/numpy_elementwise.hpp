@@ -20,6 +20,7 @@
 #include "xpr/core/ops.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"

@@ -17,6 +17,7 @@
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/dot_general.hpp"

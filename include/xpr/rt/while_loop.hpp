@@ -27,6 +27,7 @@
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/loop_iteration_limit.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/select.hpp"

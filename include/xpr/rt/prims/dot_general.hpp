@@ -22,6 +22,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/batching.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/binary.hpp"

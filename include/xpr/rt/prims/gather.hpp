@@ -28,6 +28,7 @@
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/binary.hpp"
@@ -37,7 +38,6 @@
 #include "xpr/rt/prims/iota.hpp"
 #include "xpr/rt/prims/select.hpp"
 #include "xpr/rt/prims/shape.hpp"
-#include "xpr/rt/prims/slicing.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/zeros.hpp"
 
@@ -1098,65 +1098,6 @@ Cotangents Scatter<Kind>::transpose(std::span<const Cotangent> cts, std::span<co
   }
   return out;
 }
-
-// ---- dynamic_slice and dynamic_update_slice with batched start indices --------------------------
-
-namespace detail {
-
-/// The start indices of a dynamic_slice or dynamic_update_slice, some batched, as one index array
-/// of shape (n, rank) (JAX's `_batch_dynamic_slice_indices`), in their widest dtype.
-inline Array stacked_start_indices(std::span<const Array> starts, std::span<const BatchDim> dims,
-                                   std::int64_t n) {
-  DType t = DType::int32;
-  for (const Array& s : starts)
-    if (s.dtype() == DType::int64) t = DType::int64;
-  Arrays cols;
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    Array c = bdim_at_front(convert_element_type(starts[i], t), dims[i], n);
-    cols.push_back(broadcast_in_dim(c, Shape{n, 1}, Axes{0}));
-  }
-  if (cols.size() == 1) return cols[0];
-  return rt::bind(concatenate_p, cols, {{"dimension", std::int64_t{1}}})[0];
-}
-
-inline Axes iota_axes(std::size_t n) {
-  Axes a(n);
-  for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<std::int64_t>(i);
-  return a;
-}
-
-inline std::pair<Arrays, BatchDims> batch_dynamic_slice_as_gather(std::span<const Array> args,
-                                                                  std::span<const BatchDim> dims,
-                                                                  std::int64_t axis_size,
-                                                                  const Axes& slice_sizes) {
-  const std::size_t rank = args.size() - 1;
-  Array idx = stacked_start_indices(args.subspan(1), dims.subspan(1), axis_size);
-  const Axes all = iota_axes(rank);
-  Params p{{"dimension_numbers", GatherDimensionNumbers{all, {}, all, {}, {}}},
-           {"fill_value", None{}},
-           {"indices_are_sorted", true},
-           {"mode", GatherScatterMode::promise_in_bounds},
-           {"slice_sizes", slice_sizes},
-           {"unique_indices", true}};
-  const Array ops[2] = {args[0], idx};
-  const BatchDim bds[2] = {dims[0], 0};
-  return gather_p.batch(ops, bds, axis_size, p);
-}
-
-inline std::pair<Arrays, BatchDims> batch_dynamic_update_slice_as_scatter(
-    std::span<const Array> args, std::span<const BatchDim> dims, std::int64_t axis_size) {
-  const std::size_t rank = args.size() - 2;
-  Array idx = stacked_start_indices(args.subspan(2), dims.subspan(2), axis_size);
-  const Axes all = iota_axes(rank);
-  const Params p = gs::scatter_params(ScatterKind::set, args[0].dtype(),
-                                      ScatterDimensionNumbers{all, {}, all, {}, {}},
-                                      GatherScatterMode::clip, true, true);
-  const Array ops[3] = {args[0], idx, args[1]};
-  const BatchDim bds[3] = {dims[0], 0, dims[1]};
-  return scatter_p.batch(ops, bds, axis_size, p);
-}
-
-}  // namespace detail
 
 }  // namespace xpr::rt
 

@@ -14,6 +14,7 @@
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
+#include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/detail/transpose.hpp"
 #include "xpr/rt/prims/elementwise.hpp"

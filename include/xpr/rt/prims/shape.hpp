@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, and the
-// jax.numpy functions built on them (`xpr::reshape`, `transpose`, `squeeze`, `expand_dims`,
-// `broadcast_to`, `ravel`). Reshapes that keep the row-major order share the operand's buffer.
+// The shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, with the
+// lax-level functions their rules bind them through (`broadcast_in_dim`, `detail::transpose_axes`,
+// ...); jax.numpy's functions on them are in rt/numpy_shape.hpp. Reshapes that keep the row-major
+// order share the operand's buffer.
 // All five are linear (jvp applies the primitive to the tangent, transpose undoes the shape
 // change on the cotangent); batching adjusts their params.
 #pragma once
@@ -44,6 +45,14 @@ inline std::string axes_str(std::span<const std::int64_t> axes) {
 
 inline void check_one_operand(const std::string& prim, std::size_t n) {
   if (n != 1) throw core::type_error(prim + " expected 1 operand, found " + std::to_string(n));
+}
+
+/// `type_error` unless a primitive of `expected` operands (`what` says which) got `found`.
+inline void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
+                                const char* what = "") {
+  if (found != expected)
+    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
+                           ", found " + std::to_string(found));
 }
 
 /// Whether `perm` is a permutation of 0..rank-1.
@@ -125,6 +134,13 @@ inline Array gather_strided(const Array& x, ShapedArray aval,
     strided_copy(x.data<T>(), b.data<T>(), b.aval().shape, in_strides);
   });
   return std::move(b).finish();
+}
+
+/// The elements' bytes (throws `concretization_error` for a tracer whose value is not known).
+inline const std::byte* bytes_of(const Array& x) {
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
+  });
 }
 
 /// `x`'s elements in the same row-major order under another type of equal size: shares `x`'s
@@ -559,7 +575,7 @@ class ExpandDims final : public Primitive {
 
 inline const ExpandDims expand_dims_p{};
 
-// ---- jax.numpy's shape functions ------------------------------------------------------------
+// ---- lax-level functions the rules bind the shape primitives with ----------------------------
 
 /// `lax.broadcast_in_dim`; no equation when nothing changes.
 inline Array broadcast_in_dim(const Array& x, const Shape& shape,
@@ -571,120 +587,53 @@ inline Array broadcast_in_dim(const Array& x, const Shape& shape,
                {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
 }
 
-/// `jnp.broadcast_to(x, shape)`: NumPy broadcasting of `x` to exactly `shape` (dimensions aligned
-/// from the right, each of size 1 or equal); throws `shape_error` otherwise.
-inline Array broadcast_to(const Array& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
-  const std::size_t lead = shape.rank() - std::min(shape.rank(), x.ndim());
-  bool ok = x.ndim() <= shape.rank();
-  for (std::size_t i = 0; ok && i < x.ndim(); ++i)
-    ok = x.shape()[i] == 1 || x.shape()[i] == shape[lead + i];
-  if (!ok)
-    throw core::shape_error("broadcast_to: cannot broadcast array of shape " + x.shape().str() +
-                            " to shape " + shape.str() +
-                            ": expected each dimension, aligned from the right, to be 1 or "
-                            "equal to the target's");
+namespace detail {
+
+/// `x` broadcast to `shape` with its dimensions aligned to the right (the caller has checked that
+/// they fit: each 1 or equal); no equation when nothing changes.
+inline Array broadcast_trailing(const Array& x, const Shape& shape) {
+  const std::size_t lead = shape.rank() - x.ndim();
   Axes dims(x.ndim());
   for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<std::int64_t>(lead + i);
   return broadcast_in_dim(x, shape, dims);
 }
 
-/// `jnp.reshape(x, shape)`: one size may be -1, inferred from the others.
-inline Array reshape(const Array& x, std::span<const std::int64_t> shape) {
-  std::vector<std::int64_t> sizes(shape.begin(), shape.end());
-  std::size_t unknown = sizes.size();
-  std::int64_t known = 1;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == -1 && unknown == sizes.size()) {
-      unknown = i;
-    } else if (sizes[i] < 0) {
-      throw core::value_error("reshape: expected non-negative sizes and at most one -1, found " +
-                              detail::axes_str(shape));
-    } else {
-      known = core::checked_mul(known, sizes[i], "reshape: the product of the sizes");
-    }
-  }
-  if (unknown != sizes.size()) {
-    if (known == 0 || x.size() % known != 0)
-      throw core::shape_error("reshape: cannot reshape array of shape " + x.shape().str() +
-                              " (size " + std::to_string(x.size()) + ") into shape " +
-                              detail::axes_str(shape) + ": expected a size divisible by " +
-                              std::to_string(known));
-    sizes[unknown] = x.size() / known;
-  }
-  Shape s(std::move(sizes));
-  if (s == x.shape()) return x;
-  return bind1(reshape_p, {x}, {{"new_sizes", s}, {"dimensions", None{}}});
-}
-inline Array reshape(const Array& x, std::initializer_list<std::int64_t> shape) {
-  return reshape(x, std::span<const std::int64_t>(shape.begin(), shape.size()));
-}
-inline Array reshape(const Array& x, const Shape& shape) { return reshape(x, shape.span()); }
-
-/// `jnp.ravel(x)`: the elements as a rank-1 array, row-major.
-inline Array ravel(const Array& x) { return reshape(x, {x.size()}); }
-
-/// `jnp.transpose(x, axes)`: result axis `i` is `x`'s axis `axes[i]` (negative counts from the
-/// end); `index_error` for an axis out of range, `value_error` if `axes` is not a permutation.
-inline Array transpose(const Array& x, const Axes& axes) {
-  Axes perm;
-  for (std::int64_t a : axes) {
-    try {
-      perm.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, x.ndim())));
-    } catch (const core::index_error& e) {
-      throw core::index_error(std::string("transpose: ") + e.what());
-    }
-  }
-  if (perm.size() == x.ndim() && detail::is_iota(perm)) return x;
-  return bind1(transpose_p, {x}, {{"permutation", perm}});
-}
-/// `jnp.transpose(x)`: the axes reversed.
-inline Array transpose(const Array& x) {
-  Axes perm(x.ndim());
-  for (std::size_t i = 0; i < perm.size(); ++i)
-    perm[i] = static_cast<std::int64_t>(perm.size() - 1 - i);
-  return transpose(x, perm);
+/// `lax.transpose`: no equation for the identity permutation.
+inline Array transpose_axes(const Array& x, Axes perm) {
+  if (is_iota(perm)) return x;
+  return bind1(transpose_p, {x}, {{"permutation", std::move(perm)}});
 }
 
-/// `jnp.squeeze(x, axes)`: removes the listed axes, each of size 1 (`shape_error` otherwise).
-inline Array squeeze(const Array& x, const Axes& axes) {
-  Axes dims;
-  for (std::size_t a : detail::unique_axes("squeeze", axes, x.ndim()))
-    dims.push_back(static_cast<std::int64_t>(a));
+/// `lax.reshape` to `sizes` (no `dimensions`): no equation when the shape does not change.
+inline Array reshape_to(const Array& x, const Shape& sizes) {
+  if (sizes == x.shape()) return x;
+  return bind1(reshape_p, {x}, {{"new_sizes", sizes}, {"dimensions", None{}}});
+}
+
+/// `lax.squeeze` of the sorted, distinct axes `dims`: no equation when there are none.
+inline Array squeeze_axes(const Array& x, Axes dims) {
   if (dims.empty()) return x;
-  return bind1(squeeze_p, {x}, {{"dimensions", dims}});
-}
-inline Array squeeze(const Array& x, std::int64_t axis) { return squeeze(x, Axes{axis}); }
-/// `jnp.squeeze(x)`: removes every axis of size 1.
-inline Array squeeze(const Array& x) {
-  Axes dims;
-  for (std::size_t i = 0; i < x.ndim(); ++i)
-    if (x.shape()[i] == 1) dims.push_back(static_cast<std::int64_t>(i));
-  return squeeze(x, dims);
+  return bind1(squeeze_p, {x}, {{"dimensions", std::move(dims)}});
 }
 
-/// `jnp.expand_dims(x, axes)`: inserts axes of size 1 at these positions of the result.
-inline Array expand_dims(const Array& x, const Axes& axes) {
-  Axes dims;
-  for (std::size_t a : detail::unique_axes("expand_dims", axes, x.ndim() + axes.size()))
-    dims.push_back(static_cast<std::int64_t>(a));
+/// `lax.expand_dims` at the sorted, distinct result positions `dims`: no equation when there are
+/// none.
+inline Array expand_axes(const Array& x, Axes dims) {
   if (dims.empty()) return x;
-  return bind1(expand_dims_p, {x}, {{"dimensions", dims}});
+  return bind1(expand_dims_p, {x}, {{"dimensions", std::move(dims)}});
 }
-inline Array expand_dims(const Array& x, std::int64_t axis) { return expand_dims(x, Axes{axis}); }
 
-
-// ---- transpose rules, which bind the shape primitives above ---------------------------------
-
-namespace detail {
 /// A tangent computed from only some of an operation's operand tangents, made the tangent of an
 /// output of type `out`: broadcast where it came from rank-0 operands only, and given the output's
 /// weak-type flag (so a rule that drops zero terms types its result as the full formula does).
 inline Array fit_tangent(Array t, const ShapedArray& out) {
-  if (t.shape() != out.shape) t = broadcast_to(t, out.shape);
+  if (t.shape() != out.shape) t = broadcast_trailing(t, out.shape);
   return convert_element_type(t, out.dtype, out.weak_type);
 }
+
 }  // namespace detail
+
+// ---- transpose rules, which bind the shape primitives above ---------------------------------
 
 /// broadcast_in_dim (JAX's `_broadcast_in_dim_transpose_rule`): the cotangent summed over the
 /// result dimensions the operand did not provide, and over those where an operand dimension of
@@ -709,7 +658,7 @@ inline Cotangents BroadcastInDim::transpose(std::span<const Cotangent> cts,
   for (std::size_t d = 0; d < keep.size(); ++d)
     if (!keep[d]) summed.push_back(static_cast<std::int64_t>(d));
   Array out = detail::sum_axes(ct, std::move(summed));
-  if (!repeated.empty()) out = bind1(expand_dims_p, {out}, {{"dimensions", std::move(repeated)}});
+  out = detail::expand_axes(out, std::move(repeated));
   return {detail::fit_cotangent(out, x)};
 }
 
@@ -722,7 +671,7 @@ inline Cotangents Transpose::transpose(std::span<const Cotangent> cts,
   Axes inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i)
     inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
-  return {detail::fit_cotangent(rt::transpose(*cts[0], inverse), aval_of(args[0]))};
+  return {detail::fit_cotangent(detail::transpose_axes(*cts[0], std::move(inverse)), aval_of(args[0]))};
 }
 
 /// reshape: the cotangent reshaped back; with `dimensions`, reshaped to the transposed operand's
@@ -733,14 +682,15 @@ inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   const Axes* dims = dimensions(params);
-  if (!dims) return {detail::fit_cotangent(rt::reshape(*cts[0], x.shape), x)};
+  if (!dims) return {detail::fit_cotangent(detail::reshape_to(*cts[0], x.shape), x)};
   Shape permuted;
   Axes inverse(dims->size());
   for (std::size_t i = 0; i < dims->size(); ++i) {
     permuted.push_back(x.shape[static_cast<std::size_t>((*dims)[i])]);
     inverse[static_cast<std::size_t>((*dims)[i])] = static_cast<std::int64_t>(i);
   }
-  return {detail::fit_cotangent(rt::transpose(rt::reshape(*cts[0], permuted), inverse), x)};
+  return {detail::fit_cotangent(
+      detail::transpose_axes(detail::reshape_to(*cts[0], permuted), std::move(inverse)), x)};
 }
 
 /// squeeze: the removed dimensions inserted back (expand_dims).
@@ -752,7 +702,7 @@ inline Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
   Axes dims;
   for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim()))
     dims.push_back(static_cast<std::int64_t>(d));
-  return {detail::fit_cotangent(rt::expand_dims(*cts[0], dims), x)};
+  return {detail::fit_cotangent(detail::expand_axes(*cts[0], std::move(dims)), x)};
 }
 
 /// expand_dims: the inserted dimensions removed (squeeze).
@@ -765,16 +715,7 @@ inline Cotangents ExpandDims::transpose(std::span<const Cotangent> cts,
   Axes added;
   for (std::size_t d : detail::unique_axes(name(), dims, x.ndim() + dims.size()))
     added.push_back(static_cast<std::int64_t>(d));
-  return {detail::fit_cotangent(rt::squeeze(*cts[0], added), x)};
+  return {detail::fit_cotangent(detail::squeeze_axes(*cts[0], std::move(added)), x)};
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::broadcast_to;
-using rt::expand_dims;
-using rt::ravel;
-using rt::reshape;
-using rt::squeeze;
-using rt::transpose;
-}  // namespace xpr

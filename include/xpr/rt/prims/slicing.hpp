@@ -30,6 +30,7 @@
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/detail/strided_copy.hpp"
 #include "xpr/rt/prims/detail/transpose.hpp"
+#include "xpr/rt/prims/gather.hpp"
 #include "xpr/rt/prims/select.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
@@ -38,13 +39,6 @@
 namespace xpr::rt {
 
 namespace detail {
-
-inline void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
-                                const char* what = "") {
-  if (found != expected)
-    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
-                           ", found " + std::to_string(found));
-}
 
 inline void check_param_length(const std::string& prim, const char* param, std::size_t found,
                                std::size_t rank) {
@@ -78,13 +72,6 @@ inline void copy_box(const std::byte* src, const Shape& src_shape, std::byte* ds
     strided_box_copy(reinterpret_cast<const T*>(src) + so, std::span<const std::int64_t>(ss),
                      reinterpret_cast<T*>(dst) + doff, std::span<const std::int64_t>(ds),
                      std::span<const std::int64_t>(box.shape));
-  });
-}
-
-/// The elements' bytes (throws `concretization_error` for a tracer whose value is not known).
-inline const std::byte* bytes_of(const Array& x) {
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
   });
 }
 
@@ -711,18 +698,70 @@ inline Cotangents DynamicSlice::transpose(std::span<const Cotangent> cts,
   return out;
 }
 
-// ---- batching rules that bind other slicing primitives --------------------------------------
+// ---- dynamic_slice and dynamic_update_slice with batched start indices --------------------------
 
 namespace detail {
 
+/// The start indices of a dynamic_slice or dynamic_update_slice, some batched, as one index array
+/// of shape (n, rank) (JAX's `_batch_dynamic_slice_indices`), in their widest dtype.
+inline Array stacked_start_indices(std::span<const Array> starts, std::span<const BatchDim> dims,
+                                   std::int64_t n) {
+  DType t = DType::int32;
+  for (const Array& s : starts)
+    if (s.dtype() == DType::int64) t = DType::int64;
+  Arrays cols;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    Array c = bdim_at_front(convert_element_type(starts[i], t), dims[i], n);
+    cols.push_back(broadcast_in_dim(c, Shape{n, 1}, Axes{0}));
+  }
+  if (cols.size() == 1) return cols[0];
+  return rt::bind(concatenate_p, cols, {{"dimension", std::int64_t{1}}})[0];
+}
+
+inline Axes iota_axes(std::size_t n) {
+  Axes a(n);
+  for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<std::int64_t>(i);
+  return a;
+}
+
 /// The batching rules for batched start indices, as JAX's: dynamic_slice becomes a gather and
-/// dynamic_update_slice a scatter, of one window per example (defined in gather.hpp).
+/// dynamic_update_slice a scatter, of one window per example.
 inline std::pair<Arrays, BatchDims> batch_dynamic_slice_as_gather(std::span<const Array> args,
                                                                   std::span<const BatchDim> dims,
                                                                   std::int64_t axis_size,
-                                                                  const Axes& slice_sizes);
+                                                                  const Axes& slice_sizes) {
+  const std::size_t rank = args.size() - 1;
+  Array idx = stacked_start_indices(args.subspan(1), dims.subspan(1), axis_size);
+  const Axes all = iota_axes(rank);
+  Params p{{"dimension_numbers", GatherDimensionNumbers{all, {}, all, {}, {}}},
+           {"fill_value", None{}},
+           {"indices_are_sorted", true},
+           {"mode", GatherScatterMode::promise_in_bounds},
+           {"slice_sizes", slice_sizes},
+           {"unique_indices", true}};
+  const Array ops[2] = {args[0], idx};
+  const BatchDim bds[2] = {dims[0], 0};
+  return gather_p.batch(ops, bds, axis_size, p);
+}
+
 inline std::pair<Arrays, BatchDims> batch_dynamic_update_slice_as_scatter(
-    std::span<const Array> args, std::span<const BatchDim> dims, std::int64_t axis_size);
+    std::span<const Array> args, std::span<const BatchDim> dims, std::int64_t axis_size) {
+  const std::size_t rank = args.size() - 2;
+  Array idx = stacked_start_indices(args.subspan(2), dims.subspan(2), axis_size);
+  const Axes all = iota_axes(rank);
+  const Params p = gs::scatter_params(ScatterKind::set, args[0].dtype(),
+                                      ScatterDimensionNumbers{all, {}, all, {}, {}},
+                                      GatherScatterMode::clip, true, true);
+  const Array ops[3] = {args[0], idx, args[1]};
+  const BatchDim bds[3] = {dims[0], 0, dims[1]};
+  return scatter_p.batch(ops, bds, axis_size, p);
+}
+
+}  // namespace detail
+
+// ---- batching rules that bind other slicing primitives --------------------------------------
+
+namespace detail {
 
 /// Whether any of the start indices `dims[first:]` is batched.
 inline bool indices_batched(std::span<const BatchDim> dims, std::size_t first) {
@@ -821,7 +860,3 @@ inline std::pair<Arrays, BatchDims> DynamicUpdateSlice::batch(std::span<const Ar
 }
 
 }  // namespace xpr::rt
-
-// The batching rules of dynamic_slice and dynamic_update_slice with batched indices bind gather
-// and scatter, which are defined there.
-#include "xpr/rt/prims/gather.hpp"  // IWYU pragma: export
