@@ -26,7 +26,7 @@ namespace xpr::rt {
 template <class Op>
 class Comparison final : public Primitive {
  public:
-  Comparison() : Primitive(std::string(Op::name)) {}
+  constexpr Comparison() : Primitive(Op::name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -81,12 +81,12 @@ class Comparison final : public Primitive {
 };
 
 //                       op tag
-inline const Comparison<op::eq> eq_p{};
-inline const Comparison<op::ne> ne_p{};
-inline const Comparison<op::lt> lt_p{};
-inline const Comparison<op::le> le_p{};
-inline const Comparison<op::gt> gt_p{};
-inline const Comparison<op::ge> ge_p{};
+inline constinit const Comparison<op::eq> eq_p{};
+inline constinit const Comparison<op::ne> ne_p{};
+inline constinit const Comparison<op::lt> lt_p{};
+inline constinit const Comparison<op::le> le_p{};
+inline constinit const Comparison<op::gt> gt_p{};
+inline constinit const Comparison<op::ge> ge_p{};
 
 namespace detail {
 // The primitive behind each comparison `xpr::op` tag.

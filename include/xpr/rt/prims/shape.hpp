@@ -173,7 +173,7 @@ inline std::int64_t skip_batch_axis(std::int64_t d, std::int64_t bd) { return d 
 /// the result's size; the other result dimensions repeat the operand.
 class BroadcastInDim final : public Primitive {
  public:
-  BroadcastInDim() : Primitive("broadcast_in_dim") {}
+  constexpr BroadcastInDim() : Primitive("broadcast_in_dim") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -201,7 +201,7 @@ class BroadcastInDim final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis stays where it is in the operand and is placed in the result right after the
@@ -255,14 +255,14 @@ class BroadcastInDim final : public Primitive {
   }
 };
 
-inline const BroadcastInDim broadcast_in_dim_p{};
+inline constinit const BroadcastInDim broadcast_in_dim_p{};
 
 // ---- transpose[permutation] -----------------------------------------------------------------
 
 /// transpose[permutation](x): result dimension `i` is operand dimension `permutation[i]`.
 class Transpose final : public Primitive {
  public:
-  Transpose() : Primitive("transpose") {}
+  constexpr Transpose() : Primitive("transpose") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -286,7 +286,7 @@ class Transpose final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis keeps its position; the permutation moves the other axes around it.
@@ -332,7 +332,7 @@ class Transpose final : public Primitive {
   }
 };
 
-inline const Transpose transpose_p{};
+inline constinit const Transpose transpose_p{};
 
 // ---- reshape[new_sizes, dimensions] ---------------------------------------------------------
 
@@ -341,7 +341,7 @@ inline const Transpose transpose_p{};
 /// which the operand is transposed first, as in JAX.
 class Reshape final : public Primitive {
  public:
-  Reshape() : Primitive("reshape") {}
+  constexpr Reshape() : Primitive("reshape") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -366,7 +366,7 @@ class Reshape final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
@@ -412,14 +412,14 @@ class Reshape final : public Primitive {
   }
 };
 
-inline const Reshape reshape_p{};
+inline constinit const Reshape reshape_p{};
 
 // ---- squeeze[dimensions] --------------------------------------------------------------------
 
 /// squeeze[dimensions](x): removes the listed dimensions, each of size 1.
 class Squeeze final : public Primitive {
  public:
-  Squeeze() : Primitive("squeeze") {}
+  constexpr Squeeze() : Primitive("squeeze") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -439,7 +439,7 @@ class Squeeze final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
@@ -481,7 +481,7 @@ class Squeeze final : public Primitive {
   }
 };
 
-inline const Squeeze squeeze_p{};
+inline constinit const Squeeze squeeze_p{};
 
 // ---- expand_dims[dimensions] ----------------------------------------------------------------
 
@@ -489,7 +489,7 @@ inline const Squeeze squeeze_p{};
 /// result (whose rank is the operand's plus the number of dimensions).
 class ExpandDims final : public Primitive {
  public:
-  ExpandDims() : Primitive("expand_dims") {}
+  constexpr ExpandDims() : Primitive("expand_dims") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -509,7 +509,7 @@ class ExpandDims final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis is placed in the result right after the operand dimension before it (first
@@ -557,7 +557,7 @@ class ExpandDims final : public Primitive {
   }
 };
 
-inline const ExpandDims expand_dims_p{};
+inline constinit const ExpandDims expand_dims_p{};
 
 // ---- jax.numpy's shape functions ------------------------------------------------------------
 

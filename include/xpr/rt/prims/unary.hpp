@@ -125,8 +125,8 @@ struct unary_jvp<op::logistic> {  // s (1 - s)
 template <class Op>
 class UnaryElementwise final : public Primitive {
  public:
-  explicit UnaryElementwise(detail::Accepts accepts)
-      : Primitive(std::string(Op::name)), accepts_(accepts) {}
+  constexpr explicit UnaryElementwise(detail::Accepts accepts)
+      : Primitive(Op::name), accepts_(accepts) {}
 
   detail::Accepts accepts() const noexcept { return accepts_; }
 
@@ -181,20 +181,20 @@ class UnaryElementwise final : public Primitive {
 };
 
 //                                      op tag                 accepted dtypes
-inline const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::cos> cos_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::tan> tan_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::tanh> tanh_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::exp> exp_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::log> log_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::log1p> log1p_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::expm1> expm1_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::sqrt> sqrt_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::rsqrt> rsqrt_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::abs> abs_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::sign> sign_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::cos> cos_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::tan> tan_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::tanh> tanh_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::exp> exp_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::log> log_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::log1p> log1p_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::expm1> expm1_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::sqrt> sqrt_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::rsqrt> rsqrt_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::abs> abs_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::sign> sign_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating};
 
 namespace detail {
 // The primitive behind each unary `xpr::op` tag.
