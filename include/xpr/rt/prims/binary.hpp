@@ -300,6 +300,18 @@ class BinaryElementwise final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class BinaryElementwise<op::add, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::sub, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::mul, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::div, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::max, detail::Accepts::any>;
+extern template class BinaryElementwise<op::min, detail::Accepts::any>;
+extern template class BinaryElementwise<op::pow, detail::Accepts::floating>;
+#endif
+
 //                                  op tag     accepted dtypes
 inline constinit const BinaryElementwise<op::add, detail::Accepts::numeric> add_p{};
 inline constinit const BinaryElementwise<op::sub, detail::Accepts::numeric> sub_p{};

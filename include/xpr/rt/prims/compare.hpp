@@ -80,6 +80,17 @@ class Comparison final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Comparison<op::eq>;
+extern template class Comparison<op::ne>;
+extern template class Comparison<op::lt>;
+extern template class Comparison<op::le>;
+extern template class Comparison<op::gt>;
+extern template class Comparison<op::ge>;
+#endif
+
 //                       op tag
 inline constinit const Comparison<op::eq> eq_p{};
 inline constinit const Comparison<op::ne> ne_p{};

@@ -734,6 +734,16 @@ class Scatter final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Scatter<ScatterKind::set>;
+extern template class Scatter<ScatterKind::add>;
+extern template class Scatter<ScatterKind::mul>;
+extern template class Scatter<ScatterKind::min>;
+extern template class Scatter<ScatterKind::max>;
+#endif
+
 inline constinit const Scatter<ScatterKind::set> scatter_p{};
 inline constinit const Scatter<ScatterKind::add> scatter_add_p{};
 inline constinit const Scatter<ScatterKind::mul> scatter_mul_p{};

@@ -356,6 +356,14 @@ class Reduce final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Reduce<detail::SumMonoid>;
+extern template class Reduce<detail::MaxMonoid>;
+extern template class Reduce<detail::MinMonoid>;
+#endif
+
 //                                      monoid
 inline constinit const Reduce<detail::SumMonoid> reduce_sum_p{};
 inline constinit const Reduce<detail::MaxMonoid> reduce_max_p{};

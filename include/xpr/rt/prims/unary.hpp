@@ -180,6 +180,25 @@ class UnaryElementwise final : public Primitive {
   detail::Accepts accepts_;
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class UnaryElementwise<op::neg>;
+extern template class UnaryElementwise<op::sin>;
+extern template class UnaryElementwise<op::cos>;
+extern template class UnaryElementwise<op::tan>;
+extern template class UnaryElementwise<op::tanh>;
+extern template class UnaryElementwise<op::exp>;
+extern template class UnaryElementwise<op::log>;
+extern template class UnaryElementwise<op::log1p>;
+extern template class UnaryElementwise<op::expm1>;
+extern template class UnaryElementwise<op::sqrt>;
+extern template class UnaryElementwise<op::rsqrt>;
+extern template class UnaryElementwise<op::abs>;
+extern template class UnaryElementwise<op::sign>;
+extern template class UnaryElementwise<op::logistic>;
+#endif
+
 //                                      op tag                 accepted dtypes
 inline constinit const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
 inline constinit const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
