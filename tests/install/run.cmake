@@ -15,6 +15,7 @@ if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/xpr -G ${GENERATOR} -DXPR_BUILD_TESTS=OFF
       -DXPR_BUILD_EXAMPLES=OFF -DXPR_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix
       -DXPR_COMPILED_LIB=${COMPILED})
+  run(${CMAKE_COMMAND} --build ${WORK}/xpr)  # xpr::runtime when COMPILED; nothing otherwise
   run(${CMAKE_COMMAND} --install ${WORK}/xpr)
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK}/consumer -G ${GENERATOR}
       -DCMAKE_PREFIX_PATH=${WORK}/prefix -DXPR_CONSUMER_MODE=find_package
