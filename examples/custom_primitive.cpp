@@ -45,6 +45,10 @@ class Softplus final : public rt::Primitive {
     return {{rt::bind1(*this, {args[0]})}, {dims[0]}};
   }
 };
+// Constructed at run time (its constructor is not constexpr), it registers itself by name, so
+// parse_jaxpr below reads it; one constructed at compile time would call
+// rt::register_primitive(softplus_p) instead (the library's own primitives are listed for the
+// parser in xpr/rt/primitive_table.hpp).
 inline const Softplus softplus_p;
 
 xpr::Array softplus(const xpr::Array& x) { return rt::bind1(softplus_p, {x}); }

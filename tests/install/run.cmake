@@ -8,15 +8,22 @@ function(run)
   endif()
 endfunction()
 set(consumer ${SOURCE}/tests/install/consumer)
+if(NOT DEFINED COMPILED)
+  set(COMPILED OFF)
+endif()
 if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/xpr -G ${GENERATOR} -DXPR_BUILD_TESTS=OFF
-      -DXPR_BUILD_EXAMPLES=OFF -DXPR_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+      -DXPR_BUILD_EXAMPLES=OFF -DXPR_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix
+      -DXPR_COMPILED_LIB=${COMPILED})
+  run(${CMAKE_COMMAND} --build ${WORK}/xpr)  # xpr::runtime when COMPILED; nothing otherwise
   run(${CMAKE_COMMAND} --install ${WORK}/xpr)
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK}/consumer -G ${GENERATOR}
-      -DCMAKE_PREFIX_PATH=${WORK}/prefix -DXPR_CONSUMER_MODE=find_package)
+      -DCMAKE_PREFIX_PATH=${WORK}/prefix -DXPR_CONSUMER_MODE=find_package
+      -DXPR_CONSUMER_COMPILED=${COMPILED})
 else()
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK}/consumer -G ${GENERATOR}
-      -DXPR_SOURCE_DIR=${SOURCE} -DXPR_CONSUMER_MODE=add_subdirectory)
+      -DXPR_SOURCE_DIR=${SOURCE} -DXPR_CONSUMER_MODE=add_subdirectory
+      -DXPR_COMPILED_LIB=${COMPILED} -DXPR_CONSUMER_COMPILED=${COMPILED})
 endif()
 run(${CMAKE_COMMAND} --build ${WORK}/consumer)
 execute_process(COMMAND ${WORK}/consumer/consumer OUTPUT_VARIABLE out RESULT_VARIABLE rc)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/primitive_table.hpp"  // find_primitive
 
 namespace test_prims_common {
 

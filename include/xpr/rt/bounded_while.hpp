@@ -44,7 +44,7 @@ struct max_trips {
 /// The loop's results flow through it, so it is evaluated whenever they are.
 class CheckMaxTripsP final : public Primitive {
  public:
-  CheckMaxTripsP() : Primitive("check_max_trips", true) {}
+  constexpr CheckMaxTripsP() : Primitive("check_max_trips", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     if (args[0].item<bool>())
@@ -89,7 +89,7 @@ class CheckMaxTripsP final : public Primitive {
   }
 };
 
-inline const CheckMaxTripsP check_max_trips_p{};
+inline constinit const CheckMaxTripsP check_max_trips_p{};
 
 namespace detail {
 

@@ -108,7 +108,7 @@ inline bool all_concrete(std::span<const Array> xs) {
 /// the policy that saves nothing). The transpose recomputes them while running backwards.
 class CheckpointP final : public Primitive, public PartialEvalRules {
  public:
-  CheckpointP() : Primitive("checkpoint", true) {}
+  constexpr CheckpointP() : Primitive("checkpoint", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     return eval_jaxpr(detail::jaxpr_param(params, "jaxpr"), args);
@@ -381,7 +381,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
   }
 };
 
-inline const CheckpointP checkpoint_p{};
+inline constinit const CheckpointP checkpoint_p{};
 
 namespace detail {
 

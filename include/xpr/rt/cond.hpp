@@ -272,7 +272,7 @@ inline CondSplit split_cond(const JaxprTuple& branches, const std::vector<bool>&
 /// a cond of the transposed branches; dce prunes outputs and the operands no branch reads.
 class CondP final : public Primitive, public PartialEvalRules {
  public:
-  CondP() : Primitive("cond", true) {}
+  constexpr CondP() : Primitive("cond", true) {}
 
   static const JaxprTuple& branches(const Params& params) {
     const JaxprTuple& bs = params.get<JaxprTuple>("branches");
@@ -555,7 +555,7 @@ class CondP final : public Primitive, public PartialEvalRules {
   }
 };
 
-inline const CondP cond_p{};
+inline constinit const CondP cond_p{};
 
 // ---------------------------------------------------------------------------------------------
 // xpr::cond, xpr::switch_

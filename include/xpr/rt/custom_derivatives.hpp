@@ -138,7 +138,7 @@ inline constexpr bool is_pair_v<std::tuple<A, B>> = true;
 /// function and the rule; a staged or linearized program contains the rule's equations.
 class CustomJvpCallP final : public Primitive {
  public:
-  CustomJvpCallP() : Primitive("custom_jvp_call", true) {}
+  constexpr CustomJvpCallP() : Primitive("custom_jvp_call", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
@@ -215,7 +215,7 @@ class CustomJvpCallP final : public Primitive {
   }
 };
 
-inline const CustomJvpCallP custom_jvp_call_p{};
+inline constinit const CustomJvpCallP custom_jvp_call_p{};
 
 // ---------------------------------------------------------------------------------------------
 // custom_lin
@@ -228,7 +228,7 @@ inline const CustomJvpCallP custom_jvp_call_p{};
 /// custom_vjp function, which JAX rejects.
 class CustomLinP final : public Primitive {
  public:
-  CustomLinP() : Primitive("custom_lin", true) {}
+  constexpr CustomLinP() : Primitive("custom_lin", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     (void)args, (void)params;
@@ -285,7 +285,7 @@ class CustomLinP final : public Primitive {
   }
 };
 
-inline const CustomLinP custom_lin_p{};
+inline constinit const CustomLinP custom_lin_p{};
 
 // ---------------------------------------------------------------------------------------------
 // custom_vjp_call
@@ -297,7 +297,7 @@ inline const CustomLinP custom_lin_p{};
 /// `custom_vjp_call_jaxpr` rules).
 class CustomVjpCallP final : public Primitive {
  public:
-  CustomVjpCallP() : Primitive("custom_vjp_call", true) {}
+  constexpr CustomVjpCallP() : Primitive("custom_vjp_call", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
@@ -387,7 +387,7 @@ class CustomVjpCallP final : public Primitive {
   }
 };
 
-inline const CustomVjpCallP custom_vjp_call_p{};
+inline constinit const CustomVjpCallP custom_vjp_call_p{};
 
 // ---------------------------------------------------------------------------------------------
 // custom_jvp, custom_vjp

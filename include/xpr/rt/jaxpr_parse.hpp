@@ -28,6 +28,7 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/primitive_table.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 

@@ -4,6 +4,7 @@
 // primitives never names one. See docs/primitives.md for how to add one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <variant>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "xpr/core/error.hpp"
@@ -54,14 +56,57 @@ inline const ShapedArray& aval_of(const LinearArg& x) {
   return std::get<Array>(x).aval();
 }
 
+/// A primitive's name as jaxprs print it. It reads as a `std::string_view` and joins strings
+/// with `+` as a `std::string` would, so messages are written as before `name()` stopped owning
+/// its text (a library primitive's name is a literal, which keeps the primitive
+/// constant-initialized; see `Primitive`).
+struct PrimitiveName : std::string_view {
+  using std::string_view::string_view;
+  constexpr PrimitiveName(std::string_view s) noexcept : std::string_view(s) {}  // NOLINT
+  operator std::string() const { return std::string(data(), size()); }           // NOLINT
+  std::string str() const { return std::string(data(), size()); }
+
+  friend std::string operator+(const std::string& a, PrimitiveName b) {
+    std::string r = a;
+    r.append(b.data(), b.size());
+    return r;
+  }
+  friend std::string operator+(std::string&& a, PrimitiveName b) {
+    a.append(b.data(), b.size());
+    return std::move(a);
+  }
+  friend std::string operator+(const char* a, PrimitiveName b) { return std::string(a) + b; }
+  friend std::string operator+(char a, PrimitiveName b) { return std::string(1, a) + b; }
+  friend std::string operator+(PrimitiveName a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(PrimitiveName a, const char* b) { return a.str() + b; }
+  friend std::string operator+(PrimitiveName a, char b) { return a.str() + b; }
+  friend std::string operator+(PrimitiveName a, PrimitiveName b) { return a.str() + b; }
+};
+
 /// A primitive operation with its rules. Each rule slot is a virtual function; a slot a primitive
 /// does not fill throws JAX's message ("Differentiation rule for 'foo' not implemented"), so a
 /// user-defined primitive needs only the rules the transformations it meets use.
+///
+/// What a translation unit pays for: the library's primitives (`sin_p`, `add_p`...) are
+/// constant-initialized `inline` objects (constexpr constructor, no registration, trivial
+/// destructor), so a translation unit that never names one emits neither its vtable nor any of
+/// its rules and kernels. Before, each constructor registered its object by name at dynamic
+/// initialization, which made every translation unit reference every vtable: g++ emitted and
+/// optimized every rule of every primitive for every dtype (29 s and 1.2 GB at -O2 for an empty
+/// `main` that includes <xpr/xpr.hpp>). The jaxpr parser finds library primitives in a table
+/// built only where it is used (`find_primitive`, xpr/rt/primitive_table.hpp).
+///
+/// A user-defined primitive whose constructor is not `constexpr` (as in
+/// examples/custom_primitive.cpp) registers itself by name when it is constructed, so
+/// `parse_jaxpr` reads it; one constructed at compile time is registered with
+/// `register_primitive`. Registered primitives must outlive their registration (a namespace-scope
+/// or function-local static object, as JAX's primitives are module globals); a registered name
+/// shadows a library primitive of the same name.
 class Primitive;
 
 namespace detail {
-/// Every live primitive by name, for the jaxpr parser. Built lazily (a function-local static), so
-/// the order in which translation units initialize their `inline` primitive objects never matters.
+/// User-defined primitives by name, for the jaxpr parser. Built lazily (a function-local static),
+/// so the order in which translation units initialize their primitive objects never matters.
 struct PrimitiveRegistry {
   std::mutex mutex;
   std::map<std::string, const Primitive*, std::less<>> by_name;
@@ -70,26 +115,30 @@ inline PrimitiveRegistry& primitive_registry() {
   static PrimitiveRegistry registry;
   return registry;
 }
+inline void register_primitive_name(std::string_view name, const Primitive* p) {
+  auto& r = primitive_registry();
+  std::lock_guard lock(r.mutex);
+  r.by_name.insert_or_assign(std::string(name), p);  // a later definition shadows, like a later def
+}
 }  // namespace detail
 
 class Primitive {
  public:
-  explicit Primitive(std::string name, bool multiple_results = false)
-      : name_(std::move(name)), multiple_results_(multiple_results) {
-    auto& r = detail::primitive_registry();
-    std::lock_guard lock(r.mutex);
-    r.by_name[name_] = this;  // a user primitive of the same name shadows, like a later def
+  /// `name` as jaxprs print it; a string literal (a library primitive) or a string that outlives
+  /// the primitive. Registered by name when constructed at run time (see the class comment).
+  constexpr explicit Primitive(std::string_view name, bool multiple_results = false)
+      : name_(name), multiple_results_(multiple_results) {
+    if (!std::is_constant_evaluated()) detail::register_primitive_name(name_, this);
   }
+  /// From a string literal: its length is known without `strlen`, which g++ 12 does not
+  /// evaluate for constant initialization unless asked (`constinit`).
+  template <std::size_t N>
+  constexpr explicit Primitive(const char (&name)[N], bool multiple_results = false)
+      : Primitive(std::string_view(name, N - 1), multiple_results) {}
   Primitive(const Primitive&) = delete;
   Primitive& operator=(const Primitive&) = delete;
-  virtual ~Primitive() {
-    auto& r = detail::primitive_registry();
-    std::lock_guard lock(r.mutex);
-    auto it = r.by_name.find(name_);
-    if (it != r.by_name.end() && it->second == this) r.by_name.erase(it);
-  }
 
-  const std::string& name() const noexcept { return name_; }
+  PrimitiveName name() const noexcept { return name_; }
   bool multiple_results() const noexcept { return multiple_results_; }
 
   /// impl: evaluate on concrete arrays (the eager interpreter's rule).
@@ -146,21 +195,35 @@ class Primitive {
   }
 
  protected:
+  // Not virtual and trivial, so a library primitive needs no destructor registered at exit (which
+  // would reference its vtable in every translation unit); primitives are not deleted through a
+  // `Primitive*`.
+  ~Primitive() = default;
+
   core::not_implemented_error not_implemented(std::string_view rule) const {
     return core::not_implemented_error(std::string(rule) + " for '" + name_ + "' not implemented");
   }
 
  private:
-  std::string name_;
+  PrimitiveName name_;
   bool multiple_results_;
 };
 
-/// The primitive named `name` (as jaxprs print it), or null if there is none.
-inline const Primitive* find_primitive(std::string_view name) {
-  auto& r = detail::primitive_registry();
+/// Registers `p` under its name for `parse_jaxpr` and `find_primitive`: needed only for a
+/// user-defined primitive constructed at compile time (a `constexpr` constructor); one constructed
+/// at run time registers itself. `p` must outlive its use by the parser.
+inline void register_primitive(const Primitive& p) {
+  detail::register_primitive_name(p.name(), &p);
+}
+
+namespace detail {
+/// The registered (user-defined) primitive named `name`, or null.
+inline const Primitive* find_registered_primitive(std::string_view name) {
+  auto& r = primitive_registry();
   std::lock_guard lock(r.mutex);
   auto it = r.by_name.find(name);
   return it == r.by_name.end() ? nullptr : it->second;
 }
+}  // namespace detail
 
 }  // namespace xpr::rt

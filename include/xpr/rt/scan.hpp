@@ -214,7 +214,7 @@ inline ScanSplit scan_split(const ScanInfo& s, const std::vector<bool>& in_unkno
 /// `jaxpr` has no constants: whatever the body closes over is among the `consts` operands.
 class ScanP final : public Primitive, public PartialEvalRules {
  public:
-  ScanP() : Primitive("scan", true) {}
+  constexpr ScanP() : Primitive("scan", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::ScanInfo s(params, args.size());
@@ -767,7 +767,7 @@ class ScanP final : public Primitive, public PartialEvalRules {
   }
 };
 
-inline const ScanP scan_p{};
+inline constinit const ScanP scan_p{};
 
 namespace detail {
 

@@ -90,7 +90,7 @@ class Tracer : public detail::ArrayImpl {
   const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
   /// The simplest value equal to this one (`self` is the Array holding this tracer).
   virtual Array full_lower(const Array& self) const { return self; }
-  void check_usable() const override;
+  inline void check_usable() const override;
 
  private:
   std::shared_ptr<MainTrace> main_;

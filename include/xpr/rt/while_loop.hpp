@@ -85,7 +85,7 @@ inline JaxprParam keep_invars(const ClosedJaxpr& j, const std::vector<bool>& kee
 /// output or predicate needs.
 class WhileP final : public Primitive, public PartialEvalRules {
  public:
-  WhileP() : Primitive("while", true) {}
+  constexpr WhileP() : Primitive("while", true) {}
 
   struct Parts {
     const ClosedJaxpr& cond;
@@ -477,7 +477,7 @@ class WhileP final : public Primitive, public PartialEvalRules {
   }
 };
 
-inline const WhileP while_p{};
+inline constinit const WhileP while_p{};
 
 // ---------------------------------------------------------------------------------------------
 // xpr::while_loop

@@ -160,10 +160,9 @@ struct DceEqn {
 /// equation whole when any output is used.
 class PartialEvalRules {
  public:
-  PartialEvalRules() = default;
+  constexpr PartialEvalRules() = default;
   PartialEvalRules(const PartialEvalRules&) = delete;
   PartialEvalRules& operator=(const PartialEvalRules&) = delete;
-  virtual ~PartialEvalRules() = default;
 
   /// partial_eval: apply the primitive to `tracers` of `trace`, at least one of them unknown,
   /// computing what can be known now and staging the rest (with `trace.instantiate_const` and
@@ -187,6 +186,11 @@ class PartialEvalRules {
     (void)used_outputs, (void)eqn;
     return std::nullopt;
   }
+
+ protected:
+  // Trivial, like `Primitive`'s, so the primitives deriving from both stay constant-initialized
+  // with nothing to run at exit (see xpr/rt/primitive.hpp).
+  ~PartialEvalRules() = default;
 };
 
 /// The partial-evaluation rules of `prim`, or null if it has none.

@@ -200,7 +200,7 @@ struct binary_transpose<op::div> {  // div(t, y)^T ct = ct / y
 template <class Op, detail::Accepts accepts>
 class BinaryElementwise final : public Primitive {
  public:
-  BinaryElementwise() : Primitive(std::string(Op::name)) {}
+  constexpr BinaryElementwise() : Primitive(Op::name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -300,14 +300,26 @@ class BinaryElementwise final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class BinaryElementwise<op::add, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::sub, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::mul, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::div, detail::Accepts::numeric>;
+extern template class BinaryElementwise<op::max, detail::Accepts::any>;
+extern template class BinaryElementwise<op::min, detail::Accepts::any>;
+extern template class BinaryElementwise<op::pow, detail::Accepts::floating>;
+#endif
+
 //                                  op tag     accepted dtypes
-inline const BinaryElementwise<op::add, detail::Accepts::numeric> add_p{};
-inline const BinaryElementwise<op::sub, detail::Accepts::numeric> sub_p{};
-inline const BinaryElementwise<op::mul, detail::Accepts::numeric> mul_p{};
-inline const BinaryElementwise<op::div, detail::Accepts::numeric> div_p{};
-inline const BinaryElementwise<op::max, detail::Accepts::any> max_p{};
-inline const BinaryElementwise<op::min, detail::Accepts::any> min_p{};
-inline const BinaryElementwise<op::pow, detail::Accepts::floating> pow_p{};
+inline constinit const BinaryElementwise<op::add, detail::Accepts::numeric> add_p{};
+inline constinit const BinaryElementwise<op::sub, detail::Accepts::numeric> sub_p{};
+inline constinit const BinaryElementwise<op::mul, detail::Accepts::numeric> mul_p{};
+inline constinit const BinaryElementwise<op::div, detail::Accepts::numeric> div_p{};
+inline constinit const BinaryElementwise<op::max, detail::Accepts::any> max_p{};
+inline constinit const BinaryElementwise<op::min, detail::Accepts::any> min_p{};
+inline constinit const BinaryElementwise<op::pow, detail::Accepts::floating> pow_p{};
 
 namespace detail {
 // The primitive behind each binary arithmetic `xpr::op` tag.

@@ -26,7 +26,7 @@ namespace xpr::rt {
 template <class Op>
 class Comparison final : public Primitive {
  public:
-  Comparison() : Primitive(std::string(Op::name)) {}
+  constexpr Comparison() : Primitive(Op::name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -80,13 +80,24 @@ class Comparison final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Comparison<op::eq>;
+extern template class Comparison<op::ne>;
+extern template class Comparison<op::lt>;
+extern template class Comparison<op::le>;
+extern template class Comparison<op::gt>;
+extern template class Comparison<op::ge>;
+#endif
+
 //                       op tag
-inline const Comparison<op::eq> eq_p{};
-inline const Comparison<op::ne> ne_p{};
-inline const Comparison<op::lt> lt_p{};
-inline const Comparison<op::le> le_p{};
-inline const Comparison<op::gt> gt_p{};
-inline const Comparison<op::ge> ge_p{};
+inline constinit const Comparison<op::eq> eq_p{};
+inline constinit const Comparison<op::ne> ne_p{};
+inline constinit const Comparison<op::lt> lt_p{};
+inline constinit const Comparison<op::le> le_p{};
+inline constinit const Comparison<op::gt> gt_p{};
+inline constinit const Comparison<op::ge> ge_p{};
 
 namespace detail {
 // The primitive behind each comparison `xpr::op` tag.

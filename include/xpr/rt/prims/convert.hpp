@@ -20,7 +20,7 @@ namespace xpr::rt {
 /// truncates toward zero, nonzero to bool is true).
 class ConvertElementType final : public Primitive {
  public:
-  ConvertElementType() : Primitive("convert_element_type") {}
+  constexpr ConvertElementType() : Primitive("convert_element_type") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     ShapedArray out = abstract_eval_one(args[0].aval(), params);
@@ -96,7 +96,7 @@ class ConvertElementType final : public Primitive {
   }
 };
 
-inline const ConvertElementType convert_element_type_p{};
+inline constinit const ConvertElementType convert_element_type_p{};
 
 /// `x` converted to `dtype` (strongly typed unless `weak_type`); no equation when nothing changes.
 inline Array convert_element_type(const Array& x, DType dtype, bool weak_type = false) {

@@ -208,7 +208,7 @@ void dot_general_kernel(const Array& lhs, const Array& rhs, const DotDimensionNu
 /// are logical (or of ands), as in XLA.
 class DotGeneral final : public Primitive {
  public:
-  DotGeneral() : Primitive("dot_general") {}
+  constexpr DotGeneral() : Primitive("dot_general") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -371,7 +371,7 @@ class DotGeneral final : public Primitive {
   }
 };
 
-inline const DotGeneral dot_general_p{};
+inline constinit const DotGeneral dot_general_p{};
 
 /// `lax.dot_general(lhs, rhs, dimension_numbers)`: binds dot_general on operands of one dtype.
 inline Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dn) {

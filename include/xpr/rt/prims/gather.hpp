@@ -373,7 +373,7 @@ T fill_value_as(const Params& p) {
 /// Linear in the operand; its transpose is scatter-add.
 class Gather final : public Primitive {
  public:
-  Gather() : Primitive("gather") {}
+  constexpr Gather() : Primitive("gather") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
@@ -458,14 +458,16 @@ class Gather final : public Primitive {
 
   /// Transpose (JAX's `_gather_transpose_rule`): the cotangent scatter-added into zeros of the
   /// operand's type at the same windows (defined below, after scatter-add).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// Batched operand: its batch axis becomes a leading window dimension taken whole. Batched
   /// indices: a leading batch dimension of the indices. Both: a batching dimension pair
   /// (operand_batching_dims / start_indices_batching_dims), so example k reads operand k.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                            std::span<const BatchDim> dims,
+                                            std::int64_t axis_size,
+                                            const Params& params) const override;
 
   /// The parameters of the tangent's gather: fill value 0 where the primal fills.
   static Params tangent_params(const Params& params) {
@@ -486,7 +488,7 @@ class Gather final : public Primitive {
   }
 };
 
-inline const Gather gather_p{};
+inline constinit const Gather gather_p{};
 
 // ---- scatters -----------------------------------------------------------------------------------
 
@@ -495,7 +497,7 @@ enum class ScatterKind : std::uint8_t { set, add, mul, min, max };
 
 namespace detail::gs {
 
-constexpr const char* scatter_name(ScatterKind k) {
+constexpr std::string_view scatter_name(ScatterKind k) {
   switch (k) {
     case ScatterKind::set:
       return "scatter";
@@ -599,7 +601,7 @@ inline ScatterDimensionNumbers scatter_of(const GatherDimensionNumbers& g) {
 template <ScatterKind Kind>
 class Scatter final : public Primitive {
  public:
-  Scatter() : Primitive(detail::gs::scatter_name(Kind)) {}
+  constexpr Scatter() : Primitive(detail::gs::scatter_name(Kind)) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 3, " (operand, indices, updates)");
@@ -674,18 +676,20 @@ class Scatter final : public Primitive {
     return {out, {t[0] ? *t[0] : zeros_like_aval(out[0].aval())}};
   }
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+  inline std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
                                            const Params& params) const override;
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// Operand and updates get the batch axis first (broadcast when unbatched). Unbatched indices:
   /// the batch axis is a leading window dimension of the updates taken whole. Batched indices: a
   /// batching dimension pair, so example k's updates go to operand k.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                            std::span<const BatchDim> dims,
+                                            std::int64_t axis_size,
+                                            const Params& params) const override;
 
  private:
   template <class T>
@@ -730,11 +734,21 @@ class Scatter final : public Primitive {
   }
 };
 
-inline const Scatter<ScatterKind::set> scatter_p{};
-inline const Scatter<ScatterKind::add> scatter_add_p{};
-inline const Scatter<ScatterKind::mul> scatter_mul_p{};
-inline const Scatter<ScatterKind::min> scatter_min_p{};
-inline const Scatter<ScatterKind::max> scatter_max_p{};
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Scatter<ScatterKind::set>;
+extern template class Scatter<ScatterKind::add>;
+extern template class Scatter<ScatterKind::mul>;
+extern template class Scatter<ScatterKind::min>;
+extern template class Scatter<ScatterKind::max>;
+#endif
+
+inline constinit const Scatter<ScatterKind::set> scatter_p{};
+inline constinit const Scatter<ScatterKind::add> scatter_add_p{};
+inline constinit const Scatter<ScatterKind::mul> scatter_mul_p{};
+inline constinit const Scatter<ScatterKind::min> scatter_min_p{};
+inline constinit const Scatter<ScatterKind::max> scatter_max_p{};
 
 // ---- lax's functions ----------------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ T integer_power(const T& x, std::int64_t y) {
 /// integer_pow[y](x) for int32, int64, float32 and float64 `x`; integer `x` needs `y >= 0`.
 class IntegerPow final : public Primitive {
  public:
-  IntegerPow() : Primitive("integer_pow") {}
+  constexpr IntegerPow() : Primitive("integer_pow") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     if (args.size() != 1)
@@ -127,7 +127,7 @@ class IntegerPow final : public Primitive {
   }
 };
 
-inline const IntegerPow integer_pow_p{};
+inline constinit const IntegerPow integer_pow_p{};
 
 }  // namespace xpr::rt
 

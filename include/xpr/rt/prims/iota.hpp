@@ -25,7 +25,7 @@ namespace xpr::rt {
 /// iota[dtype, shape, dimension](): out[i₀, …, iₙ] = i_dimension, converted to `dtype` (numeric).
 class Iota final : public Primitive {
  public:
-  Iota() : Primitive("iota") {}
+  constexpr Iota() : Primitive("iota") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     ShapedArray out = abstract_eval_one(args.size(), params);
@@ -91,7 +91,7 @@ class Iota final : public Primitive {
   }
 };
 
-inline const Iota iota_p{};
+inline constinit const Iota iota_p{};
 
 /// `lax.iota(dtype, n)`: 0, 1, …, n - 1.
 inline Array iota(DType dtype, std::int64_t n) {

@@ -44,6 +44,7 @@ namespace detail {
 
 struct SumMonoid {
   static constexpr std::string_view name = "sum";
+  static constexpr std::string_view primitive_name = "reduce_sum";
   static constexpr Accepts accepts = Accepts::numeric;
   static constexpr bool has_identity = true;
   static constexpr bool nan_on_the_side = false;
@@ -65,6 +66,7 @@ struct SumMonoid {
 
 struct MaxMonoid {
   static constexpr std::string_view name = "max";
+  static constexpr std::string_view primitive_name = "reduce_max";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;  // for jax.numpy's empty-reduction check
   static constexpr bool nan_on_the_side = true;
@@ -89,6 +91,7 @@ struct MaxMonoid {
 
 struct MinMonoid {
   static constexpr std::string_view name = "min";
+  static constexpr std::string_view primitive_name = "reduce_min";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;
   static constexpr bool nan_on_the_side = true;
@@ -250,10 +253,7 @@ inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes,
 template <class Monoid>
 class Reduce final : public Primitive {
  public:
-  Reduce() : Primitive("reduce_" + std::string(Monoid::name)) {
-    if constexpr (std::is_same_v<Monoid, detail::SumMonoid>)
-      detail::ReduceSumHook::primitive = this;  // for the rules that cannot include this header
-  }
+  constexpr Reduce() : Primitive(Monoid::primitive_name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -356,10 +356,25 @@ class Reduce final : public Primitive {
   }
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class Reduce<detail::SumMonoid>;
+extern template class Reduce<detail::MaxMonoid>;
+extern template class Reduce<detail::MinMonoid>;
+#endif
+
 //                                      monoid
-inline const Reduce<detail::SumMonoid> reduce_sum_p{};
-inline const Reduce<detail::MaxMonoid> reduce_max_p{};
-inline const Reduce<detail::MinMonoid> reduce_min_p{};
+inline constinit const Reduce<detail::SumMonoid> reduce_sum_p{};
+inline constinit const Reduce<detail::MaxMonoid> reduce_max_p{};
+inline constinit const Reduce<detail::MinMonoid> reduce_min_p{};
+
+/// What the transpose rules of binary.hpp, select.hpp and shape.hpp sum with
+/// (prims/detail/transpose.hpp).
+template <class T>
+const Primitive& detail::ReduceSumHook<T>::primitive() {
+  return reduce_sum_p;
+}
 
 template <class Monoid>
 const Primitive& Reduce<Monoid>::sum_p() {

@@ -30,7 +30,7 @@ namespace xpr::rt {
 /// along each listed dimension d and j'_d = j_d elsewhere. Same type as `x`.
 class Rev final : public Primitive {
  public:
-  Rev() : Primitive("rev") {}
+  constexpr Rev() : Primitive("rev") {}
 
   /// A strided copy that reads the reversed dimensions from their last element backwards.
   Arrays impl(std::span<const Array> args, const Params& params) const override {
@@ -94,7 +94,7 @@ class Rev final : public Primitive {
   }
 };
 
-inline const Rev rev_p{};
+inline constinit const Rev rev_p{};
 
 /// `lax.rev(x, dimensions)`: `x` with the listed dimensions reversed (negative dimensions count
 /// from the end); no equation when the list is empty.

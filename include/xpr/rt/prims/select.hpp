@@ -31,7 +31,7 @@ namespace xpr::rt {
 /// is clamped (JAX leaves it undefined).
 class SelectN final : public Primitive {
  public:
-  SelectN() : Primitive("select_n") {}
+  constexpr SelectN() : Primitive("select_n") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     std::vector<ShapedArray> avals;
@@ -143,6 +143,6 @@ class SelectN final : public Primitive {
   }
 };
 
-inline const SelectN select_n_p{};
+inline constinit const SelectN select_n_p{};
 
 }  // namespace xpr::rt

@@ -189,7 +189,7 @@ inline std::int64_t skip_batch_axis(std::int64_t d, std::int64_t bd) { return d 
 /// the result's size; the other result dimensions repeat the operand.
 class BroadcastInDim final : public Primitive {
  public:
-  BroadcastInDim() : Primitive("broadcast_in_dim") {}
+  constexpr BroadcastInDim() : Primitive("broadcast_in_dim") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -217,7 +217,7 @@ class BroadcastInDim final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis stays where it is in the operand and is placed in the result right after the
@@ -271,14 +271,14 @@ class BroadcastInDim final : public Primitive {
   }
 };
 
-inline const BroadcastInDim broadcast_in_dim_p{};
+inline constinit const BroadcastInDim broadcast_in_dim_p{};
 
 // ---- transpose[permutation] -----------------------------------------------------------------
 
 /// transpose[permutation](x): result dimension `i` is operand dimension `permutation[i]`.
 class Transpose final : public Primitive {
  public:
-  Transpose() : Primitive("transpose") {}
+  constexpr Transpose() : Primitive("transpose") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -302,7 +302,7 @@ class Transpose final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis keeps its position; the permutation moves the other axes around it.
@@ -348,7 +348,7 @@ class Transpose final : public Primitive {
   }
 };
 
-inline const Transpose transpose_p{};
+inline constinit const Transpose transpose_p{};
 
 // ---- reshape[new_sizes, dimensions] ---------------------------------------------------------
 
@@ -357,7 +357,7 @@ inline const Transpose transpose_p{};
 /// which the operand is transposed first, as in JAX.
 class Reshape final : public Primitive {
  public:
-  Reshape() : Primitive("reshape") {}
+  constexpr Reshape() : Primitive("reshape") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -382,7 +382,7 @@ class Reshape final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
@@ -428,14 +428,14 @@ class Reshape final : public Primitive {
   }
 };
 
-inline const Reshape reshape_p{};
+inline constinit const Reshape reshape_p{};
 
 // ---- squeeze[dimensions] --------------------------------------------------------------------
 
 /// squeeze[dimensions](x): removes the listed dimensions, each of size 1.
 class Squeeze final : public Primitive {
  public:
-  Squeeze() : Primitive("squeeze") {}
+  constexpr Squeeze() : Primitive("squeeze") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -455,7 +455,7 @@ class Squeeze final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
@@ -497,7 +497,7 @@ class Squeeze final : public Primitive {
   }
 };
 
-inline const Squeeze squeeze_p{};
+inline constinit const Squeeze squeeze_p{};
 
 // ---- expand_dims[dimensions] ----------------------------------------------------------------
 
@@ -505,7 +505,7 @@ inline const Squeeze squeeze_p{};
 /// result (whose rank is the operand's plus the number of dimensions).
 class ExpandDims final : public Primitive {
  public:
-  ExpandDims() : Primitive("expand_dims") {}
+  constexpr ExpandDims() : Primitive("expand_dims") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -525,7 +525,7 @@ class ExpandDims final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis is placed in the result right after the operand dimension before it (first
@@ -573,7 +573,7 @@ class ExpandDims final : public Primitive {
   }
 };
 
-inline const ExpandDims expand_dims_p{};
+inline constinit const ExpandDims expand_dims_p{};
 
 // ---- lax-level functions the rules bind the shape primitives with ----------------------------
 

@@ -118,7 +118,7 @@ inline Avals avals_of(std::span<const Array> args) {
 /// limit in each dimension (`strides` absent means 1). 0 <= start <= limit <= size.
 class Slice final : public Primitive {
  public:
-  Slice() : Primitive("slice") {}
+  constexpr Slice() : Primitive("slice") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 1);
@@ -147,7 +147,7 @@ class Slice final : public Primitive {
 
   /// Transpose (JAX's `_slice_transpose_rule`): the cotangent padded with zeros back to the
   /// operand's shape, strides becoming interior padding (defined below, after pad).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// The batch axis stays in place and is taken whole (start 0, limit its size, stride 1).
@@ -199,7 +199,7 @@ class Slice final : public Primitive {
   }
 };
 
-inline const Slice slice_p{};
+inline constinit const Slice slice_p{};
 
 // ---- pad ----------------------------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ inline const Slice slice_p{};
 /// size of a dimension of size d is low + high + d + max(d - 1, 0) · interior.
 class Pad final : public Primitive {
  public:
-  Pad() : Primitive("pad") {}
+  constexpr Pad() : Primitive("pad") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
@@ -301,8 +301,10 @@ class Pad final : public Primitive {
   /// An unbatched padding value: the batch axis stays in place, unpadded. A batched one (JAX's
   /// rule too): the operand is padded with zeros and a mask of the padding positions (the same
   /// pad of a false operand with true) selects each example's padding value there.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                            std::span<const BatchDim> dims,
+                                            std::int64_t axis_size,
+                                            const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& v,
@@ -337,7 +339,7 @@ class Pad final : public Primitive {
   }
 };
 
-inline const Pad pad_p{};
+inline constinit const Pad pad_p{};
 
 // ---- dynamic_slice ------------------------------------------------------------------------------
 
@@ -345,7 +347,7 @@ inline const Pad pad_p{};
 /// integer indices, each clamped into [0, size - slice_size] so the window stays inside `x`.
 class DynamicSlice final : public Primitive {
  public:
-  DynamicSlice() : Primitive("dynamic_slice") {}
+  constexpr DynamicSlice() : Primitive("dynamic_slice") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
@@ -391,13 +393,15 @@ class DynamicSlice final : public Primitive {
 
   /// Transpose: the cotangent written into zeros of the operand's type at the same (clamped)
   /// indices, by dynamic_update_slice (defined below, after it).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override;
 
   /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
   /// Batched indices: a gather of one window per example (JAX's rule).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                            std::span<const BatchDim> dims,
+                                            std::int64_t axis_size,
+                                            const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
@@ -416,7 +420,7 @@ class DynamicSlice final : public Primitive {
   }
 };
 
-inline const DynamicSlice dynamic_slice_p{};
+inline constinit const DynamicSlice dynamic_slice_p{};
 
 // ---- dynamic_update_slice -----------------------------------------------------------------------
 
@@ -424,7 +428,7 @@ inline const DynamicSlice dynamic_slice_p{};
 /// replaced by `update`; indices are clamped into [0, size - update size] as in dynamic_slice.
 class DynamicUpdateSlice final : public Primitive {
  public:
-  DynamicUpdateSlice() : Primitive("dynamic_update_slice") {}
+  constexpr DynamicUpdateSlice() : Primitive("dynamic_update_slice") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     (void)params;
@@ -502,8 +506,10 @@ class DynamicUpdateSlice final : public Primitive {
   /// Unbatched indices: operand and update get their batch axis first (an unbatched one is
   /// broadcast) and a start index 0 for it. Batched indices: a scatter of one window per example
   /// (JAX's rule).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                            std::span<const BatchDim> dims,
+                                            std::int64_t axis_size,
+                                            const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const {
@@ -529,7 +535,7 @@ class DynamicUpdateSlice final : public Primitive {
   }
 };
 
-inline const DynamicUpdateSlice dynamic_update_slice_p{};
+inline constinit const DynamicUpdateSlice dynamic_update_slice_p{};
 
 // ---- concatenate --------------------------------------------------------------------------------
 
@@ -537,7 +543,7 @@ inline const DynamicUpdateSlice dynamic_update_slice_p{};
 /// rank, and their shapes agree except along `dimension`.
 class Concatenate final : public Primitive {
  public:
-  Concatenate() : Primitive("concatenate") {}
+  constexpr Concatenate() : Primitive("concatenate") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     Avals avals = detail::avals_of(args);
@@ -663,7 +669,7 @@ class Concatenate final : public Primitive {
   }
 };
 
-inline const Concatenate concatenate_p{};
+inline constinit const Concatenate concatenate_p{};
 
 // ---- transpose rules that bind slicing primitives defined after their own ----------------------
 

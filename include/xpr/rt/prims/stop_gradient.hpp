@@ -19,7 +19,7 @@ namespace xpr::rt {
 /// stop_gradient(x) for `x` of any dtype and shape; abstract_eval is the identity.
 class StopGradient final : public Primitive {
  public:
-  StopGradient() : Primitive("stop_gradient") {}
+  constexpr StopGradient() : Primitive("stop_gradient") {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     (void)params;
@@ -54,6 +54,6 @@ class StopGradient final : public Primitive {
   }
 };
 
-inline const StopGradient stop_gradient_p{};
+inline constinit const StopGradient stop_gradient_p{};
 
 }  // namespace xpr::rt

@@ -125,8 +125,8 @@ struct unary_jvp<op::logistic> {  // s (1 - s)
 template <class Op>
 class UnaryElementwise final : public Primitive {
  public:
-  explicit UnaryElementwise(detail::Accepts accepts)
-      : Primitive(std::string(Op::name)), accepts_(accepts) {}
+  constexpr explicit UnaryElementwise(detail::Accepts accepts)
+      : Primitive(Op::name), accepts_(accepts) {}
 
   detail::Accepts accepts() const noexcept { return accepts_; }
 
@@ -180,21 +180,40 @@ class UnaryElementwise final : public Primitive {
   detail::Accepts accepts_;
 };
 
+// Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
+// and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
+#ifdef XPR_COMPILED_LIB
+extern template class UnaryElementwise<op::neg>;
+extern template class UnaryElementwise<op::sin>;
+extern template class UnaryElementwise<op::cos>;
+extern template class UnaryElementwise<op::tan>;
+extern template class UnaryElementwise<op::tanh>;
+extern template class UnaryElementwise<op::exp>;
+extern template class UnaryElementwise<op::log>;
+extern template class UnaryElementwise<op::log1p>;
+extern template class UnaryElementwise<op::expm1>;
+extern template class UnaryElementwise<op::sqrt>;
+extern template class UnaryElementwise<op::rsqrt>;
+extern template class UnaryElementwise<op::abs>;
+extern template class UnaryElementwise<op::sign>;
+extern template class UnaryElementwise<op::logistic>;
+#endif
+
 //                                      op tag                 accepted dtypes
-inline const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::cos> cos_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::tan> tan_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::tanh> tanh_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::exp> exp_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::log> log_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::log1p> log1p_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::expm1> expm1_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::sqrt> sqrt_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::rsqrt> rsqrt_p{detail::Accepts::floating};
-inline const UnaryElementwise<op::abs> abs_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::sign> sign_p{detail::Accepts::numeric};
-inline const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::neg> neg_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::sin> sin_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::cos> cos_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::tan> tan_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::tanh> tanh_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::exp> exp_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::log> log_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::log1p> log1p_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::expm1> expm1_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::sqrt> sqrt_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::rsqrt> rsqrt_p{detail::Accepts::floating};
+inline constinit const UnaryElementwise<op::abs> abs_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::sign> sign_p{detail::Accepts::numeric};
+inline constinit const UnaryElementwise<op::logistic> logistic_p{detail::Accepts::floating};
 
 namespace detail {
 // The primitive behind each unary `xpr::op` tag.

@@ -20,21 +20,19 @@
 
 namespace xpr::rt::detail {
 
-/// reduce_sum_p, reached through a pointer it sets when it is constructed: the rules of
+/// reduce_sum_p, reached through a function that xpr/rt/prims/reduce.hpp defines: the rules of
 /// binary.hpp, select.hpp and shape.hpp sum cotangents, but reduce.hpp includes those headers, so
-/// they cannot include it. The pointer is constant-initialized (null), so the order in which
-/// translation units initialize their primitives does not matter; rules run after that.
+/// they cannot include it. `primitive()` is a member of a class template declared here and defined
+/// there, so it is instantiated at the end of a translation unit that includes reduce.hpp; a
+/// program whose transposes sum cotangents without including reduce.hpp anywhere fails at link
+/// time (undefined `ReduceSumHook<void>::primitive()`). (It was a pointer set by reduce_sum_p's
+/// constructor, but the primitives are constant-initialized now: see xpr/rt/primitive.hpp.)
+template <class = void>
 struct ReduceSumHook {
-  static inline const Primitive* primitive = nullptr;
+  static const Primitive& primitive();
 };
 
-inline const Primitive& reduce_sum_primitive() {
-  if (!ReduceSumHook::primitive)
-    throw core::error(
-        "transpose rule: expected reduce_sum to be defined, found it missing (include "
-        "xpr/rt/prims/reduce.hpp)");
-  return *ReduceSumHook::primitive;
-}
+inline const Primitive& reduce_sum_primitive() { return ReduceSumHook<>::primitive(); }
 
 /// reduce_sum of `x` over `axes` (no equation when there are none).
 inline Array sum_axes(const Array& x, Axes axes) {

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// The library's primitives by name, for the jaxpr parser (`find_primitive`). The primitives are
+// constant-initialized objects that do not register themselves (registering at dynamic
+// initialization made every translation unit emit every primitive's rules: see
+// xpr/rt/primitive.hpp), so this list names them all, and only code that looks a primitive up by
+// name (parse_jaxpr) references it and pays for the rules of every primitive.
+//
+// A new library primitive is added to `library_primitives()` below; tests/rt/primitive_table.cpp
+// checks that every primitive the parser's round-trip test prints is found.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <span>
+#include <string_view>
+
+#include "xpr/rt/bounded_while.hpp"
+#include "xpr/rt/checkpoint.hpp"
+#include "xpr/rt/cond.hpp"
+#include "xpr/rt/custom_derivatives.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/prims/compare.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/dot_general.hpp"
+#include "xpr/rt/prims/gather.hpp"
+#include "xpr/rt/prims/integer_pow.hpp"
+#include "xpr/rt/prims/iota.hpp"
+#include "xpr/rt/prims/reduce.hpp"
+#include "xpr/rt/prims/rev.hpp"
+#include "xpr/rt/prims/select.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/prims/slicing.hpp"
+#include "xpr/rt/prims/stop_gradient.hpp"
+#include "xpr/rt/prims/unary.hpp"
+#include "xpr/rt/scan.hpp"
+#include "xpr/rt/while_loop.hpp"
+
+namespace xpr::rt {
+
+/// Every primitive the library defines.
+inline std::span<const Primitive* const> library_primitives() {
+  static constexpr std::array<const Primitive*, 61> all{
+      // elementwise (prims/unary.hpp, binary.hpp, compare.hpp, integer_pow.hpp, select.hpp)
+      &neg_p, &sin_p, &cos_p, &tan_p, &tanh_p, &exp_p, &log_p, &log1p_p, &expm1_p, &sqrt_p,
+      &rsqrt_p, &abs_p, &sign_p, &logistic_p, &add_p, &sub_p, &mul_p, &div_p, &max_p, &min_p,
+      &pow_p, &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &integer_pow_p, &select_n_p,
+      &convert_element_type_p, &stop_gradient_p,
+      // shape, slicing, indexing
+      &broadcast_in_dim_p, &transpose_p, &reshape_p, &squeeze_p, &expand_dims_p, &rev_p, &iota_p,
+      &slice_p, &pad_p, &dynamic_slice_p, &dynamic_update_slice_p, &concatenate_p, &gather_p,
+      &scatter_p, &scatter_add_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p,
+      // reductions, contractions
+      &reduce_sum_p, &reduce_max_p, &reduce_min_p, &dot_general_p,
+      // higher-order
+      &cond_p, &while_p, &scan_p, &checkpoint_p, &check_max_trips_p, &custom_jvp_call_p,
+      &custom_lin_p, &custom_vjp_call_p};
+  return all;
+}
+
+/// The primitive named `name` (as jaxprs print it), or null if there is none: a registered
+/// user-defined primitive first (it shadows a library primitive of the same name), then the
+/// library's.
+inline const Primitive* find_primitive(std::string_view name) {
+  if (const Primitive* p = detail::find_registered_primitive(name)) return p;
+  for (const Primitive* p : library_primitives())
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+}  // namespace xpr::rt
