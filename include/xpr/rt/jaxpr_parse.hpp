@@ -829,6 +829,7 @@ class Parser {
     while (!operands_end(scope)) e.inputs.push_back(atom(scope));
     if (is_punct(";")) next();
     preferred_element_type(prim_tok, e);
+    elided_broadcast_params(e, outs);
 
     // Type the results with the primitive's abstract evaluation; they must match the text.
     Avals in_avals;
@@ -886,6 +887,24 @@ class Parser {
     for (const auto& [k, val] : e.params)
       if (k != "preferred_element_type") kept.set(k, val);
     e.params = std::move(kept);
+  }
+
+  /// JAX prints `broadcast_in_dim 1.0:f32[]` with no parameters when the operand is a scalar
+  /// (docs/jaxpr.md's examples): the shape is then the declared result's, and the operand's
+  /// axes (if any) are its trailing axes, as NumPy broadcasting places them.
+  static void elided_broadcast_params(Eqn& e,
+                                      const std::vector<std::pair<Token, ShapedArray>>& outs) {
+    if (e.primitive->name() != "broadcast_in_dim" || outs.size() != 1 || e.inputs.size() != 1)
+      return;
+    const ShapedArray& out = outs[0].second;
+    if (!e.params.contains("shape")) e.params.set("shape", out.shape);
+    if (!e.params.contains("broadcast_dimensions")) {
+      const std::size_t rank = aval_of(e.inputs[0]).ndim();
+      std::vector<std::int64_t> dims;
+      for (std::size_t k = 0; k < rank && rank <= out.ndim(); ++k)
+        dims.push_back(static_cast<std::int64_t>(out.ndim() - rank + k));
+      e.params.set("broadcast_dimensions", Axes(std::move(dims)));
+    }
   }
 
   /// `{ lambda consts ; ins . let eqns in ( outs ) }`; sub-jaxprs may not have constvars.
