@@ -95,14 +95,14 @@ TEST(Jit, GradOfJitAndJitOfGrad) {
 TEST(Jit, JvpLinearizeVjpOfJit) {
   auto jf = xpr::jit(f);
   Array x = x3(), y = y3(), t = xpr::array({1.0, 0.0, -2.0});
-  auto [p, tan] = xpr::jvp([&](auto x) { return jf(x, y); }, std::tuple{x}, std::tuple{t});
-  auto [ep, etan] = xpr::jvp([&](auto x) { return f(x, y); }, std::tuple{x}, std::tuple{t});
+  auto [p, tan] = xpr::jvp([&](auto u) { return jf(u, y); }, std::tuple{x}, std::tuple{t});
+  auto [ep, etan] = xpr::jvp([&](auto u) { return f(u, y); }, std::tuple{x}, std::tuple{t});
   expect_near(p, ep);
   expect_near(tan, etan);
-  auto [yl, lin] = xpr::linearize([&](auto x) { return jf(x, y); }, x);
+  auto [yl, lin] = xpr::linearize([&](auto u) { return jf(u, y); }, x);
   expect_near(yl, ep);
   expect_near(lin(t), etan);
-  auto [yv, pullback] = xpr::vjp([&](auto x) { return jf(x, y); }, x);
+  auto [yv, pullback] = xpr::vjp([&](auto u) { return jf(u, y); }, x);
   expect_near(yv, ep);
   auto [ct] = pullback(Array(1.0));
   expect_near(ct, xpr::grad(f)(x, y));
