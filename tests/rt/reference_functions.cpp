@@ -189,6 +189,10 @@ TEST(ReferenceFunctions, Transformations) {
   EXPECT_EQ(values(xpr::hessian(g)(v)), (std::vector<double>{2, 0, 0, 2}));
   auto sq = [](auto x) { return x * x; };
   EXPECT_EQ(scalar(xpr::grad(xpr::checkpoint(sq))(3.0)), 6.0);
+  EXPECT_EQ(scalar(xpr::jit(sq, xpr::JitOptions{})(3.0)), 9.0);
+  xpr::Lowered low = xpr::jit(sq).lower(3.0);
+  EXPECT_EQ(low.jaxpr().jaxpr.eqns.size(), 1u);  // mul
+  EXPECT_FALSE(low.as_text().empty());
   auto twice = xpr::custom_jvp(sq, [](auto p, auto t) {
     auto [x] = p;
     auto [tx] = t;

@@ -205,11 +205,12 @@ inline std::vector<Token> tokenize(std::string_view src) {
         }
       }
       kind = Token::Kind::number;
-    } else if (std::string_view("{}()[];.,:=").find(c) != std::string_view::npos) {
+    } else if (std::string_view("{}()[];.,:=<>").find(c) != std::string_view::npos) {
+      // `<` and `>` only occur in names JAX writes for Python lambdas (`name=<lambda>`).
       advance(1);
       kind = Token::Kind::punct;
     } else {
-      throw parse_error("expected a name, a number or one of { } ( ) [ ] ; . , : =, found '" +
+      throw parse_error("expected a name, a number or one of { } ( ) [ ] ; . , : = < >, found '" +
                             std::string(1, c) + "'",
                         line, start_col);
     }
@@ -547,7 +548,9 @@ class Parser {
     if (is_punct("(")) {
       if (is_punct("{", 1) || shared_name(peek(1))) return ParamKind::jaxprs;
       if (is_punct("(", 1))
-        return is_punct("[", 2) ? ParamKind::dot_dimension_numbers : ParamKind::padding;
+        // `(([1], [0]), ([], []))` or `(((1,), (0,)), ((), ()))`; padding is `((1, 2, 0),)`.
+        return is_punct("[", 2) || is_punct("(", 2) ? ParamKind::dot_dimension_numbers
+                                                    : ParamKind::padding;
       if (peek(1).kind == Token::Kind::ident && (peek(1).text == "True" || peek(1).text == "False"))
         return ParamKind::bools;
       return ParamKind::axes;
@@ -555,7 +558,27 @@ class Parser {
     return ParamKind::inferred;
   }
 
+  /// A call's `name=`: the characters up to the next space, as JAX prints a function's name
+  /// (`f`, `<lambda>`, `jvp(f)`, `transpose(jvp(f))`), kept as the bare word it is.
+  ParamValue call_name() {
+    const Token& first = peek();
+    if (first.kind == Token::Kind::end || is_punct("]")) fail(first, "a function name for 'name'");
+    std::string text;
+    std::size_t line = first.line, end = first.column;
+    int depth = 0;
+    while (peek().kind != Token::Kind::end && peek().line == line && peek().column == end) {
+      if (depth == 0 && (is_punct("]") || is_punct(")"))) break;
+      const Token& t = next();
+      if (t.kind == Token::Kind::punct && (t.text == "(" || t.text == "<")) ++depth;
+      if (t.kind == Token::Kind::punct && (t.text == ")" || t.text == ">")) --depth;
+      text += t.text;
+      end = t.column + t.text.size();
+    }
+    return Dim{std::move(text)};
+  }
+
   ParamValue param_value(const std::string& name) {
+    if (name == "name") return call_name();
     if (is_ident("None")) {
       next();
       return None{};
@@ -615,15 +638,19 @@ class Parser {
         const std::string what = "'(([...], [...]), ([...], [...]))' for '" + name + "'";
         expect("(", what);
         expect("(", what);
-        dn.lhs_contracting = int_sequence(name, "[", "]");
+        // JAX's jaxprs write the axis lists as `[1]`, its op names as tuples `(1,)`: read both.
+        auto axes = [&] {
+          return is_punct("(") ? int_sequence(name, "(", ")") : int_sequence(name, "[", "]");
+        };
+        dn.lhs_contracting = axes();
         expect(",", what);
-        dn.rhs_contracting = int_sequence(name, "[", "]");
+        dn.rhs_contracting = axes();
         expect(")", what);
         expect(",", what);
         expect("(", what);
-        dn.lhs_batch = int_sequence(name, "[", "]");
+        dn.lhs_batch = axes();
         expect(",", what);
-        dn.rhs_batch = int_sequence(name, "[", "]");
+        dn.rhs_batch = axes();
         expect(")", what);
         expect(")", what);
         return dn;
@@ -716,6 +743,44 @@ class Parser {
          "CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS after 'GatherScatterMode.' for '" + name + "'");
   }
 
+  /// Parameters JAX prints that say where or how precisely a value is computed on an
+  /// accelerator, not what is computed: device placement (`sharding`, `out_sharding`, pjit's
+  /// `in_shardings`, `donated_invars`, ...) and matmul `precision` (xpr computes every product in
+  /// the operands' own precision, the most precise choice). Read and dropped.
+  static bool placement_param(std::string_view name) {
+    static constexpr std::string_view names[] = {
+        "sharding",     "out_sharding", "in_shardings",  "out_shardings",
+        "in_layouts",   "out_layouts",  "donated_invars", "inline",
+        "keep_unused",  "resource_env", "ctx_mesh",      "compiler_options_kvs",
+        "precision"};
+    for (std::string_view n : names)
+      if (n == name) return true;
+    return false;
+  }
+
+  /// Skips one parameter value of any syntax (`None`, `(UnspecifiedValue,)`, `frozenset()`,
+  /// `NamedSharding(mesh=..., spec=...)`): tokens up to the next `name=` or `]` outside brackets.
+  void skip_param_value(const Token& at, const std::string& name) {
+    int depth = 0;
+    std::size_t n = 0;
+    while (true) {
+      const Token& t = peek();
+      if (t.kind == Token::Kind::end) fail(t, "']' closing the parameters", "end of text");
+      if (depth == 0 && n > 0 &&
+          (is_punct("]") || (t.kind == Token::Kind::ident && is_punct("=", 1))))
+        return;
+      if (depth == 0 && n == 0 && is_punct("]")) fail(at, "a value for '" + name + "'");
+      if (t.kind == Token::Kind::punct && (t.text == "(" || t.text == "[" || t.text == "{" ||
+                                           t.text == "<"))
+        ++depth;
+      if (t.kind == Token::Kind::punct && (t.text == ")" || t.text == "]" || t.text == "}" ||
+                                           t.text == ">"))
+        --depth;
+      next();
+      ++n;
+    }
+  }
+
   Params params() {
     Params ps;
     next();  // [
@@ -724,6 +789,17 @@ class Parser {
       std::string name(k.text);
       if (ps.contains(name)) fail(k, "each parameter once", "'" + name + "' a second time");
       expect("=", "'=' after the parameter name '" + name + "'");
+      if (placement_param(name)) {
+        skip_param_value(k, name);
+        continue;
+      }
+      if (name == "accumulation_type") {
+        // JAX's dot_general accumulation type: None is the default (the operands' type).
+        if (!is_ident("None"))
+          fail(peek(), "accumulation_type=None (xpr accumulates in the operands' dtype)");
+        next();
+        continue;
+      }
       ps.set(name, param_value(name));
     }
     next();
@@ -744,13 +820,17 @@ class Parser {
       next();  // =
     }
     const Token& prim_tok = expect_ident("a primitive name");
-    const Primitive* prim = find_primitive(prim_tok.text);
+    // Newer JAX prints its jit primitive as `jit`, older as `pjit`: the same call.
+    const Primitive* prim =
+        find_primitive(prim_tok.text == "jit" ? std::string_view("pjit") : prim_tok.text);
     if (!prim)
       fail(prim_tok, "a primitive name", "unknown primitive '" + std::string(prim_tok.text) + "'");
     Eqn e{prim, {}, {}, {}};
     if (is_punct("[")) e.params = params();
     while (!operands_end(scope)) e.inputs.push_back(atom(scope));
     if (is_punct(";")) next();
+    preferred_element_type(prim_tok, e);
+    elided_broadcast_params(e, outs);
 
     // Type the results with the primitive's abstract evaluation; they must match the text.
     Avals in_avals;
@@ -783,6 +863,49 @@ class Parser {
       e.outputs.push_back(std::move(v));
     }
     return e;
+  }
+
+  /// JAX's `dot_general[... preferred_element_type=float32]` names the result dtype, which xpr's
+  /// dot_general always takes from its operands: accepted (and dropped) when it is that dtype,
+  /// rejected when it asks for another (an integer product accumulated in floats, say).
+  static void preferred_element_type(const Token& prim_tok, Eqn& e) {
+    const ParamValue* v = e.params.find("preferred_element_type");
+    if (!v || e.primitive->name() != "dot_general") return;
+    if (const DType* d = std::get_if<DType>(v)) {
+      for (const Atom& a : e.inputs)
+        if (aval_of(a).dtype != *d)
+          throw type_error("parse_jaxpr: at line " + std::to_string(prim_tok.line) +
+                           ", column " + std::to_string(prim_tok.column) +
+                           ": dot_general with preferred_element_type=" +
+                           std::string(core::name(*d)) + " on operands of type " +
+                           aval_of(a).str() +
+                           " is not supported (xpr's dot_general computes in its operands' "
+                           "dtype; convert them first)");
+    } else if (!std::holds_alternative<None>(*v)) {
+      throw type_error("parse_jaxpr: expected a dtype or None for preferred_element_type");
+    }
+    Params kept;
+    for (const auto& [k, val] : e.params)
+      if (k != "preferred_element_type") kept.set(k, val);
+    e.params = std::move(kept);
+  }
+
+  /// JAX prints `broadcast_in_dim 1.0:f32[]` with no parameters when the operand is a scalar
+  /// (docs/jaxpr.md's examples): the shape is then the declared result's, and the operand's
+  /// axes (if any) are its trailing axes, as NumPy broadcasting places them.
+  static void elided_broadcast_params(Eqn& e,
+                                      const std::vector<std::pair<Token, ShapedArray>>& outs) {
+    if (e.primitive->name() != "broadcast_in_dim" || outs.size() != 1 || e.inputs.size() != 1)
+      return;
+    const ShapedArray& out = outs[0].second;
+    if (!e.params.contains("shape")) e.params.set("shape", out.shape);
+    if (!e.params.contains("broadcast_dimensions")) {
+      const std::size_t rank = aval_of(e.inputs[0]).ndim();
+      std::vector<std::int64_t> dims;
+      for (std::size_t k = 0; k < rank && rank <= out.ndim(); ++k)
+        dims.push_back(static_cast<std::int64_t>(out.ndim() - rank + k));
+      e.params.set("broadcast_dimensions", Axes(std::move(dims)));
+    }
   }
 
   /// `{ lambda consts ; ins . let eqns in ( outs ) }`; sub-jaxprs may not have constvars.

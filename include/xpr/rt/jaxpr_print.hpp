@@ -393,11 +393,20 @@ class JaxprPrinter {
     return pp::text(os.str());
   }
 
-  /// `[k=v k=v]`, sorted by name as JAX's default equation printer sorts them.
+  /// `[k=v k=v]`, sorted by name as JAX's default equation printer sorts them, except that a
+  /// call's `name` and `jaxpr` come first, as JAX's pjit printer puts them (`pjit[name=f
+  /// jaxpr={ ... }]`).
   Doc params(const Params& ps) {
     if (ps.empty()) return nullptr;
     std::vector<Doc> pairs;
-    for (const auto* item : sorted_params(ps))
+    std::vector<const Params::value_type*> items = sorted_params(ps);
+    if (ps.contains("name")) {
+      std::stable_partition(items.begin(), items.end(),
+                            [](const auto* item) { return item->first == "jaxpr"; });
+      std::stable_partition(items.begin(), items.end(),
+                            [](const auto* item) { return item->first == "name"; });
+    }
+    for (const auto* item : items)
       pairs.push_back(pp::concat({pp::text(item->first + "="), param_value(item->second)}));
     return pp::group(pp::concat(
         {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
