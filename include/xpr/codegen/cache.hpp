@@ -193,10 +193,8 @@ inline std::string compile_to_bytes(const std::string& source, const std::string
                       std::strerror(errno));
   std::string dir = t.data();
   std::string src = dir + "/kernel_" + key + ".cpp", so = dir + "/kernel.so", log = dir + "/log.txt";
-  {
-    std::ofstream f(src, std::ios::binary);
-    f << source;
-  }
+  if (!write_file(src, source))
+    throw core::error("jit: cannot write " + src + ": " + std::strerror(errno));
   auto cmd = compile_command(src, so);
   auto t0 = std::chrono::steady_clock::now();
   int rc = run_process(cmd, log);

@@ -53,9 +53,21 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   return WEXITSTATUS(status);
 }
 
+/// The whole file (empty if it cannot be read). POSIX read(): istreambuf_iterator trips GCC 12's
+/// -Wnull-dereference inside libstdc++.
 inline std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[65536];
+  for (;;) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fd);
+  return out;
 }
 
 inline std::string env_or(const char* name, const char* fallback) {

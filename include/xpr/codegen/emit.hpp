@@ -1000,8 +1000,8 @@ class Lowering {
     if (h.rfind("idiv_", 0) == 0) {
       std::string t = h == "idiv_i32" ? "int" : "long long";
       // XLA: x / 0 == -1, INT_MIN / -1 == INT_MIN (wraps, -fwrapv), else truncation.
-      return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t + " b) { return b == 0 ? " + t +
-             "(-1) : b == -1 ? -a : a / b; }\n";
+      return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t + " b) { return b == 0 ? static_cast<" + t +
+             ">(-1) : b == -1 ? -a : a / b; }\n";
     }
     // cvt_<from>_<to>: saturating, NaN -> 0 (core::convert_element).
     bool f32 = h.find("_f32_") != std::string::npos;
@@ -1009,7 +1009,7 @@ class Lowering {
     std::string from = f32 ? "float" : "double", to = to32 ? "int" : "long long";
     std::string lo = to32 ? "(-2147483647-1)" : "(-9223372036854775807LL-1)";
     std::string hi = to32 ? "2147483647" : "9223372036854775807LL";
-    return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? " + to + "(0) : x <= static_cast<" +
+    return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? static_cast<" + to + ">(0) : x <= static_cast<" +
            from + ">(" + lo + ") ? " + lo + " : x >= static_cast<" + from + ">(" + hi + ") ? " + hi +
            " : static_cast<" + to + ">(x); }\n";
   }
