@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "xpr/codegen/execute.hpp"
+#include "xpr/rt/checkpoint.hpp"
+#include "xpr/rt/custom_derivatives.hpp"
 #include "xpr/xpr.hpp"
 
 namespace test_jit_codegen {
@@ -296,6 +298,25 @@ TEST(JitCodegen, UnsupportedPrimitiveFallsBackToTheInterpreter) {
   EXPECT_THROW(codegen::compile(j.jaxpr), not_implemented_error);
   Arrays got = codegen::execute(j, std::vector<Array>{x, idx});
   expect_close(got[0], f(x, idx), "gather fallback");
+}
+
+TEST(JitCodegen, CallsAreInlined) {
+  // checkpoint and custom_jvp_call hold their body as a sub-jaxpr: lowered inline, so they compile.
+  auto rule = xpr::custom_jvp([](auto x) { return xpr::sin(x) * 3.0; },
+                              [](auto primals, auto tangents) {
+                                auto [x] = primals;
+                                auto [t] = tangents;
+                                return std::pair{xpr::sin(x) * 3.0, t * 2.0};
+                              });
+  auto body = xpr::checkpoint([](auto v) { return xpr::exp(v) - v; });
+  auto f = [&](auto v) { return body(rule(v)) + rule(v * 2.0); };
+  std::mt19937 g(7);
+  Array x = random_array(g, Shape{6}, DType::float64);
+  ClosedJaxpr j = make_jaxpr(f)(x);
+  check_compiled(j, {x}, "inlined calls");
+  // Differentiated through the rule and compiled: the jvp jaxpr lowers too.
+  auto df = [&](auto v) { return xpr::grad([&](auto w) { return xpr::sum(f(w)); })(v); };
+  check_compiled(make_jaxpr(df)(x), {x}, "grad through inlined calls");
 }
 
 TEST(JitCodegen, WrongArgumentTypesThrow) {

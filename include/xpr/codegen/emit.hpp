@@ -404,6 +404,91 @@ inline bool is_standalone(const Primitive* p) {
          p == &rt::pad_p;
 }
 
+/// Call-like primitives whose body is a sub-jaxpr applied to the operands as they are (a nested
+/// `pjit`, custom-derivative calls, whose derivative rules do not matter when evaluating, and
+/// checkpoint): inlined before lowering, so their equations fuse with their neighbours.
+inline const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
+  static const char* const names[] = {"pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint",
+                                      "remat", "closed_call", "core_call"};
+  bool call = false;
+  for (const char* n : names) call = call || e.primitive->name() == n;
+  if (!call) return nullptr;
+  for (const char* key : {"jaxpr", "call_jaxpr"})
+    if (const rt::ParamValue* v = e.params.find(key))
+      if (const rt::JaxprParam* j = std::get_if<rt::JaxprParam>(v); j && *j) {
+        const rt::ClosedJaxpr& c = **j;
+        if (c.jaxpr.invars.size() != e.inputs.size() || c.jaxpr.outvars.size() != e.outputs.size())
+          return nullptr;
+        for (const Array& k : c.consts)
+          if (k.ndim() != 0 || !k.is_concrete()) return nullptr;  // only scalars become literals
+        return &c;
+      }
+  return nullptr;
+}
+
+/// Appends `body` applied to `args` to `out`; returns its outputs. Equations get fresh result
+/// variables, so a body inlined twice defines each variable once.
+inline std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
+                                     std::span<const Array> consts, std::span<const Atom> args,
+                                     std::size_t depth) {
+  if (depth > rt::max_jaxpr_nesting)
+    throw core::not_implemented_error("jit: code generation for calls nested deeper than " +
+                                      std::to_string(rt::max_jaxpr_nesting) + " not implemented");
+  std::unordered_map<const void*, Atom> env;
+  for (std::size_t i = 0; i < body.constvars.size(); ++i)
+    env.emplace(body.constvars[i].id(), Atom(Literal{consts[i]}));
+  for (std::size_t i = 0; i < body.invars.size(); ++i) env.emplace(body.invars[i].id(), args[i]);
+  auto read = [&](const Atom& a) -> Atom {
+    if (const Var* v = std::get_if<Var>(&a)) {
+      auto it = env.find(v->id());
+      if (it == env.end())
+        throw core::not_implemented_error("jit: code generation for a jaxpr using an undefined variable not implemented");
+      return it->second;
+    }
+    return a;
+  };
+  for (const Eqn& e : body.eqns) {
+    std::vector<Atom> ins;
+    for (const Atom& a : e.inputs) ins.push_back(read(a));
+    if (const rt::ClosedJaxpr* sub = e.primitive ? inlinable_body(e) : nullptr) {
+      std::vector<Atom> res = inline_into(out, sub->jaxpr, sub->consts, ins, depth + 1);
+      for (std::size_t k = 0; k < e.outputs.size(); ++k) env.insert_or_assign(e.outputs[k].id(), res[k]);
+      continue;
+    }
+    Eqn n{e.primitive, std::move(ins), e.params, {}};
+    for (const Var& v : e.outputs) {
+      n.outputs.emplace_back(v.aval());
+      env.insert_or_assign(v.id(), Atom(n.outputs.back()));
+    }
+    out.push_back(std::move(n));
+  }
+  std::vector<Atom> res;
+  for (const Atom& a : body.outvars) res.push_back(read(a));
+  return res;
+}
+
+/// `j` with its call-like equations inlined (j itself when it has none).
+inline Jaxpr inline_calls(const Jaxpr& j) {
+  bool any = false;
+  for (const Eqn& e : j.eqns) any = any || (e.primitive && inlinable_body(e));
+  if (!any) return j;
+  Jaxpr r;
+  r.constvars = j.constvars;
+  r.invars = j.invars;
+  std::vector<Atom> args;
+  for (const Var& v : j.invars) args.emplace_back(v);
+  std::vector<Atom> cs;
+  for (const Var& v : j.constvars) cs.emplace_back(v);
+  // The outer jaxpr's constvars stay variables: pass them through an environment of atoms.
+  Jaxpr body = j;
+  body.invars.insert(body.invars.begin(), j.constvars.begin(), j.constvars.end());
+  body.constvars.clear();
+  std::vector<Atom> all = cs;
+  all.insert(all.end(), args.begin(), args.end());
+  r.outvars = inline_into(r.eqns, body, {}, all, 0);
+  return r;
+}
+
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
 inline constexpr std::size_t max_group_eqns = 200;
@@ -1029,7 +1114,8 @@ class Lowering {
 /// `not_implemented_error` naming the first primitive it cannot lower (the caller then
 /// interprets); see docs/jit.md for the list of primitives covered.
 inline Lowered lower(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
-  return detail::Lowering(jaxpr, options).run();
+  const rt::Jaxpr flat = detail::inline_calls(jaxpr);
+  return detail::Lowering(flat, options).run();
 }
 
 }  // namespace xpr::codegen
