@@ -290,6 +290,40 @@ TEST(JitCodegen, SourceIsHeaderFreeWithGeneratedNames) {
   EXPECT_NE(src.find("xpr_kernel"), std::string::npos);
 }
 
+TEST(JitCodegen, PreciseMathCallsScalarLibm) {
+  ClosedJaxpr j = parse_jaxpr("{ lambda ; a:f64[5]. let b:f64[5] = sin a in (b,) }");
+  codegen::JitOptions precise;
+  precise.precise_math = true;
+  EXPECT_NE(codegen::lower_to_source(j.jaxpr).find("simd(\"notinbranch\")"), std::string::npos);
+  EXPECT_EQ(codegen::lower_to_source(j.jaxpr, precise).find("simd("), std::string::npos);
+  Array a = array(std::vector<double>{0.1, 1.0, 10.0, 100.0, 1e5});
+  Arrays got = codegen::compile(j.jaxpr, precise)->run(std::vector<Array>{a});
+  for (std::int64_t i = 0; i < 5; ++i) EXPECT_EQ(got[0].data<double>()[i], std::sin(a.data<double>()[i]));
+}
+
+TEST(JitCodegen, HostileTextFailsCleanlyOrCompilesToTheInterpretersResult) {
+  // Sizes that overflow, names with quotes and semicolons: rejected by the parser or the lowering
+  // with an xpr::error, never pasted into source.
+  const std::vector<std::string> texts = {
+      "{ lambda ; a:f64[9223372036854775807]. let b:f64[9223372036854775807] = sin a in (b,) }",
+      "{ lambda ; a:f64[4611686018427387904,4]. let b:f64[4611686018427387904,4] = sin a in (b,) }",
+      "{ lambda ; a\";system:f64[3]. let b:f64[3] = sin a in (b,) }",
+      "{ lambda ; a:f64[3]. let b:f64[3] = mul a 1e308:f64[] in (b,) }",
+      "{ lambda ; a:f64[3]. let b:f64[3] = mul a -0.0:f64[] in (b,) }",
+  };
+  for (const std::string& t : texts) {
+    try {
+      ClosedJaxpr j = parse_jaxpr(t);
+      Array a = array(std::vector<double>{1.0, -2.0, 3.0});
+      auto k = codegen::compile(j.jaxpr);
+      expect_close(k->run(std::vector<Array>{a})[0], eval_jaxpr(j, {a})[0], t);
+      EXPECT_EQ(k->source().find("system"), std::string::npos);
+    } catch (const xpr::error&) {
+      SUCCEED();
+    }
+  }
+}
+
 TEST(JitCodegen, UnsupportedPrimitiveFallsBackToTheInterpreter) {
   Array x = array(std::vector<double>{1.0, 2.0, 3.0, 4.0});
   Array idx = array(std::vector<std::int32_t>{3, 0});
