@@ -1,42 +1,73 @@
 // SPDX-License-Identifier: MIT
-// The two entry points through which `xpr::jit` reaches the code generator: `execute` runs a
-// jaxpr (the `pjit` primitive's impl calls it) and `lower_to_source` returns the C++ it would be
-// compiled from (`jit(f).lower(args...).as_text()`). This version has no code generator behind
-// it: `execute` interprets the jaxpr with `eval_jaxpr`, and `lower_to_source` says so and shows
-// the jaxpr. The code generator (codegen/) replaces these bodies, keeping the signatures.
+// What the `pjit` primitive's impl calls: run a jaxpr as native code, or interpret it where code
+// generation cannot (a primitive it does not cover, traced arguments, no working compiler).
 #pragma once
 
+#include <iostream>
+#include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
-#include "xpr/rt/array.hpp"
-#include "xpr/rt/jaxpr.hpp"
+#include "xpr/codegen/kernel.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
-#include "xpr/rt/jaxpr_print.hpp"
-#include "xpr/rt/jit_options.hpp"
 
 namespace xpr::codegen {
 
-/// Runs `jaxpr` on `args` and returns its outputs, as `eval_jaxpr(jaxpr, args)` would: `args`
-/// are the values of `jaxpr.jaxpr.invars` (in order, of the types they declare) and
-/// `jaxpr.consts` the values of its constvars. `options.backend` and `options.precise_math` say
-/// how it may run (`options.name` names it in logs). The arguments are concrete Arrays, never
-/// tracers: `pjit`'s impl calls this only at the bottom of the interpreter stack.
-///
-/// (No code generator here yet: every backend runs the interpreter.)
-inline rt::Arrays execute(const rt::ClosedJaxpr& jaxpr, std::span<const rt::Array> args,
-                          const rt::JitOptions& options) {
-  (void)options;
-  return rt::eval_jaxpr(jaxpr, args);
+namespace detail {
+inline void warn_no_compiler_once(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n";
+  });
+}
+}  // namespace detail
+
+/// Runs `jaxpr` on `args` (with `consts` the values of its constvars) as `options.backend` says:
+/// `interpreter` runs `eval_jaxpr`; `compiled` runs native code and lets every failure through
+/// (`compile_error`, `not_implemented_error` naming an uncovered primitive, a missing compiler);
+/// `automatic` runs native code where it can and falls back to the interpreter when an argument
+/// is traced, when the jaxpr holds a primitive codegen does not cover (docs/codegen.md lists
+/// them), or when no compiler works (said once on stderr). A compiler that rejects the generated
+/// code is a bug in the generator, so it is `compile_error` under every backend.
+inline std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
+                                      std::span<const rt::Array> args,
+                                      const JitOptions& options = {}) {
+  if (options.backend == rt::JitBackend::interpreter) return rt::eval_jaxpr(jaxpr, consts, args);
+  bool concrete = true;
+  for (const rt::Array& a : args) concrete = concrete && a.is_concrete();
+  for (const rt::Array& a : consts) concrete = concrete && a.is_concrete();
+  if (options.backend == rt::JitBackend::compiled) {
+    if (!concrete)
+      throw core::type_error("jit(backend=compiled): codegen::execute was given traced arguments");
+    return compile(jaxpr, options)->run(args, consts);
+  }
+  if (concrete) {
+    try {
+      return compile(jaxpr, options)->run(args, consts);
+    } catch (const no_compiler_error& e) {
+      detail::warn_no_compiler_once(e.what());
+    } catch (const core::not_implemented_error& e) {
+      detail::log_line(std::string("interpreting: ") + e.what());
+    }
+  }
+  return rt::eval_jaxpr(jaxpr, consts, args);
 }
 
-/// The C++ source that `execute` would compile for `jaxpr` under `options`.
-///
-/// (No code generator here yet: a comment saying so, then the jaxpr as text.)
-inline std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const rt::JitOptions& options) {
-  (void)options;
-  return "// xpr: no C++ code generator in this build; jit runs the interpreter on this jaxpr:\n" +
-         rt::pretty_print(jaxpr.jaxpr) + "\n";
+/// The signature `pjit`'s impl calls: `jaxpr.consts` are the constvars' values.
+inline std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr,
+                                      std::span<const rt::Array> args,
+                                      const JitOptions& options = {}) {
+  return execute(jaxpr.jaxpr, jaxpr.consts, args, options);
+}
+
+/// The C++ source `jaxpr` lowers to (what `jit(f).lower(args...).as_text()` shows). Throws
+/// `not_implemented_error` for a primitive codegen does not cover.
+inline std::string lower_to_source(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
+  return lower(jaxpr, options).source;
+}
+inline std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const JitOptions& options = {}) {
+  return lower_to_source(jaxpr.jaxpr, options);
 }
 
 }  // namespace xpr::codegen

@@ -85,7 +85,7 @@ inline Params renamed(Params params, const char* transform) {
 /// transposed jaxpr (`name=transpose(f)`); dce prunes it.
 class PjitP final : public Primitive, public PartialEvalRules {
  public:
-  PjitP() : Primitive("pjit", true) {}
+  constexpr PjitP() : Primitive("pjit", true) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     return codegen::execute(detail::jaxpr_param(params, "jaxpr"), args,
@@ -349,7 +349,7 @@ class PjitP final : public Primitive, public PartialEvalRules {
   }
 };
 
-inline const PjitP pjit_p{};
+inline constinit const PjitP pjit_p{};
 
 // ---------------------------------------------------------------------------------------------
 // xpr::jit

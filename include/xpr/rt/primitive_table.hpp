@@ -17,6 +17,7 @@
 #include "xpr/rt/bounded_while.hpp"
 #include "xpr/rt/checkpoint.hpp"
 #include "xpr/rt/cond.hpp"
+#include "xpr/rt/jit.hpp"
 #include "xpr/rt/custom_derivatives.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/binary.hpp"
@@ -40,7 +41,7 @@ namespace xpr::rt {
 
 /// Every primitive the library defines.
 inline std::span<const Primitive* const> library_primitives() {
-  static constexpr std::array<const Primitive*, 61> all{
+  static constexpr std::array<const Primitive*, 62> all{
       // elementwise (prims/unary.hpp, binary.hpp, compare.hpp, integer_pow.hpp, select.hpp)
       &neg_p, &sin_p, &cos_p, &tan_p, &tanh_p, &exp_p, &log_p, &log1p_p, &expm1_p, &sqrt_p,
       &rsqrt_p, &abs_p, &sign_p, &logistic_p, &add_p, &sub_p, &mul_p, &div_p, &max_p, &min_p,
@@ -54,7 +55,7 @@ inline std::span<const Primitive* const> library_primitives() {
       &reduce_sum_p, &reduce_max_p, &reduce_min_p, &dot_general_p,
       // higher-order
       &cond_p, &while_p, &scan_p, &checkpoint_p, &check_max_trips_p, &custom_jvp_call_p,
-      &custom_lin_p, &custom_vjp_call_p};
+      &custom_lin_p, &custom_vjp_call_p, &pjit_p};
   return all;
 }
 

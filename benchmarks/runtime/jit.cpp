@@ -1,0 +1,162 @@
+// Jitted elementwise chains (issue 14) against a hand-written xsimd loop and against eager
+// evaluation, on 1M and 10M f64; the call overhead of a cached kernel on rank-0 inputs; a STREAM
+// triad for the memory bandwidth the 1e7-element chains are measured against. Every variant
+// allocates its output array per call, as the jitted and eager calls do. Figures:
+// docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "xpr/codegen/execute.hpp"
+#include "xpr/xpr.hpp"
+
+namespace {
+
+using xpr::Array;
+
+Array input(std::int64_t n) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 + static_cast<double>(i % 1000) * 0.001;
+  return xpr::array(v);
+}
+
+Array chain1(const Array& x) { return xpr::sin(x) * 2.0 - x; }
+
+Array chain10(const Array& x) {
+  Array t = xpr::sin(x);          // 1
+  t = t * 1.5;                    // 2
+  t = t + x;                      // 3
+  t = xpr::abs(t);                // 4
+  t = -t;                         // 5
+  t = xpr::exp(t);                // 6
+  t = t * x;                      // 7
+  t = t - 0.5;                    // 8
+  t = xpr::maximum(t, x);         // 9
+  return xpr::tanh(t);            // 10
+}
+
+template <class F>
+Array hand(const Array& x, F f) {
+  using B = xsimd::batch<double>;
+  xpr::rt::ArrayBuilder out(x.aval());
+  const double* in = x.data<double>();
+  double* o = out.data<double>();
+  const auto n = static_cast<std::size_t>(x.size());
+  std::size_t i = 0;
+  for (; i + B::size <= n; i += B::size) f(B::load_unaligned(in + i)).store_unaligned(o + i);
+  for (; i < n; ++i) o[i] = f(B(in[i])).get(0);
+  return std::move(out).finish();
+}
+
+auto hand1 = [](auto v) { return xsimd::sin(v) * 2.0 - v; };
+auto hand10 = [](auto x) {
+  auto t = xsimd::sin(x);
+  t = t * 1.5;
+  t = t + x;
+  t = xsimd::abs(t);
+  t = -t;
+  t = xsimd::exp(t);
+  t = t * x;
+  t = t - 0.5;
+  t = xsimd::max(t, x);
+  return xsimd::tanh(t);
+};
+
+void set_bytes(benchmark::State& s, std::int64_t n) {
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * n * 16);  // 8 read + 8 written
+}
+
+void BM_hand_chain1(benchmark::State& s) {
+  Array x = input(s.range(0));
+  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand1));
+  set_bytes(s, s.range(0));
+}
+void BM_jit_chain1(benchmark::State& s) {
+  Array x = input(s.range(0));
+  auto k = xpr::codegen::compile(xpr::make_jaxpr(chain1)(x).jaxpr);
+  std::vector<Array> args{x};
+  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
+  set_bytes(s, s.range(0));
+}
+void BM_eager_chain1(benchmark::State& s) {
+  Array x = input(s.range(0));
+  for (auto _ : s) benchmark::DoNotOptimize(chain1(x));
+  set_bytes(s, s.range(0));
+}
+void BM_hand_chain10(benchmark::State& s) {
+  Array x = input(s.range(0));
+  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand10));
+  set_bytes(s, s.range(0));
+}
+void BM_jit_chain10(benchmark::State& s) {
+  Array x = input(s.range(0));
+  auto k = xpr::codegen::compile(xpr::make_jaxpr(chain10)(x).jaxpr);
+  std::vector<Array> args{x};
+  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
+  set_bytes(s, s.range(0));
+}
+void BM_eager_chain10(benchmark::State& s) {
+  Array x = input(s.range(0));
+  for (auto _ : s) benchmark::DoNotOptimize(chain10(x));
+  set_bytes(s, s.range(0));
+}
+
+// STREAM triad a = b + s c (24 bytes per element; reported as bytes per second).
+void BM_stream_triad(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+  for (auto _ : s) {
+    double* __restrict pa = a.data();
+    const double* __restrict pb = b.data();
+    const double* __restrict pc = c.data();
+    for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * s.range(0) * 24);
+}
+
+// Call overhead on rank-0 inputs: x * 2 + 1.
+Array small(const Array& x) { return x * 2.0 + 1.0; }
+void BM_hand_scalar(benchmark::State& s) {
+  double x = 0.5;
+  for (auto _ : s) {
+    benchmark::DoNotOptimize(x);
+    double y = x * 2.0 + 1.0;
+    benchmark::DoNotOptimize(y);
+  }
+}
+void BM_jit_scalar_kernel(benchmark::State& s) {
+  Array x(0.5);
+  auto k = xpr::codegen::compile(xpr::make_jaxpr(small)(x).jaxpr);
+  std::vector<Array> args{x};
+  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
+}
+void BM_jit_scalar_execute(benchmark::State& s) {
+  Array x(0.5);
+  auto j = xpr::make_jaxpr(small)(x);
+  std::vector<Array> args{x};
+  for (auto _ : s) benchmark::DoNotOptimize(xpr::codegen::execute(j, args));
+}
+void BM_eager_scalar(benchmark::State& s) {
+  Array x(0.5);
+  for (auto _ : s) benchmark::DoNotOptimize(small(x));
+}
+
+}  // namespace
+
+BENCHMARK(BM_hand_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_jit_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_eager_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_hand_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_jit_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_eager_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_stream_triad)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_hand_scalar);
+BENCHMARK(BM_jit_scalar_kernel);
+BENCHMARK(BM_jit_scalar_execute);
+BENCHMARK(BM_eager_scalar);
+BENCHMARK_MAIN();

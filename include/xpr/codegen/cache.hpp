@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+// The kernel cache of jit: compiled shared objects on disk (one file per hash of source, compiler
+// version, flags and resolved target; published with rename(), checked before loading) and loaded
+// kernels in memory (each compiled or loaded once per process, however many threads ask).
+#pragma once
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+
+#include "xpr/codegen/compiler.hpp"
+#include "xpr/core/error.hpp"
+
+namespace xpr::codegen {
+
+/// What the jit cache did in this process.
+struct JitCacheStats {
+  std::uint64_t compiles = 0;     // kernels built by running the compiler
+  std::uint64_t memory_hits = 0;  // kernels found already loaded in this process
+  std::uint64_t disk_hits = 0;    // kernels loaded from the disk cache
+};
+
+/// The kernel a shared object exports.
+using KernelFn = void (*)(void* const*, const long long*, const void*);
+
+/// A loaded shared object (never unloaded: kernels may run on other threads).
+struct Library {
+  void* handle = nullptr;
+  KernelFn fn = nullptr;
+  std::string key;
+};
+
+/// Raised when no compiler works (XPR_CXX names none): jit interprets instead.
+struct no_compiler_error : core::error {
+  using core::error::error;
+};
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<std::uint64_t> compiles{0}, memory_hits{0}, disk_hits{0};
+};
+inline CacheCounters& counters() {
+  static CacheCounters c;
+  return c;
+}
+
+inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+inline std::string hex16(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// A directory is trusted when it is a real directory owned by this user that nobody else may
+/// write (a kernel loaded from it runs in this process).
+inline bool trusted_dir(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return false;
+  return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+}
+
+/// The disk cache directory: $XPR_CACHE_DIR, else $XDG_CACHE_HOME/xpr, else ~/.cache/xpr, created
+/// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
+/// trusted.
+inline const std::string& cache_dir() {
+  static const std::string dir = [] {
+    std::string d;
+    if (const char* e = std::getenv("XPR_CACHE_DIR"); e && *e) {
+      d = e;
+    } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+      d = std::string(x) + "/xpr";
+    } else if (const char* h = std::getenv("HOME"); h && *h) {
+      d = std::string(h) + "/.cache/xpr";
+    } else {
+      return std::string();
+    }
+    std::error_code ec;
+    std::filesystem::path p(d);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    ::mkdir(d.c_str(), 0700);
+    if (!trusted_dir(d) || ::access(d.c_str(), W_OK) != 0) {
+      if (log_enabled())
+        std::cerr << "xpr jit: cache directory " << d
+                  << " is not a private writable directory; caching in memory only\n";
+      return std::string();
+    }
+    return d;
+  }();
+  return dir;
+}
+
+// A cache entry is the shared object followed by a trailer: 8 bytes of FNV-1a hash of the object
+// and 8 bytes of magic. A truncated or corrupted file fails the check and is rebuilt. (The ELF
+// loader reads only what the headers point to, so the trailer does not disturb dlopen.)
+inline constexpr char entry_magic[9] = "XPRSO001";
+
+inline std::string with_trailer(std::string so) {
+  std::uint64_t h = fnv1a(so);
+  char b[8];
+  std::memcpy(b, &h, 8);
+  so.append(b, 8);
+  so.append(entry_magic, 8);
+  return so;
+}
+
+inline bool entry_valid(const std::string& path) {
+  std::string bytes = read_text(path);
+  if (bytes.size() < 16 + 64) return false;
+  if (bytes.compare(bytes.size() - 8, 8, entry_magic, 8) != 0) return false;
+  std::uint64_t h;
+  std::memcpy(&h, bytes.data() + bytes.size() - 16, 8);
+  return fnv1a(std::string_view(bytes).substr(0, bytes.size() - 16)) == h;
+}
+
+inline bool write_file(const std::string& path, const std::string& bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w <= 0) {
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  return ::close(fd) == 0;
+}
+
+inline std::string random_suffix() {
+  static std::atomic<unsigned> counter{0};
+  std::random_device rd;
+  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + hex16(rd());
+}
+
+inline std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return nullptr;
+  auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
+  auto fn = reinterpret_cast<KernelFn>(::dlsym(h, "xpr_kernel"));
+  if (!abi || !fn || abi() != 1) {
+    ::dlclose(h);
+    return nullptr;
+  }
+  auto lib = std::make_shared<Library>();
+  lib->handle = h;
+  lib->fn = fn;
+  lib->key = key;
+  return lib;
+}
+
+inline void log_line(const std::string& s) {
+  if (log_enabled()) std::cerr << "xpr jit: " << s << "\n";
+}
+
+inline std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& a : v) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+/// Compiles `source` in a fresh private temporary directory under `parent`; returns the shared
+/// object's bytes. Throws compile_error (keeping the source) when the compiler rejects it.
+inline std::string compile_to_bytes(const std::string& source, const std::string& parent,
+                                    const std::string& key) {
+  std::string tmpl = parent + "/xpr-build-XXXXXX";
+  std::vector<char> t(tmpl.begin(), tmpl.end());
+  t.push_back('\0');
+  if (!::mkdtemp(t.data()))
+    throw core::error("jit: cannot create a temporary directory under " + parent + ": " +
+                      std::strerror(errno));
+  std::string dir = t.data();
+  std::string src = dir + "/kernel_" + key + ".cpp", so = dir + "/kernel.so", log = dir + "/log.txt";
+  if (!write_file(src, source))
+    throw core::error("jit: cannot write " + src + ": " + std::strerror(errno));
+  auto cmd = compile_command(src, so);
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = run_process(cmd, log);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_line("compile " + key + " miss (" + join(cmd) + ") " + std::to_string(secs) + " s");
+  if (rc != 0) {
+    std::string text = read_text(log);
+    std::error_code ec;
+    std::filesystem::remove(so, ec);
+    std::filesystem::remove(log, ec);
+    throw core::compile_error("jit: the C++ compiler rejected the generated kernel (exit status " +
+                                  std::to_string(rc) + "); source kept at " + src,
+                              text);
+  }
+  std::string bytes = read_text(so);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  counters().compiles++;
+  return bytes;
+}
+
+/// The loaded library for `source`, from memory, disk or the compiler.
+inline std::shared_ptr<const Library> load_library(const std::string& source) {
+  const CompilerInfo& ci = compiler_info();
+  if (!ci.ok)
+    throw no_compiler_error("jit: no working C++ compiler (XPR_CXX=" +
+                            env_or("XPR_CXX", "g++") + ")");
+  std::string flags = join(compile_flags());
+  std::string key = hex16(fnv1a(source, fnv1a(ci.version + "\n" + flags + "\n" + ci.target))) +
+                    hex16(fnv1a(source + ci.target + flags + ci.version));
+
+  struct Slot {
+    std::once_flag once;
+    std::shared_ptr<const Library> lib;
+  };
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<Slot>> slots;
+  std::shared_ptr<Slot> slot;
+  bool fresh = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& s = slots[key];
+    if (!s) {
+      s = std::make_shared<Slot>();
+      fresh = true;
+    }
+    slot = s;
+  }
+  std::call_once(slot->once, [&] {
+    const std::string& dir = cache_dir();
+    if (!dir.empty()) {
+      std::string path = dir + "/" + key + ".so";
+      if (::access(path.c_str(), F_OK) == 0) {
+        auto t0 = std::chrono::steady_clock::now();
+        std::shared_ptr<Library> lib;
+        if (entry_valid(path)) lib = open_library(path, key);
+        if (lib) {
+          counters().disk_hits++;
+          log_line("disk hit " + key + " " +
+                   std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " s");
+          slot->lib = lib;
+          return;
+        }
+        log_line("corrupt cache entry " + path + " removed; rebuilding");
+        std::remove(path.c_str());
+      }
+      std::string bytes = with_trailer(compile_to_bytes(source, dir, key));
+      std::string tmp = dir + "/." + key + "." + random_suffix() + ".tmp";
+      if (write_file(tmp, bytes) && ::rename(tmp.c_str(), path.c_str()) == 0) {
+        if (auto lib = open_library(path, key)) {
+          slot->lib = lib;
+          return;
+        }
+      }
+      std::remove(tmp.c_str());
+      // Fall through: load from a private temporary file instead.
+      std::string t2 = dir + "/." + key + "." + random_suffix() + ".so";
+      if (write_file(t2, bytes)) {
+        auto lib = open_library(t2, key);
+        std::remove(t2.c_str());
+        if (lib) {
+          slot->lib = lib;
+          return;
+        }
+      }
+      throw core::error("jit: cannot load the compiled kernel " + key);
+    }
+    // Memory-only: build and load in a private temporary directory, then delete the files.
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string parent = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    std::string bytes = compile_to_bytes(source, parent, key);
+    std::string tmpl = parent + "/xpr-load-XXXXXX";
+    std::vector<char> t(tmpl.begin(), tmpl.end());
+    t.push_back('\0');
+    if (!::mkdtemp(t.data())) throw core::error("jit: cannot create a temporary directory");
+    std::string path = std::string(t.data()) + "/k.so";
+    std::shared_ptr<Library> lib;
+    if (write_file(path, bytes)) lib = open_library(path, key);
+    std::error_code ec;
+    std::filesystem::remove_all(t.data(), ec);
+    if (!lib) throw core::error("jit: cannot load the compiled kernel " + key);
+    slot->lib = lib;
+  });
+  if (!fresh) {
+    counters().memory_hits++;
+    log_line("memory hit " + key);
+  }
+  return slot->lib;
+}
+
+}  // namespace detail
+
+/// Compiles, memory hits and disk hits of the jit cache in this process so far.
+inline JitCacheStats jit_cache_stats() {
+  auto& c = detail::counters();
+  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
+}
+
+}  // namespace xpr::codegen
+
+namespace xpr {
+using codegen::jit_cache_stats;
+using codegen::JitCacheStats;
+}  // namespace xpr

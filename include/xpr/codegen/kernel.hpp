@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// A compiled jaxpr (the "program" of tinygrad's split): the lowered plan, the loaded kernel and the
+// host services handed to it (a GEMM compiled once into the host with Eigen, rather than emitted
+// or included in every kernel). `compile` caches kernels in memory by jaxpr structure and types.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "xpr/codegen/cache.hpp"
+#include "xpr/codegen/emit.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/rt/jaxpr.hpp"
+#include "xpr/rt/jaxpr_eval.hpp"
+
+namespace xpr::codegen {
+
+namespace detail {
+
+/// The services a kernel calls back into (layout mirrored by `struct XprHost` in emit.hpp).
+struct Host {
+  void (*gemm)(int dtype, long long batch, long long m, long long n, long long k, const void* a,
+               int a_transposed, const void* b, int b_transposed, void* c);
+};
+
+template <class T>
+void gemm_typed(long long batch, long long m, long long n, long long k, const void* a, int ta,
+                const void* b, int tb, void* c) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const T* A = static_cast<const T*>(a);
+  const T* B = static_cast<const T*>(b);
+  T* C = static_cast<T*>(c);
+  for (long long s = 0; s < batch; ++s) {
+    Eigen::Map<Mat> out(C + s * m * n, m, n);
+    if (k == 0) {
+      out.setZero();
+      continue;
+    }
+    // A is m x k row-major, or (transposed) k x m row-major; likewise B.
+    Eigen::Map<const Mat> a0(A + s * m * k, ta ? k : m, ta ? m : k);
+    Eigen::Map<const Mat> b0(B + s * k * n, tb ? n : k, tb ? k : n);
+    if (!ta && !tb) out.noalias() = a0 * b0;
+    else if (ta && !tb) out.noalias() = a0.transpose() * b0;
+    else if (!ta && tb) out.noalias() = a0 * b0.transpose();
+    else out.noalias() = a0.transpose() * b0.transpose();
+  }
+}
+
+inline void host_gemm(int dtype, long long batch, long long m, long long n, long long k,
+                      const void* a, int ta, const void* b, int tb, void* c) {
+  switch (static_cast<core::DType>(dtype)) {
+    case core::DType::int32: return gemm_typed<std::int32_t>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::int64: return gemm_typed<std::int64_t>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::float32: return gemm_typed<float>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::float64: return gemm_typed<double>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::bool_: return;  // not lowered (emit.hpp)
+  }
+}
+
+inline const Host& host() {
+  static const Host h{&host_gemm};
+  return h;
+}
+
+}  // namespace detail
+
+/// A jaxpr compiled to native code for one set of argument and const types.
+class Kernel {
+ public:
+  Kernel(Lowered plan, std::shared_ptr<const Library> lib, rt::Avals in_avals, rt::Avals const_avals)
+      : plan_(std::move(plan)), lib_(std::move(lib)), in_avals_(std::move(in_avals)),
+        const_avals_(std::move(const_avals)) {
+    for (const rt::ShapedArray& t : plan_.temps) {
+      // 64-byte aligned slots in one scratch block.
+      std::size_t bytes = core::checked_nbytes(t.size(), core::itemsize(t.dtype));
+      temp_offsets_.push_back(temp_bytes_);
+      temp_bytes_ += (bytes + 63) / 64 * 64;
+    }
+  }
+
+  /// The generated C++ source.
+  const std::string& source() const noexcept { return plan_.source; }
+  const Lowered& plan() const noexcept { return plan_; }
+
+  /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
+  /// kernel was compiled for.
+  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const {
+    check("arguments", in_avals_, args);
+    check("consts", const_avals_, consts);
+    const std::size_t nin = args.size() + consts.size();
+    const std::size_t nbuf = nin + plan_.kernel_outputs.size() + plan_.temps.size();
+    void* small[16];
+    std::vector<void*> big;
+    void** b = small;
+    if (nbuf > 16) {
+      big.resize(nbuf);
+      b = big.data();
+    }
+    auto data = [](const rt::Array& a) {
+      return const_cast<void*>(static_cast<const void*>(a.concrete()->bytes()));
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) b[i] = data(args[i]);
+    for (std::size_t i = 0; i < consts.size(); ++i) b[args.size() + i] = data(consts[i]);
+    std::vector<rt::ArrayBuilder> outs;
+    outs.reserve(plan_.kernel_outputs.size());
+    for (std::size_t i = 0; i < plan_.kernel_outputs.size(); ++i) {
+      outs.emplace_back(plan_.kernel_outputs[i]);
+      b[nin + i] = outs.back().bytes();
+    }
+    std::unique_ptr<std::byte[]> scratch;
+    if (temp_bytes_) {
+      scratch.reset(new (std::align_val_t{64}) std::byte[temp_bytes_]);
+      for (std::size_t i = 0; i < plan_.temps.size(); ++i)
+        b[nin + plan_.kernel_outputs.size() + i] = scratch.get() + temp_offsets_[i];
+    }
+    lib_->fn(b, plan_.dims.data(), &detail::host());
+    if (scratch) ::operator delete[](scratch.release(), std::align_val_t{64});
+    rt::Arrays kernel_out;
+    kernel_out.reserve(outs.size());
+    for (auto& o : outs) kernel_out.push_back(std::move(o).finish());
+    rt::Arrays result;
+    result.reserve(plan_.outputs.size());
+    for (const OutputSpec& o : plan_.outputs) {
+      switch (o.kind) {
+        case OutputSpec::kernel_buffer: result.push_back(kernel_out[o.index]); break;
+        case OutputSpec::argument: result.push_back(args[o.index]); break;
+        case OutputSpec::constant: result.push_back(consts[o.index]); break;
+        case OutputSpec::literal: result.push_back(o.value); break;
+      }
+    }
+    return result;
+  }
+
+ private:
+  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got) {
+    if (want.size() != got.size())
+      throw core::type_error(std::string("jit kernel: expected ") + std::to_string(want.size()) +
+                             " " + what + ", found " + std::to_string(got.size()));
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (!want[i].same_type(got[i].aval()))
+        throw core::type_error(std::string("jit kernel: expected ") + what + " " +
+                               std::to_string(i) + " of type " + want[i].str() + ", found " +
+                               got[i].aval().str());
+      if (!got[i].is_concrete())
+        throw core::type_error(std::string("jit kernel: expected concrete ") + what +
+                               ", found a traced value");
+    }
+  }
+
+  Lowered plan_;
+  std::shared_ptr<const Library> lib_;
+  rt::Avals in_avals_, const_avals_;
+  std::vector<std::size_t> temp_offsets_;
+  std::size_t temp_bytes_ = 0;
+};
+
+namespace detail {
+
+struct KernelKey {
+  rt::Jaxpr jaxpr;  // holds its variables alive, so structural comparison stays valid
+  bool precise = false;
+  friend bool operator==(const KernelKey& a, const KernelKey& b) {
+    return a.precise == b.precise && a.jaxpr == b.jaxpr;
+  }
+};
+struct KernelKeyHash {
+  std::size_t operator()(const KernelKey& k) const { return rt::hash_value(k.jaxpr) ^ k.precise; }
+};
+
+}  // namespace detail
+
+/// Compiles `jaxpr` (for the types of its invars and constvars) into a Kernel, or returns the one
+/// already compiled for an equal jaxpr. Kernels for jaxprs that differ only in sizes share one
+/// compiled object (the source names sizes through the run-time array `n`). Throws
+/// `not_implemented_error` for a primitive codegen does not cover, `compile_error` when the
+/// compiler rejects the generated code, and `no_compiler_error` when there is no compiler.
+inline std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
+  struct Slot {
+    std::once_flag once;
+    std::shared_ptr<const Kernel> kernel;
+    std::string unsupported;  // why lowering failed (remembered: later calls do not retry)
+  };
+  static std::mutex mu;
+  static std::unordered_map<detail::KernelKey, std::shared_ptr<Slot>, detail::KernelKeyHash> cache;
+  detail::KernelKey key{jaxpr, options.precise_math};
+  std::shared_ptr<Slot> slot;
+  bool fresh = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& s = cache[key];
+    if (!s) {
+      s = std::make_shared<Slot>();
+      fresh = true;
+    }
+    slot = s;
+  }
+  std::call_once(slot->once, [&] {
+    Lowered plan;
+    try {
+      plan = lower(jaxpr, options);
+    } catch (const core::not_implemented_error& e) {
+      slot->unsupported = e.what();
+      return;
+    }
+    auto lib = detail::load_library(plan.source);
+    rt::Avals consts;
+    for (const rt::Var& v : jaxpr.constvars) consts.push_back(v.aval());
+    slot->kernel = std::make_shared<const Kernel>(std::move(plan), std::move(lib), jaxpr.in_avals(),
+                                                  std::move(consts));
+  });
+  if (!slot->unsupported.empty()) throw core::not_implemented_error(slot->unsupported);
+  if (!fresh) detail::counters().memory_hits++;
+  return slot->kernel;
+}
+
+inline std::shared_ptr<const Kernel> compile(const rt::ClosedJaxpr& jaxpr,
+                                             const JitOptions& options = {}) {
+  return compile(jaxpr.jaxpr, options);
+}
+
+}  // namespace xpr::codegen

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+// Tests of include/xpr/codegen/{cache,compiler}.hpp: the disk cache across processes, corrupt
+// entries, a broken or missing compiler, untrusted cache directories, and many threads asking for
+// the same kernels. Cases needing a fresh process re-run this executable with
+// --gtest_filter=JitChild.Run and XPR_JIT_CHILD naming what to do.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xpr/codegen/execute.hpp"
+#include "xpr/xpr.hpp"
+
+extern char** environ;
+
+namespace test_jit_cache {
+
+using namespace xpr;
+namespace fs = std::filesystem;
+
+inline std::string fresh_dir(const std::string& tag) {
+  std::string t = (fs::temp_directory_path() / ("xpr-jit-test-" + tag + "-XXXXXX")).string();
+  std::vector<char> b(t.begin(), t.end());
+  b.push_back('\0');
+  EXPECT_NE(::mkdtemp(b.data()), nullptr);
+  return b.data();
+}
+
+inline std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct ChildResult {
+  int status = -1;
+  std::string out, err;
+  std::uint64_t compiles = 0, memory_hits = 0, disk_hits = 0;
+};
+
+/// Runs this test executable's JitChild.Run with extra environment variables.
+inline ChildResult run_child(const std::vector<std::string>& env_extra, const std::string& logdir) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    bool overridden = false;
+    for (const std::string& x : env_extra)
+      if (s.substr(0, s.find('=') + 1) == x.substr(0, x.find('=') + 1)) overridden = true;
+    if (!overridden) env.push_back(s);
+  }
+  for (const std::string& x : env_extra) env.push_back(x);
+  std::vector<char*> envp;
+  for (std::string& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = fs::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=JitChild.Run";
+  std::vector<char*> argv = {exe.data(), filter.data(), nullptr};
+  std::string out = logdir + "/child.out", err = logdir + "/child.err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  ChildResult r;
+  if (posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data()) != 0) return r;
+  posix_spawn_file_actions_destroy(&fa);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  auto at = r.out.find("STATS ");
+  if (at != std::string::npos) {
+    std::istringstream s(r.out.substr(at + 6));
+    s >> r.compiles >> r.memory_hits >> r.disk_hits;
+  }
+  return r;
+}
+
+inline std::string nonce() { return std::to_string(std::random_device{}() % 1000000) + ".5"; }
+
+/// Two functions with a per-run constant (so the disk cache has not seen them).
+inline std::vector<ClosedJaxpr> child_jaxprs(double c) {
+  Array x = xpr::linspace(0.0, 1.0, 11);
+  return {make_jaxpr([c](const Array& v) { return xpr::sin(v) * c - v; })(x),
+          make_jaxpr([c](const Array& v) { return xpr::sum(xpr::exp(v) * c); })(x)};
+}
+
+// The child: what it does is chosen by XPR_JIT_CHILD; skipped when run as an ordinary test.
+TEST(JitChild, Run) {
+  const char* mode = std::getenv("XPR_JIT_CHILD");
+  if (!mode) GTEST_SKIP() << "run by the other tests in a fresh process";
+  const double c = std::atof(std::getenv("XPR_JIT_NONCE"));
+  const std::string m = mode;
+  Array x = xpr::linspace(0.0, 1.0, 11);
+  if (m == "kernels") {
+    for (const ClosedJaxpr& j : child_jaxprs(c)) {
+      auto got = codegen::execute(j, std::vector<Array>{x});
+      auto want = eval_jaxpr(j, {x});
+      for (std::int64_t i = 0; i < got[0].size(); ++i)
+        ASSERT_NEAR(got[0].data<double>()[i], want[0].data<double>()[i],
+                    1e-12 * (1 + std::abs(want[0].data<double>()[i])));  // sums reassociate
+    }
+  } else if (m == "compile_error") {
+    try {
+      (void)codegen::compile(child_jaxprs(c)[0].jaxpr);
+      FAIL() << "expected compile_error";
+    } catch (const compile_error& e) {
+      EXPECT_NE(e.log().find("injected failure"), std::string::npos) << e.log();
+      std::string what = e.what();
+      auto at = what.find("source kept at ");
+      ASSERT_NE(at, std::string::npos) << what;
+      std::string path = what.substr(at + 15, what.find('\n', at) - at - 15);
+      EXPECT_TRUE(fs::exists(path)) << path;
+      EXPECT_NE(slurp(path).find("xpr_kernel"), std::string::npos);
+    }
+  }
+  auto s = jit_cache_stats();
+  std::cout << "STATS " << s.compiles << " " << s.memory_hits << " " << s.disk_hits << std::endl;
+}
+
+TEST(JitCache, SecondProcessCompilesNothing) {
+  std::string dir = fresh_dir("cross"), n = nonce();
+  auto a = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + dir}, dir);
+  ASSERT_EQ(a.status, 0) << a.out << a.err;
+  EXPECT_EQ(a.compiles, 2u);
+  auto b = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + dir}, dir);
+  ASSERT_EQ(b.status, 0) << b.out << b.err;
+  EXPECT_EQ(b.compiles, 0u);
+  EXPECT_EQ(b.disk_hits, 2u);
+  // The cache directory is private to the user.
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u);
+  fs::remove_all(dir);
+}
+
+TEST(JitCache, CorruptEntriesAreRemovedAndRebuilt) {
+  std::string dir = fresh_dir("corrupt"), n = nonce();
+  std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + dir};
+  ASSERT_EQ(run_child(env, dir).status, 0);
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".so") entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 2u);
+  fs::resize_file(entries[0], fs::file_size(entries[0]) / 2);  // truncated
+  {
+    std::fstream f(entries[1], std::ios::in | std::ios::out | std::ios::binary);  // one byte flipped
+    f.seekp(static_cast<std::streamoff>(fs::file_size(entries[1]) / 3));
+    f.put('\x5a');
+  }
+  auto r = run_child(env, dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.compiles, 2u);
+  EXPECT_EQ(r.disk_hits, 0u);
+  auto again = run_child(env, dir);
+  EXPECT_EQ(again.compiles, 0u);
+  EXPECT_EQ(again.disk_hits, 2u);
+  fs::remove_all(dir);
+}
+
+TEST(JitCache, NoCompilerFallsBackToTheInterpreterAndSaysSoOnce) {
+  std::string dir = fresh_dir("nocxx");
+  auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + dir,
+                      "XPR_CXX=false"},
+                     dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.compiles, 0u);
+  auto first = r.err.find("falls back to the interpreter");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("falls back to the interpreter", first + 1), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(JitCache, RejectedCodeThrowsCompileErrorWithLogAndSource) {
+  std::string dir = fresh_dir("badcxx");
+  std::string cxx = dir + "/fake-cxx";
+  {
+    std::ofstream f(cxx);
+    f << "#!/bin/sh\ncase \"$*\" in *--version*|*-###*) exec g++ \"$@\";; esac\n"
+         "echo 'injected failure' >&2\nexit 1\n";
+  }
+  fs::permissions(cxx, fs::perms::owner_all);
+  auto r = run_child({"XPR_JIT_CHILD=compile_error", "XPR_JIT_NONCE=" + nonce(),
+                      "XPR_CACHE_DIR=" + dir + "/cache", "XPR_CXX=" + cxx},
+                     dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(JitCache, UntrustedOrUnwritableDirectoryCachesInMemoryOnly) {
+  std::string dir = fresh_dir("untrusted");
+  std::string shared = dir + "/shared";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms::all);  // 0777: others could plant a kernel
+  auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + shared,
+                      "XPR_LOG=1"},
+                     dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.compiles, 2u);
+  EXPECT_TRUE(fs::is_empty(shared));
+  EXPECT_NE(r.err.find("caching in memory only"), std::string::npos) << r.err;
+  std::string ro = dir + "/ro";
+  fs::create_directory(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+  auto q = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + ro + "/sub"},
+                     dir);
+  EXPECT_EQ(q.status, 0) << q.out << q.err;
+  EXPECT_EQ(q.compiles, 2u);
+  fs::permissions(ro, fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
+TEST(JitCache, EightThreadsFourKernelsOneCompileEach) {
+  const double c = std::atof(nonce().c_str());
+  Array x = xpr::linspace(-1.0, 1.0, 101);
+  std::vector<ClosedJaxpr> js = {
+      make_jaxpr([c](const Array& v) { return xpr::sin(v) * c; })(x),
+      make_jaxpr([c](const Array& v) { return xpr::sum(v * c); })(x),
+      make_jaxpr([c](const Array& v) { return xpr::tanh(v) + c; })(x),
+      make_jaxpr([c](const Array& v) { return xpr::maximum(v, c) * v; })(x)};
+  std::vector<Array> want;
+  for (const ClosedJaxpr& j : js) want.push_back(eval_jaxpr(j, {x})[0]);
+  auto before = jit_cache_stats();
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        std::size_t k = static_cast<std::size_t>((i + t) % 4);
+        auto got = codegen::execute(js[k], std::vector<Array>{x});
+        for (std::int64_t e = 0; e < got[0].size(); ++e)
+          if (std::abs(got[0].data<double>()[e] - want[k].data<double>()[e]) >
+              1e-12 * 101 * (1 + std::abs(c)))  // a sum of 101 terms of size |c| reassociated
+            ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  auto after = jit_cache_stats();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(after.compiles + after.disk_hits - before.compiles - before.disk_hits, 4u);
+  EXPECT_GE(after.memory_hits - before.memory_hits, 796u);
+}
+
+}  // namespace test_jit_cache
