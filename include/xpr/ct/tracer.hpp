@@ -514,6 +514,7 @@ constexpr Graph* graph_of(const Tracer* x, int n) {
 
 }  // namespace xpr::ct::rules
 
+#include "xpr/ct/prims/elementwise.hpp"
 #include "xpr/ct/prims/binary.hpp"
 #include "xpr/ct/prims/compare.hpp"
 #include "xpr/ct/prims/integer_pow.hpp"
