@@ -121,7 +121,9 @@ constexpr auto one_like(const T& x) {
     return T(1);  // xsimd batches are constructible from a scalar
   }
 }
-// xsimd's `select(mask, a, b)`, found by ADL (a member named `select` would hide it).
+// xsimd's `select(mask, a, b)`, found by ADL (a member named `select` would hide it, and so would
+// the tag `op::select` but for this declaration, which stops the ordinary lookup here).
+void select() = delete;
 template <class C, class A, class B>
 constexpr auto adl_select(const C& c, const A& a, const B& b) {
   return select(c, a, b);
@@ -148,7 +150,8 @@ constexpr auto plain(const T& x) {
 //   jvp       unary: the tangent of `ans = op(x)` along `g`; binary: `jvp_x` and `jvp_y`, the
 //             tangent contributed by each operand's tangent (JAX's `defjvp` rules). The tiers'
 //             `standard_jvp` skips operands whose tangent is a symbolic zero and adds the rest.
-//             An entry with a zero derivative says `differentiable = false` instead.
+//             An entry with a zero derivative says `differentiable = false` instead; one may
+//             add `jvp_xy`, the tangent when both operands have one, where that is simpler.
 //   commutative, linear   algebraic traits (operand order free; the tiers' transpose rules)
 //
 // The rules are written once with xpr's functions, so that the same text binds primitives in the
@@ -426,6 +429,10 @@ struct sub {
   static constexpr T jvp_y(const T& g, const T&, const T&, const T&) {
     return -g;
   }
+  template <class T>  // both tangents: one sub, not add and neg (JAX's `_sub_jvp`)
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T&, const T&, const T&) {
+    return gx - gy;
+  }
 };
 /// x y; linear in either operand while the other is known.
 struct mul {
@@ -463,6 +470,10 @@ struct div {
   template <class T>
   static constexpr T jvp_y(const T& g, const T& ans, const T&, const T& y) {
     return -(g * (ans / y));
+  }
+  template <class T>  // both tangents: (gx - gy ans) / y, one division where the sum has two
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T&, const T& y) {
+    return (gx - gy * ans) / y;
   }
 };
 

@@ -24,9 +24,13 @@ constexpr T standard_jvp(const T* x, const T& ans, const T* t) {
   } else {
     if (t[1].is_zero()) return Op::jvp_x(t[0], ans, x[0], x[1]);
     if (t[0].is_zero()) return Op::jvp_y(t[1], ans, x[0], x[1]);
-    const T tx = Op::jvp_x(t[0], ans, x[0], x[1]);  // x's term first, as JAX sums them
-    const T ty = Op::jvp_y(t[1], ans, x[0], x[1]);
-    return tx + ty;
+    if constexpr (requires { Op::jvp_xy(t[0], t[1], ans, x[0], x[1]); }) {
+      return Op::jvp_xy(t[0], t[1], ans, x[0], x[1]);
+    } else {
+      const T tx = Op::jvp_x(t[0], ans, x[0], x[1]);  // x's term first, as JAX sums them
+      const T ty = Op::jvp_y(t[1], ans, x[0], x[1]);
+      return tx + ty;
+    }
   }
 }
 
