@@ -4,16 +4,19 @@
 // every scalar primitive the compile-time tier has (include/xpr/ct/prims: neg sin cos tan tanh
 // exp log log1p expm1 sqrt rsqrt abs sign logistic, add sub mul div max min pow, integer_pow,
 // the comparisons eq ne lt le gt ge with select, stop_gradient), at several points, and for
-// functions of std::array arguments with std::array results.
+// functions of std::array arguments with std::array results. And for every entry of the shared
+// list of elementwise primitives (core/ops.hpp), the jvp jaxpr is the same text in both tiers.
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <boost/mp11/algorithm.hpp>
 #include <gtest/gtest.h>
 
 #include "xpr/xpr.hpp"
@@ -198,6 +201,64 @@ TEST(TiersAgree, Compositions) {
     expect_agree(leaves(xpr::jacrev<0, 1>(xpr::jacfwd<0, 1>(f))(x, y)),
                  leaves(ct::jacrev<0, 1>(ct::jacfwd<0, 1>(f))(x, y)), "jacrev(jacfwd)");
   }
+}
+
+// ---- the jvp jaxpr of every elementwise primitive, as text, in both tiers ------------------------
+
+/// The jaxprs of `(x..., tangents...) -> jvp(op, x, tangents)` (primal and tangent out) in both
+/// tiers: for a unary entry one; for a binary one three, with a tangent for x only, y only, both.
+/// A tangent a tier knows to be zero is a constant 0 in the compile-time tier and a value closed
+/// over in the runtime tier: a symbolic zero in both.
+template <class J>
+std::string text_of(const J& jaxpr) {
+  std::ostringstream os;
+  os << jaxpr;
+  return os.str();
+}
+
+template <class Op>
+struct JvpTexts {
+  static constexpr auto f = [](auto... x) { return xpr::core::function<Op>{}(x...); };
+  static void check() {
+    SCOPED_TRACE(std::string(Op::name));
+    if constexpr (Op::arity == 1) {
+      constexpr auto c = [](auto x, auto t) { return ct::jvp(f, std::tuple{x}, std::tuple{t}); };
+      auto r = [](auto x, auto t) { return xpr::jvp(f, std::tuple{x}, std::tuple{t}); };
+      EXPECT_EQ(text_of(xpr::make_jaxpr(r)(0.5, 1.0)), std::string(ct::make_jaxpr<double, double>(c).view()));
+    } else {
+      constexpr auto cx = [](auto x, auto y, auto t) {
+        return ct::jvp(f, std::tuple{x, y}, std::tuple{t, 0.0});
+      };
+      auto rx = [](auto x, auto y, auto t) {
+        return xpr::jvp([&](auto a) { return f(a, y); }, std::tuple{x}, std::tuple{t});
+      };
+      EXPECT_EQ(text_of(xpr::make_jaxpr(rx)(0.5, 1.5, 1.0)),
+                std::string(ct::make_jaxpr<double, double, double>(cx).view()))
+          << "tangent for x only";
+      constexpr auto cy = [](auto x, auto y, auto t) {
+        return ct::jvp(f, std::tuple{x, y}, std::tuple{0.0, t});
+      };
+      auto ry = [](auto x, auto y, auto t) {
+        return xpr::jvp([&](auto b) { return f(x, b); }, std::tuple{y}, std::tuple{t});
+      };
+      EXPECT_EQ(text_of(xpr::make_jaxpr(ry)(0.5, 1.5, 1.0)),
+                std::string(ct::make_jaxpr<double, double, double>(cy).view()))
+          << "tangent for y only";
+      constexpr auto cxy = [](auto x, auto y, auto t, auto u) {
+        return ct::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+      };
+      auto rxy = [](auto x, auto y, auto t, auto u) {
+        return xpr::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+      };
+      EXPECT_EQ(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0)),
+                std::string(ct::make_jaxpr<double, double, double, double>(cxy).view()))
+          << "tangents for both";
+    }
+  }
+};
+
+TEST(TiersAgree, JvpJaxprOfEveryElementwisePrimitive) {
+  boost::mp11::mp_for_each<xpr::elementwise_t<>>([](auto op) { JvpTexts<decltype(op)>::check(); });
 }
 
 }  // namespace
