@@ -39,13 +39,23 @@ concept Numbers = (!Traced<Ts> && ...);
 void xpr_apply() = delete;  // makes the name known; the overloads are found by ADL
 
 /// The function object behind each user-facing name.
+/// Plain numbers compute `Op::number` at once (for a program's own `Op` too, whose namespace
+/// ADL would not search); traced values go to the `xpr_apply` of their tier.
 template <class Op>
 struct function {
   using op_type = Op;
   template <class... Args>
-    requires requires(Args&&... args) { xpr_apply(Op{}, static_cast<Args&&>(args)...); }
+    requires(Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }) ||
+            requires(Args&&... args) { xpr_apply(Op{}, static_cast<Args&&>(args)...); }
   constexpr decltype(auto) operator()(Args&&... args) const {
-    return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    if constexpr (Numbers<Args...>) {
+      if constexpr (requires(const Args&... a) { Op::number(a...); })
+        return Op::number(args...);
+      else
+        return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    } else {
+      return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    }
   }
 };
 

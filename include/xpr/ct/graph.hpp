@@ -35,14 +35,13 @@ using prim_ops = boost::mp11::mp_append<
                          op::select>,
     typename user_primitives<>::type>;
 
+/// `Op`'s index in `prim_ops`, or 0xff when it is not a primitive of the tier.
 template <class Op>
 constexpr std::uint8_t index_of() {
   constexpr std::size_t i = boost::mp11::mp_find<prim_ops, Op>::value;
-  static_assert(i < boost::mp11::mp_size<prim_ops>::value,
-                "xpr::ct: this operation is not a primitive of the compile-time tier; add it to "
-                "xpr::user_primitives (docs/primitives.md)");
-  static_assert(i < 0xff, "xpr::ct: too many primitives for Prim's 8 bits");
-  return static_cast<std::uint8_t>(i);
+  static_assert(boost::mp11::mp_size<prim_ops>::value < 0xff,
+                "xpr::ct: too many primitives for Prim's 8 bits");
+  return i < boost::mp11::mp_size<prim_ops>::value ? static_cast<std::uint8_t>(i) : 0xff;
 }
 
 template <class T>
