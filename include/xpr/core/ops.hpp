@@ -481,10 +481,6 @@ struct div {
   static constexpr T jvp_y(const T& g, const T& ans, const T&, const T& y) {
     return -(g * (ans / y));
   }
-  template <class T>  // both tangents: (gx - gy ans) / y, one division where the sum has two
-  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T&, const T& y) {
-    return (gx - gy * ans) / y;
-  }
 };
 
 namespace detail {
