@@ -38,6 +38,18 @@ constexpr bool covered_by_ct() {
   static_assert(std::is_same_v<ct::op_t<p>, Op>);
   static_assert(sizeof(ct::Rules<Op>) > 0);
   static_assert(ct::prim_name(p) == Op::name);
+  static_assert(ct::Rules<Op>::linear == xpr::is_linear_v<Op>);
+  static_assert(ct::is_commutative(p) == xpr::is_commutative_v<Op>);
+  // each jvp rule is there, or the entry says it has none
+  if constexpr (xpr::is_differentiable_v<Op>) {
+    if constexpr (Op::arity == 1)
+      static_assert(requires(ct::Tracer t) { Op::jvp(t, t, t); });
+    else
+      static_assert(requires(ct::Tracer t) {
+        Op::jvp_x(t, t, t, t);
+        Op::jvp_y(t, t, t, t);
+      });
+  }
   return true;
 }
 template <class... Ops>

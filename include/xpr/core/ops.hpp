@@ -481,6 +481,10 @@ struct div {
   static constexpr T jvp_y(const T& g, const T& ans, const T&, const T& y) {
     return -(g * (ans / y));
   }
+  template <class T>  // both tangents: a sub, not add and neg (the compile-time tier does better)
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T&, const T& y) {
+    return gx / y - gy * (ans / y);
+  }
 };
 
 namespace detail {
@@ -689,6 +693,14 @@ inline constexpr bool is_differentiable_v = [] {
     return bool{Op::differentiable};
   else
     return true;
+}();
+/// Whether `Op` is linear (in some operands, given the others: the tiers' transpose rules).
+template <class Op>
+inline constexpr bool is_linear_v = [] {
+  if constexpr (requires { Op::linear; })
+    return bool{Op::linear};
+  else
+    return false;
 }();
 /// Whether `Op`'s operands commute (hash-consing in the compile-time tier sorts them).
 template <class Op>

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "xpr/core/ops.hpp"
-#include "xpr/ct/prims/elementwise.hpp"
 #include "xpr/ct/tracer.hpp"
 
 // `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate

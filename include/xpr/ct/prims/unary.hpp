@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "xpr/core/ops.hpp"
-#include "xpr/ct/prims/elementwise.hpp"
 #include "xpr/ct/tracer.hpp"
 
 // `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate
