@@ -224,7 +224,8 @@ struct JvpTexts {
     if constexpr (Op::arity == 1) {
       constexpr auto c = [](auto x, auto t) { return ct::jvp(f, std::tuple{x}, std::tuple{t}); };
       auto r = [](auto x, auto t) { return xpr::jvp(f, std::tuple{x}, std::tuple{t}); };
-      EXPECT_EQ(text_of(xpr::make_jaxpr(r)(0.5, 1.0)), std::string(ct::make_jaxpr<double, double>(c).view()));
+      EXPECT_EQ(text_of(xpr::make_jaxpr(r)(0.5, 1.0)),
+                std::string(ct::make_jaxpr<double, double>(c).view()));
     } else {
       constexpr auto cx = [](auto x, auto y, auto t) {
         return ct::jvp(f, std::tuple{x, y}, std::tuple{t, 0.0});
@@ -252,10 +253,11 @@ struct JvpTexts {
       };
       // The compile-time tier's deliberate special case: div shares its division when both
       // operands have tangents, (tx - ty ans) / y (ct/prims/binary.hpp).
-      if constexpr (!std::is_same_v<Op, xpr::op::div>)
+      if constexpr (!std::is_same_v<Op, xpr::op::div>) {
         EXPECT_EQ(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0)),
                   std::string(ct::make_jaxpr<double, double, double, double>(cxy).view()))
             << "tangents for both";
+      }
     }
   }
 };
