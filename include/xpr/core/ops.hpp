@@ -492,8 +492,22 @@ namespace detail {
 /// the result, 1/2 where both are (ties split the derivative evenly), 0 where the other is.
 template <class T>
 constexpr T balanced_eq(const T& x, const T& ans, const T& other) {
-  const T chosen = xpr::where(x == ans, 1.0, 0.0);  // first, as JAX binds it
-  return chosen / xpr::where(other == ans, 2.0, 1.0);
+  const T x_is = x == ans;  // first, as JAX binds it
+  const T other_is = other == ans;
+  const T chosen = xpr::where(x_is, 1.0, 0.0);
+  return chosen / xpr::where(other_is, 2.0, 1.0);
+}
+/// Both tangents of max and min: the comparisons are shared by the two weights.
+template <class T>
+constexpr T balanced_jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+  const T x_is = x == ans;
+  const T y_is = y == ans;
+  const T x_chosen = xpr::where(x_is, 1.0, 0.0);
+  const T wx = x_chosen / xpr::where(y_is, 2.0, 1.0);
+  const T y_chosen = xpr::where(y_is, 1.0, 0.0);
+  const T wy = y_chosen / xpr::where(x_is, 2.0, 1.0);
+  const T tx = gx * wx;
+  return tx + gy * wy;
 }
 }  // namespace detail
 
@@ -524,6 +538,10 @@ struct max {
   static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T& y) {
     return g * detail::balanced_eq(y, ans, x);
   }
+  template <class T>
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+    return detail::balanced_jvp_xy(gx, gy, ans, x, y);
+  }
 };
 /// Elementwise minimum; NaN propagates, as in `jnp.minimum`.
 struct min {
@@ -551,6 +569,10 @@ struct min {
   template <class T>
   static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T& y) {
     return g * detail::balanced_eq(y, ans, x);
+  }
+  template <class T>
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+    return detail::balanced_jvp_xy(gx, gy, ans, x, y);
   }
 };
 /// x ** y. d(x^y) = y x^(y-1) dx + log(x) x^y dy, the dy term 0 where x == 0 (as in JAX).
