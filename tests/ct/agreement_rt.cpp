@@ -203,7 +203,7 @@ TEST(TiersAgree, Compositions) {
   }
 }
 
-// ---- the jvp jaxpr of every elementwise primitive, as text, in both tiers ------------------------
+// ---- the jvp jaxpr of every elementwise primitive, as text, in both tiers -----------------------
 
 template <class J>
 std::string text_of(const J& jaxpr) {

@@ -155,7 +155,8 @@ TEST(ElementwiseCoverage, VjpIsTheTransposeOfJvpInBothTiers) {
         const double ct_jvp = ct::jvp(f, std::tuple{x}, std::tuple{t0}).second;
         const double ct_vjp = std::get<0>(ct::vjp(f, x).second(c));
         expect_near_rel(ct_vjp * t0, c * ct_jvp, 1e-14, "ct");
-        const double rt_jvp = xpr::jvp(f, std::tuple{x}, std::tuple{t0}).second.template item<double>();
+        const double rt_jvp =
+            xpr::jvp(f, std::tuple{x}, std::tuple{t0}).second.template item<double>();
         const double rt_vjp = std::get<0>(xpr::vjp(f, x).second(c)).template item<double>();
         expect_near_rel(rt_vjp * t0, c * rt_jvp, 1e-14, "rt");
       } else {

@@ -112,7 +112,7 @@ auto element(const T&... x) {
 }
 }  // namespace detail
 
-// ---- jvp ------------------------------------------------------------------------------------------
+// ---- jvp ----------------------------------------------------------------------------------------
 
 /// JAX's `standard_jvp`: the tangent of `ans = Op(x...)` as the sum of `Op`'s per-operand rules
 /// over the operands whose tangent is not a symbolic zero (at least one is not), or `jvp_xy` when
