@@ -9,7 +9,7 @@
 // Mixing modes in one program works: a header-only translation unit emits its own copies of
 // these instantiations as weak (COMDAT) symbols, identical to the ones here, and the linker keeps
 // one. A translation unit compiled with XPR_COMPILED_LIB must link xpr::runtime (or this file),
-// else the link fails with undefined references to "vtable for xpr::rt::UnaryElementwise<...>".
+// else the link fails with undefined references to "vtable for xpr::rt::Elementwise<...>".
 #ifndef XPR_COMPILED_LIB
 #error "src/runtime.cpp is the compiled library: build it with XPR_COMPILED_LIB defined"
 #endif
@@ -19,28 +19,28 @@
 namespace xpr::rt {
 
 // rt/prims/unary.hpp
-template class UnaryElementwise<op::neg>;
-template class UnaryElementwise<op::sin>;
-template class UnaryElementwise<op::cos>;
-template class UnaryElementwise<op::tan>;
-template class UnaryElementwise<op::tanh>;
-template class UnaryElementwise<op::exp>;
-template class UnaryElementwise<op::log>;
-template class UnaryElementwise<op::log1p>;
-template class UnaryElementwise<op::expm1>;
-template class UnaryElementwise<op::sqrt>;
-template class UnaryElementwise<op::rsqrt>;
-template class UnaryElementwise<op::abs>;
-template class UnaryElementwise<op::sign>;
-template class UnaryElementwise<op::logistic>;
+template class Elementwise<op::neg>;
+template class Elementwise<op::sin>;
+template class Elementwise<op::cos>;
+template class Elementwise<op::tan>;
+template class Elementwise<op::tanh>;
+template class Elementwise<op::exp>;
+template class Elementwise<op::log>;
+template class Elementwise<op::log1p>;
+template class Elementwise<op::expm1>;
+template class Elementwise<op::sqrt>;
+template class Elementwise<op::rsqrt>;
+template class Elementwise<op::abs>;
+template class Elementwise<op::sign>;
+template class Elementwise<op::logistic>;
 // rt/prims/binary.hpp
-template class BinaryElementwise<op::add, detail::Accepts::numeric>;
-template class BinaryElementwise<op::sub, detail::Accepts::numeric>;
-template class BinaryElementwise<op::mul, detail::Accepts::numeric>;
-template class BinaryElementwise<op::div, detail::Accepts::numeric>;
-template class BinaryElementwise<op::max, detail::Accepts::any>;
-template class BinaryElementwise<op::min, detail::Accepts::any>;
-template class BinaryElementwise<op::pow, detail::Accepts::floating>;
+template class Elementwise<op::add>;
+template class Elementwise<op::sub>;
+template class Elementwise<op::mul>;
+template class Elementwise<op::div>;
+template class Elementwise<op::max>;
+template class Elementwise<op::min>;
+template class Elementwise<op::pow>;
 // rt/prims/compare.hpp
 template class Comparison<op::eq>;
 template class Comparison<op::ne>;

@@ -4,16 +4,19 @@
 // every scalar primitive the compile-time tier has (include/xpr/ct/prims: neg sin cos tan tanh
 // exp log log1p expm1 sqrt rsqrt abs sign logistic, add sub mul div max min pow, integer_pow,
 // the comparisons eq ne lt le gt ge with select, stop_gradient), at several points, and for
-// functions of std::array arguments with std::array results.
+// functions of std::array arguments with std::array results. And for every entry of the shared
+// list of elementwise primitives (core/ops.hpp), the jvp jaxpr is the same text in both tiers.
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <boost/mp11/algorithm.hpp>
 #include <gtest/gtest.h>
 
 #include "xpr/xpr.hpp"
@@ -198,6 +201,100 @@ TEST(TiersAgree, Compositions) {
     expect_agree(leaves(xpr::jacrev<0, 1>(xpr::jacfwd<0, 1>(f))(x, y)),
                  leaves(ct::jacrev<0, 1>(ct::jacfwd<0, 1>(f))(x, y)), "jacrev(jacfwd)");
   }
+}
+
+// ---- the jvp jaxpr of every elementwise primitive, as text, in both tiers -----------------------
+
+template <class J>
+std::string text_of(const J& jaxpr) {
+  std::ostringstream os;
+  os << jaxpr;
+  return os.str();
+}
+
+/// The text with its layout normalized: the runtime tier's printer puts a short jaxpr on one line
+/// (equations separated by `;`), as JAX's does; the compile-time tier's never does.
+std::string layout_free(std::string s) {
+  std::string out;
+  const std::string binders = "lambda ; ";
+  const std::size_t b = s.find(binders);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == ';' && !(b != std::string::npos && i == b + binders.size() - 2)) continue;
+    if (c == '\n') c = ' ';
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
+  }
+  return out;
+}
+
+/// The jaxprs of `(x..., tangents...) -> jvp(op, x, tangents)` (primal and tangent out) in both
+/// tiers: for a unary entry one; for a binary one three, with a tangent for x only (y the
+/// constant 1.5, unused input), for y only (x the constant 1.5), and for both.
+template <class Op>
+struct JvpTexts {
+  static constexpr auto f = [](auto... x) { return xpr::core::function<Op>{}(x...); };
+  // pow folds constant subexpressions in the compile-time tier (`sub 1.5 1.0`, `log 1.5`), so
+  // its other operand is a traced value whose derivative is stopped, in both tiers.
+  static constexpr bool traced_other = std::is_same_v<Op, xpr::op::pow>;
+  static constexpr auto of_x = [](auto a, auto b) {
+    if constexpr (traced_other)
+      return f(a, xpr::stop_gradient(b));
+    else
+      return f(a, 1.5);
+  };
+  static constexpr auto of_y = [](auto a, auto b) {
+    if constexpr (traced_other)
+      return f(xpr::stop_gradient(a), b);
+    else
+      return f(1.5, b);
+  };
+  static void check() {
+    SCOPED_TRACE(std::string(Op::name));
+    if constexpr (Op::arity == 1) {
+      constexpr auto c = [](auto x, auto t) { return ct::jvp(f, std::tuple{x}, std::tuple{t}); };
+      auto r = [](auto x, auto t) { return xpr::jvp(f, std::tuple{x}, std::tuple{t}); };
+      EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(r)(0.5, 1.0))),
+                layout_free(std::string(ct::make_jaxpr<double, double>(c).view())));
+    } else {
+      constexpr auto cx = [](auto x, auto y, auto t) {
+        return ct::jvp(of_x, std::tuple{x, y}, std::tuple{t, 0.0});
+      };
+      auto rx = [](auto x, auto y, auto t) {
+        return xpr::jvp(of_x, std::tuple{x, y}, std::tuple{t, 0.0});
+      };
+      EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(rx)(0.5, 1.5, 1.0))),
+                layout_free(std::string(ct::make_jaxpr<double, double, double>(cx).view())))
+          << "tangent for x only";
+      constexpr auto cy = [](auto x, auto y, auto t) {
+        return ct::jvp(of_y, std::tuple{x, y}, std::tuple{0.0, t});
+      };
+      auto ry = [](auto x, auto y, auto t) {
+        return xpr::jvp(of_y, std::tuple{x, y}, std::tuple{0.0, t});
+      };
+      EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(ry)(0.5, 1.5, 1.0))),
+                layout_free(std::string(ct::make_jaxpr<double, double, double>(cy).view())))
+          << "tangent for y only";
+      constexpr auto cxy = [](auto x, auto y, auto t, auto u) {
+        return ct::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+      };
+      auto rxy = [](auto x, auto y, auto t, auto u) {
+        return xpr::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+      };
+      // The compile-time tier's deliberate special case: div shares its division when both
+      // operands have tangents, (tx - ty ans) / y (ct/prims/binary.hpp).
+      if constexpr (!std::is_same_v<Op, xpr::op::div>) {
+        EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0))),
+                  layout_free(std::string(
+                      ct::make_jaxpr<double, double, double, double>(cxy).view())))
+            << "tangents for both";
+      }
+    }
+  }
+};
+
+TEST(TiersAgree, JvpJaxprOfEveryElementwisePrimitive) {
+  boost::mp11::mp_for_each<xpr::elementwise_t<>>([](auto op) { JvpTexts<decltype(op)>::check(); });
 }
 
 }  // namespace

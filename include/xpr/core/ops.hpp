@@ -13,12 +13,20 @@
 #pragma once
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include <boost/mp11/algorithm.hpp>
+#include <boost/mp11/list.hpp>
+
 namespace xpr::core {
+
+/// Which dtypes an elementwise primitive accepts: floats only (sin, pow), numbers (add, abs), or
+/// bools too (max, min: logical or and and).
+enum class Accepts { floating, numeric, any };
 
 /// Values that belong to a tracing family (runtime `Array`, compile-time tracers) declare a member
 /// type `xpr_traced`; everything else is a plain number.
@@ -31,17 +39,79 @@ concept Numbers = (!Traced<Ts> && ...);
 void xpr_apply() = delete;  // makes the name known; the overloads are found by ADL
 
 /// The function object behind each user-facing name.
+/// Plain numbers compute `Op::number` at once (for a program's own `Op` too, whose namespace
+/// ADL would not search); traced values go to the `xpr_apply` of their tier.
 template <class Op>
 struct function {
   using op_type = Op;
   template <class... Args>
-    requires requires(Args&&... args) { xpr_apply(Op{}, static_cast<Args&&>(args)...); }
+    requires(Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }) ||
+            requires(Args&&... args) { xpr_apply(Op{}, static_cast<Args&&>(args)...); }
   constexpr decltype(auto) operator()(Args&&... args) const {
-    return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    if constexpr (Numbers<Args...>) {
+      if constexpr (requires(const Args&... a) { Op::number(a...); })
+        return Op::number(args...);
+      else
+        return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    } else {
+      return xpr_apply(Op{}, static_cast<Args&&>(args)...);
+    }
   }
 };
 
 }  // namespace xpr::core
+
+// The tags, declared first: the rules below are written with the function objects (`xpr::cos`),
+// which are declared next.
+namespace xpr::op {
+struct neg; struct sin; struct cos; struct tan; struct tanh; struct exp; struct log; struct log1p;
+struct expm1; struct sqrt; struct rsqrt; struct abs; struct sign; struct logistic;
+struct stop_gradient;
+struct add; struct sub; struct mul; struct div; struct max; struct min; struct pow;
+struct integer_pow;
+struct eq; struct ne; struct lt; struct le; struct gt; struct ge;
+struct select; struct cond;
+}  // namespace xpr::op
+
+namespace xpr {
+
+// jax.numpy's names for the elementwise operations.
+inline constexpr core::function<op::neg> negative{};
+inline constexpr core::function<op::add> add{};
+inline constexpr core::function<op::sub> subtract{};
+inline constexpr core::function<op::mul> multiply{};
+inline constexpr core::function<op::div> divide{};
+inline constexpr core::function<op::sin> sin{};
+inline constexpr core::function<op::cos> cos{};
+inline constexpr core::function<op::tan> tan{};
+inline constexpr core::function<op::tanh> tanh{};
+inline constexpr core::function<op::exp> exp{};
+inline constexpr core::function<op::log> log{};
+inline constexpr core::function<op::log1p> log1p{};
+inline constexpr core::function<op::expm1> expm1{};
+inline constexpr core::function<op::sqrt> sqrt{};
+inline constexpr core::function<op::rsqrt> rsqrt{};
+inline constexpr core::function<op::abs> abs{};
+inline constexpr core::function<op::sign> sign{};
+inline constexpr core::function<op::logistic> logistic{};
+inline constexpr core::function<op::stop_gradient> stop_gradient{};
+inline constexpr core::function<op::max> maximum{};
+inline constexpr core::function<op::min> minimum{};
+inline constexpr core::function<op::pow> pow{};
+inline constexpr core::function<op::pow> power{};
+inline constexpr core::function<op::integer_pow> integer_pow{};
+inline constexpr core::function<op::eq> equal{};
+inline constexpr core::function<op::ne> not_equal{};
+inline constexpr core::function<op::lt> less{};
+inline constexpr core::function<op::le> less_equal{};
+inline constexpr core::function<op::gt> greater{};
+inline constexpr core::function<op::ge> greater_equal{};
+inline constexpr core::function<op::select> where{};
+/// `xpr::cond(pred, true_fn, false_fn, operands...)` (`lax.cond`) in every tier: see op::cond,
+/// rt/cond.hpp (a staged `cond` equation) and ct/tracer.hpp (a select of both branches).
+inline constexpr core::function<op::cond> cond{};
+
+}  // namespace xpr
 
 /// Operation tags: the identity of each elementwise operation across tiers. `number` is its
 /// meaning on plain numbers.
@@ -61,7 +131,9 @@ constexpr auto one_like(const T& x) {
     return T(1);  // xsimd batches are constructible from a scalar
   }
 }
-// xsimd's `select(mask, a, b)`, found by ADL (a member named `select` would hide it).
+// xsimd's `select(mask, a, b)`, found by ADL (a member named `select` would hide it, and so would
+// the tag `op::select` but for this declaration, which stops the ordinary lookup here).
+void select() = delete;
 template <class C, class A, class B>
 constexpr auto adl_select(const C& c, const A& a, const B& b) {
   return select(c, a, b);
@@ -78,47 +150,183 @@ constexpr auto plain(const T& x) {
 }
 }  // namespace detail
 
-#define XPR_DETAIL_STD_UNARY(NAME)                              \
-  struct NAME {                                                 \
-    static constexpr std::string_view name = #NAME;             \
-    template <class T>                                          \
-    static constexpr auto number(const T& x) {                  \
-      using std::NAME;                                          \
-      return NAME(x);                                           \
-    }                                                           \
-  };
-XPR_DETAIL_STD_UNARY(sin)
-XPR_DETAIL_STD_UNARY(cos)
-XPR_DETAIL_STD_UNARY(tan)
-XPR_DETAIL_STD_UNARY(tanh)
-XPR_DETAIL_STD_UNARY(exp)
-XPR_DETAIL_STD_UNARY(log)
-XPR_DETAIL_STD_UNARY(log1p)
-XPR_DETAIL_STD_UNARY(expm1)
-XPR_DETAIL_STD_UNARY(sqrt)
-#undef XPR_DETAIL_STD_UNARY
+// ---------------------------------------------------------------------------------------------
+// The elementwise primitives, one struct each: everything both tiers derive their rules from.
+//
+//   name      JAX's name, as jaxprs print it
+//   arity     number of operands
+//   accepts   the dtypes the primitive takes (`core::Accepts`)
+//   number    its meaning on plain numbers (one element, an xsimd batch, an Eigen array)
+//   jvp       unary: the tangent of `ans = op(x)` along `g`; binary: `jvp_x` and `jvp_y`, the
+//             tangent contributed by each operand's tangent (JAX's `defjvp` rules). The tiers'
+//             `standard_jvp` skips operands whose tangent is a symbolic zero and adds the rest.
+//             An entry with a zero derivative says `differentiable = false` instead; one may
+//             add `jvp_xy`, the tangent when both operands have one, where that is simpler.
+//   commutative, linear   algebraic traits (operand order free; the tiers' transpose rules)
+//
+// The rules are written once with xpr's functions, so that the same text binds primitives in the
+// runtime tier and records equations in the compile-time tier. Constants are C++ numbers, weakly
+// typed like Python scalars; integers where they serve, since a C++ double is a weak float64 and
+// widens a weakly typed float32 (the tiers fit each tangent to its primal's type afterwards). Where
+// a rule binds two primitives, it names the first, so that the jaxpr lists them in the order
+// written (C++ leaves the order of an operator's operands open).
+// ---------------------------------------------------------------------------------------------
 
+/// neg x = -x; linear.
 struct neg {
   static constexpr std::string_view name = "neg";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool linear = true;
   template <class T>
   static constexpr auto number(const T& x) {
     return -x;
   }
-};
-struct abs {
-  static constexpr std::string_view name = "abs";
   template <class T>
-  static constexpr auto number(const T& x) {
-    if constexpr (detail::is_arith<T>) {
-      return x < T(0) ? -x : x;
-    } else {
-      using std::abs;
-      return abs(x);
-    }
+  static constexpr T jvp(const T& g, const T&, const T&) {
+    return -g;
   }
 };
+/// d sin x = cos x.
+struct sin {
+  static constexpr std::string_view name = "sin";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::sin;
+    return sin(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return g * xpr::cos(x);
+  }
+};
+/// d cos x = -sin x (JAX: `neg(mul(g, sin(x)))`).
+struct cos {
+  static constexpr std::string_view name = "cos";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::cos;
+    return cos(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return -(g * xpr::sin(x));
+  }
+};
+/// d tan x = 1 + tan² x.
+struct tan {
+  static constexpr std::string_view name = "tan";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::tan;
+    return tan(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * (1 + xpr::integer_pow(ans, 2));
+  }
+};
+/// d tanh x = 1 - tanh² x.
+struct tanh {
+  static constexpr std::string_view name = "tanh";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::tanh;
+    return tanh(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * (1 - xpr::integer_pow(ans, 2));
+  }
+};
+/// d exp x = exp x.
+struct exp {
+  static constexpr std::string_view name = "exp";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::exp;
+    return exp(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * ans;
+  }
+};
+/// d log x = 1 / x.
+struct log {
+  static constexpr std::string_view name = "log";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::log;
+    return log(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return g / x;
+  }
+};
+/// d log1p x = 1 / (1 + x).
+struct log1p {
+  static constexpr std::string_view name = "log1p";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::log1p;
+    return log1p(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return g / (1 + x);
+  }
+};
+/// d expm1 x = exp x = expm1 x + 1.
+struct expm1 {
+  static constexpr std::string_view name = "expm1";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::expm1;
+    return expm1(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * (ans + 1);
+  }
+};
+/// d sqrt x = 1 / (2 sqrt x).
+struct sqrt {
+  static constexpr std::string_view name = "sqrt";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    using std::sqrt;
+    return sqrt(x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g / (2 * ans);
+  }
+};
+/// d rsqrt x = -x^(-3/2) / 2 = -0.5 rsqrt(x) / x (JAX's formula).
 struct rsqrt {
   static constexpr std::string_view name = "rsqrt";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class T>
   static constexpr auto number(const T& x) {
     if constexpr (requires { x.rsqrt(); }) {
@@ -128,9 +336,37 @@ struct rsqrt {
       return detail::one_like(x) / sqrt(x);
     }
   }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T& x) {
+    return g * (-0.5 * (ans / x));
+  }
 };
+/// d |x| = where(x >= 0, 1, -1): JAX's rule, the derivative from the right at 0.
+struct abs {
+  static constexpr std::string_view name = "abs";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    if constexpr (detail::is_arith<T>) {
+      return x < T(0) ? -x : x;
+    } else {
+      using std::abs;
+      return abs(x);
+    }
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    const T nonnegative = x >= 0;  // first, as JAX binds it
+    return xpr::where(nonnegative, g, -g);
+  }
+};
+/// sign x: -1, 0 or 1 (NaN stays NaN); its derivative is zero almost everywhere.
 struct sign {
   static constexpr std::string_view name = "sign";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool differentiable = false;
   template <class T>
   static constexpr auto number(const T& x) {
     if constexpr (detail::is_arith<T>) {
@@ -144,8 +380,11 @@ struct sign {
     }
   }
 };
+/// logistic x = 1 / (1 + exp(-x)); d logistic x = s (1 - s).
 struct logistic {
   static constexpr std::string_view name = "logistic";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class T>
   static constexpr auto number(const T& x) {
     using std::exp;
@@ -157,39 +396,127 @@ struct logistic {
       return T(1) / (T(1) + exp(-x));
     }
   }
-};
-/// Identity on values; blocks derivatives in the tracing tiers.
-struct stop_gradient {
-  static constexpr std::string_view name = "stop_gradient";
   template <class T>
-  static constexpr T number(const T& x) {
-    return x;
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * (ans * (1 - ans));
   }
 };
 
-#define XPR_DETAIL_INFIX(NAME, OP)                                  \
-  struct NAME {                                                     \
-    static constexpr std::string_view name = #NAME;                 \
-    template <class A, class B>                                     \
-    static constexpr auto number(const A& a, const B& b) {          \
-      return a OP b;                                                \
-    }                                                               \
-  };
-XPR_DETAIL_INFIX(add, +)
-XPR_DETAIL_INFIX(sub, -)
-XPR_DETAIL_INFIX(mul, *)
-XPR_DETAIL_INFIX(div, /)
-XPR_DETAIL_INFIX(eq, ==)
-XPR_DETAIL_INFIX(ne, !=)
-XPR_DETAIL_INFIX(lt, <)
-XPR_DETAIL_INFIX(le, <=)
-XPR_DETAIL_INFIX(gt, >)
-XPR_DETAIL_INFIX(ge, >=)
-#undef XPR_DETAIL_INFIX
+/// x + y; linear.
+struct add {
+  static constexpr std::string_view name = "add";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool commutative = true, linear = true;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    return a + b;
+  }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T&, const T&) {
+    return g;
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T&, const T&, const T&) {
+    return g;
+  }
+};
+/// x - y; linear.
+struct sub {
+  static constexpr std::string_view name = "sub";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool linear = true;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    return a - b;
+  }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T&, const T&) {
+    return g;
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T&, const T&, const T&) {
+    return -g;
+  }
+  template <class T>  // both tangents: one sub, not add and neg (JAX's `_sub_jvp`)
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T&, const T&, const T&) {
+    return gx - gy;
+  }
+};
+/// x y; linear in either operand while the other is known.
+struct mul {
+  static constexpr std::string_view name = "mul";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool commutative = true, linear = true;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    return a * b;
+  }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T&, const T& y) {
+    return g * y;
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T&, const T& x, const T&) {
+    return x * g;
+  }
+};
+/// x / y; linear in x while y is known. d(x/y) = dx / y - dy x / y².
+struct div {
+  static constexpr std::string_view name = "div";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr bool linear = true;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    return a / b;
+  }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T&, const T& y) {
+    return g / y;
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T& ans, const T&, const T& y) {
+    return -(g * (ans / y));
+  }
+  template <class T>  // both tangents: a sub, not add and neg (the compile-time tier does better)
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T&, const T& y) {
+    return gx / y - gy * (ans / y);
+  }
+};
+
+namespace detail {
+/// JAX's `_balanced_eq(x, ans, other)` for max and min: the weight of x's tangent, 1 where x is
+/// the result, 1/2 where both are (ties split the derivative evenly), 0 where the other is.
+template <class T>
+constexpr T balanced_eq(const T& x, const T& ans, const T& other) {
+  const T x_is = x == ans;  // first, as JAX binds it
+  const T other_is = other == ans;
+  const T chosen = xpr::where(x_is, 1.0, 0.0);
+  return chosen / xpr::where(other_is, 2.0, 1.0);
+}
+/// Both tangents of max and min: the comparisons are shared by the two weights.
+template <class T>
+constexpr T balanced_jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+  const T x_is = x == ans;
+  const T y_is = y == ans;
+  const T x_chosen = xpr::where(x_is, 1.0, 0.0);
+  const T wx = x_chosen / xpr::where(y_is, 2.0, 1.0);
+  const T y_chosen = xpr::where(y_is, 1.0, 0.0);
+  const T wy = y_chosen / xpr::where(x_is, 2.0, 1.0);
+  const T tx = gx * wx;
+  return tx + gy * wy;
+}
+}  // namespace detail
 
 /// Elementwise maximum; NaN propagates, as in `jnp.maximum`.
 struct max {
   static constexpr std::string_view name = "max";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::any;
+  static constexpr bool commutative = true;
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     if constexpr (detail::is_arith<A> && detail::is_arith<B>) {
@@ -203,10 +530,25 @@ struct max {
       return max(a, b);
     }
   }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T& ans, const T& x, const T& y) {
+    return g * detail::balanced_eq(x, ans, y);
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T& y) {
+    return g * detail::balanced_eq(y, ans, x);
+  }
+  template <class T>
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+    return detail::balanced_jvp_xy(gx, gy, ans, x, y);
+  }
 };
 /// Elementwise minimum; NaN propagates, as in `jnp.minimum`.
 struct min {
   static constexpr std::string_view name = "min";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::any;
+  static constexpr bool commutative = true;
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     if constexpr (detail::is_arith<A> && detail::is_arith<B>) {
@@ -220,19 +562,73 @@ struct min {
       return min(a, b);
     }
   }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T& ans, const T& x, const T& y) {
+    return g * detail::balanced_eq(x, ans, y);
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T& y) {
+    return g * detail::balanced_eq(y, ans, x);
+  }
+  template <class T>
+  static constexpr T jvp_xy(const T& gx, const T& gy, const T& ans, const T& x, const T& y) {
+    return detail::balanced_jvp_xy(gx, gy, ans, x, y);
+  }
 };
+/// x ** y. d(x^y) = y x^(y-1) dx + log(x) x^y dy, the dy term 0 where x == 0 (as in JAX).
 struct pow {
   static constexpr std::string_view name = "pow";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     using std::pow;
     return pow(a, b);
   }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T& x, const T& y) {
+    return g * (y * xpr::pow(x, y - 1));
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T&) {
+    const T zero = x == 0;
+    return g * xpr::where(zero, 0, xpr::log(xpr::where(zero, 1, x)) * ans);
+  }
 };
+
+/// Identity on values; blocks derivatives in the tracing tiers.
+struct stop_gradient {
+  static constexpr std::string_view name = "stop_gradient";
+  static constexpr int arity = 1;
+  template <class T>
+  static constexpr T number(const T& x) {
+    return x;
+  }
+};
+
+#define XPR_DETAIL_COMPARISON(NAME, OP, COMMUTATIVE)                \
+  struct NAME {                                                     \
+    static constexpr std::string_view name = #NAME;                 \
+    static constexpr int arity = 2;                                 \
+    static constexpr bool commutative = COMMUTATIVE;                \
+    template <class A, class B>                                     \
+    static constexpr auto number(const A& a, const B& b) {          \
+      return a OP b;                                                \
+    }                                                               \
+  };
+XPR_DETAIL_COMPARISON(eq, ==, true)
+XPR_DETAIL_COMPARISON(ne, !=, true)
+XPR_DETAIL_COMPARISON(lt, <, false)
+XPR_DETAIL_COMPARISON(le, <=, false)
+XPR_DETAIL_COMPARISON(gt, >, false)
+XPR_DETAIL_COMPARISON(ge, >=, false)
+#undef XPR_DETAIL_COMPARISON
+
 /// `x ** n` for an integer `n` known where the operation is written, as repeated multiplication
 /// (`lax.integer_pow`).
 struct integer_pow {
   static constexpr std::string_view name = "integer_pow";
+  static constexpr int arity = 1;  // and the exponent, a parameter
   template <class T>
   static constexpr auto number(const T& x, int n) {
     using R = decltype(detail::plain(x * x));
@@ -255,6 +651,7 @@ struct integer_pow {
 /// `where(c, a, b)`: `a` where `c` holds, else `b` (`lax.select_n` with the operands swapped).
 struct select {
   static constexpr std::string_view name = "select";
+  static constexpr int arity = 3;
   template <class C, class A, class B>
   static constexpr auto number(const C& c, const A& a, const B& b) {
     if constexpr (detail::is_arith<C>) {
@@ -297,43 +694,64 @@ constexpr auto xpr_apply(Op, const Args&... args) {
 
 }  // namespace xpr::op
 
+// ---------------------------------------------------------------------------------------------
+// The list of elementwise primitives both tiers are generated from.
+// ---------------------------------------------------------------------------------------------
 namespace xpr {
 
-// jax.numpy's names for the elementwise operations.
-inline constexpr core::function<op::neg> negative{};
-inline constexpr core::function<op::add> add{};
-inline constexpr core::function<op::sub> subtract{};
-inline constexpr core::function<op::mul> multiply{};
-inline constexpr core::function<op::div> divide{};
-inline constexpr core::function<op::sin> sin{};
-inline constexpr core::function<op::cos> cos{};
-inline constexpr core::function<op::tan> tan{};
-inline constexpr core::function<op::tanh> tanh{};
-inline constexpr core::function<op::exp> exp{};
-inline constexpr core::function<op::log> log{};
-inline constexpr core::function<op::log1p> log1p{};
-inline constexpr core::function<op::expm1> expm1{};
-inline constexpr core::function<op::sqrt> sqrt{};
-inline constexpr core::function<op::rsqrt> rsqrt{};
-inline constexpr core::function<op::abs> abs{};
-inline constexpr core::function<op::sign> sign{};
-inline constexpr core::function<op::logistic> logistic{};
-inline constexpr core::function<op::stop_gradient> stop_gradient{};
-inline constexpr core::function<op::max> maximum{};
-inline constexpr core::function<op::min> minimum{};
-inline constexpr core::function<op::pow> pow{};
-inline constexpr core::function<op::pow> power{};
-inline constexpr core::function<op::integer_pow> integer_pow{};
-inline constexpr core::function<op::eq> equal{};
-inline constexpr core::function<op::ne> not_equal{};
-inline constexpr core::function<op::lt> less{};
-inline constexpr core::function<op::le> less_equal{};
-inline constexpr core::function<op::gt> greater{};
-inline constexpr core::function<op::ge> greater_equal{};
-inline constexpr core::function<op::select> where{};
-/// `xpr::cond(pred, true_fn, false_fn, operands...)` (`lax.cond`) in every tier: see op::cond,
-/// rt/cond.hpp (a staged `cond` equation) and ct/tracer.hpp (a select of both branches).
-inline constexpr core::function<op::cond> cond{};
+/// An elementwise primitive's struct: a name, an arity of 1 or 2, the dtypes it accepts, its
+/// meaning on numbers, and a jvp rule per operand or `differentiable = false`.
+template <class Op>
+concept ElementwiseOp = requires {
+  { Op::name } -> std::convertible_to<std::string_view>;
+  { Op::arity } -> std::convertible_to<int>;
+  { Op::accepts } -> std::convertible_to<core::Accepts>;
+} && (Op::arity == 1 || Op::arity == 2);
+
+/// Whether `Op`'s derivative is zero (it says `differentiable = false`).
+template <class Op>
+inline constexpr bool is_differentiable_v = [] {
+  if constexpr (requires { Op::differentiable; })
+    return bool{Op::differentiable};
+  else
+    return true;
+}();
+/// Whether `Op` is linear (in some operands, given the others: the tiers' transpose rules).
+template <class Op>
+inline constexpr bool is_linear_v = [] {
+  if constexpr (requires { Op::linear; })
+    return bool{Op::linear};
+  else
+    return false;
+}();
+/// Whether `Op`'s operands commute (hash-consing in the compile-time tier sorts them).
+template <class Op>
+inline constexpr bool is_commutative_v = [] {
+  if constexpr (requires { Op::commutative; })
+    return bool{Op::commutative};
+  else
+    return false;
+}();
+
+/// Elementwise primitives a program adds to the library's: specialize `user_primitives<void>`
+/// with `using type = boost::mp11::mp_list<my_op...>;` after including this header and before any
+/// other xpr header, identically in every translation unit of a program (as Eigen's plugin macros
+/// are). See docs/primitives.md and examples/primitives.cpp.
+template <class = void>
+struct user_primitives {
+  using type = boost::mp11::mp_list<>;
+};
+
+/// The library's elementwise primitives, in the order of the compile-time tier's `Prim`.
+using builtin_elementwise = boost::mp11::mp_list<
+    op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p, op::expm1, op::sqrt,
+    op::rsqrt, op::abs, op::sign, op::logistic,                    // unary
+    op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;  // binary
+
+/// Every elementwise primitive: the library's, then the program's (`user_primitives`).
+template <class V = void>  // a parameter, so that user_primitives is read where this is used
+using elementwise_t =
+    boost::mp11::mp_append<builtin_elementwise, typename user_primitives<V>::type>;
 
 /// `clip(x, lo, hi)` = `minimum(maximum(x, lo), hi)`, in every tier.
 inline constexpr auto clip = [](const auto& x, const auto& lo, const auto& hi) {

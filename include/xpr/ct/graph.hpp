@@ -12,6 +12,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <boost/mp11/algorithm.hpp>
+#include <boost/mp11/list.hpp>
+
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/ops.hpp"
 
@@ -22,19 +25,23 @@ namespace xpr::ct {
 // in JAX's sense but equations of the graph all the same; every other entry names an `xpr::op`.
 // ---------------------------------------------------------------------------------------------
 namespace detail {
-using prim_ops = std::tuple<void, void,  // arg, lit
-                            op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log,
-                            op::log1p, op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign,
-                            op::logistic, op::stop_gradient, op::integer_pow,  // unary
-                            op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow,
-                            op::eq, op::ne, op::lt, op::le, op::gt, op::ge,  // binary
-                            op::select>;
+/// Every primitive of the tier: `arg` and `lit` (void), the elementwise primitives of the shared
+/// list (core/ops.hpp, the program's own last), and those with rules of their own.
+using prim_ops = boost::mp11::mp_append<
+    boost::mp11::mp_list<void, void>,  // arg, lit
+    builtin_elementwise,
+    boost::mp11::mp_list<op::stop_gradient, op::integer_pow,       // unary
+                         op::eq, op::ne, op::lt, op::le, op::gt, op::ge,  // comparisons
+                         op::select>,
+    typename user_primitives<>::type>;
 
-template <class Op, std::size_t... I>
-constexpr std::uint8_t index_of(std::index_sequence<I...>) {
-  std::uint8_t r = 0xff;
-  ((std::is_same_v<Op, std::tuple_element_t<I, prim_ops>> ? (r = I, true) : false) || ...);
-  return r;
+/// `Op`'s index in `prim_ops`, or 0xff when it is not a primitive of the tier.
+template <class Op>
+constexpr std::uint8_t index_of() {
+  constexpr std::size_t i = boost::mp11::mp_find<prim_ops, Op>::value;
+  static_assert(boost::mp11::mp_size<prim_ops>::value < 0xff,
+                "xpr::ct: too many primitives for Prim's 8 bits");
+  return i < boost::mp11::mp_size<prim_ops>::value ? static_cast<std::uint8_t>(i) : 0xff;
 }
 
 template <class T>
@@ -181,39 +188,70 @@ class Buffer {
 };
 }  // namespace detail
 
-/// The primitives of the compile-time tier, in the order of `detail::prim_ops`.
+/// The primitives of the compile-time tier: each one's index in `detail::prim_ops`. The names
+/// are those the tier's own code refers to; a program's primitives (`user_primitives`) have an
+/// index too, `prim_v<Op>`, without a name here.
 enum class Prim : std::uint8_t {
-  arg, lit,
-  neg, sin, cos, tan, tanh, exp, log, log1p, expm1, sqrt, rsqrt, abs, sign, logistic,
-  stop_gradient, integer_pow,
-  add, sub, mul, div, max, min, pow,
-  eq, ne, lt, le, gt, ge,
-  select,
+  arg = 0, lit = 1,
+  neg = detail::index_of<op::neg>(), sin = detail::index_of<op::sin>(),
+  cos = detail::index_of<op::cos>(), tan = detail::index_of<op::tan>(),
+  tanh = detail::index_of<op::tanh>(), exp = detail::index_of<op::exp>(),
+  log = detail::index_of<op::log>(), log1p = detail::index_of<op::log1p>(),
+  expm1 = detail::index_of<op::expm1>(), sqrt = detail::index_of<op::sqrt>(),
+  rsqrt = detail::index_of<op::rsqrt>(), abs = detail::index_of<op::abs>(),
+  sign = detail::index_of<op::sign>(), logistic = detail::index_of<op::logistic>(),
+  stop_gradient = detail::index_of<op::stop_gradient>(),
+  integer_pow = detail::index_of<op::integer_pow>(),
+  add = detail::index_of<op::add>(), sub = detail::index_of<op::sub>(),
+  mul = detail::index_of<op::mul>(), div = detail::index_of<op::div>(),
+  max = detail::index_of<op::max>(), min = detail::index_of<op::min>(),
+  pow = detail::index_of<op::pow>(),
+  eq = detail::index_of<op::eq>(), ne = detail::index_of<op::ne>(),
+  lt = detail::index_of<op::lt>(), le = detail::index_of<op::le>(),
+  gt = detail::index_of<op::gt>(), ge = detail::index_of<op::ge>(),
+  select = detail::index_of<op::select>(),
 };
-inline constexpr std::size_t num_prims = std::tuple_size_v<detail::prim_ops>;
-static_assert(static_cast<std::size_t>(Prim::select) + 1 == num_prims);
+inline constexpr std::size_t num_prims = boost::mp11::mp_size<detail::prim_ops>::value;
 
 /// The `xpr::op` tag of a primitive.
 template <Prim P>
-using op_t = std::tuple_element_t<static_cast<std::size_t>(P), detail::prim_ops>;
+using op_t = boost::mp11::mp_at_c<detail::prim_ops, static_cast<std::size_t>(P)>;
 
 /// The primitive of an `xpr::op` tag.
 template <class Op>
-inline constexpr Prim prim_v =
-    static_cast<Prim>(detail::index_of<Op>(std::make_index_sequence<num_prims>{}));
+inline constexpr Prim prim_v = static_cast<Prim>(detail::index_of<Op>());
+
+namespace detail {
+// Per-primitive facts as tables indexed by Prim: constant evaluation pays for every step, and
+// these run for every equation a transformation visits.
+template <class... Ops>
+struct PrimTable {
+  template <class Op>
+  static constexpr int arity_of() {
+    if constexpr (std::is_void_v<Op>)
+      return 0;
+    else
+      return Op::arity;
+  }
+  template <class Op>
+  static constexpr bool commutative_of() {
+    if constexpr (std::is_void_v<Op>)
+      return false;
+    else
+      return is_commutative_v<Op>;
+  }
+  static constexpr std::int8_t arity[] = {static_cast<std::int8_t>(arity_of<Ops>())...};
+  static constexpr bool commutative[] = {commutative_of<Ops>()...};
+};
+using prim_table = boost::mp11::mp_apply<PrimTable, prim_ops>;
+}  // namespace detail
 
 /// Number of operands.
-constexpr int arity(Prim p) {
-  if (p == Prim::arg || p == Prim::lit) return 0;
-  if (p <= Prim::integer_pow) return 1;
-  if (p <= Prim::ge) return 2;
-  return 3;
-}
+constexpr int arity(Prim p) { return detail::prim_table::arity[static_cast<std::size_t>(p)]; }
 constexpr bool is_comparison(Prim p) { return p >= Prim::eq && p <= Prim::ge; }
 /// Operand order does not matter; hash-consing sorts the operands of these.
 constexpr bool is_commutative(Prim p) {
-  return p == Prim::add || p == Prim::mul || p == Prim::max || p == Prim::min || p == Prim::eq ||
-         p == Prim::ne;
+  return detail::prim_table::commutative[static_cast<std::size_t>(p)];
 }
 
 namespace detail {
@@ -222,7 +260,7 @@ namespace detail {
 template <std::size_t Lo, std::size_t Hi, class F>
 constexpr void visit_range(std::size_t p, F& f) {
   if constexpr (Hi - Lo == 1) {
-    f(std::tuple_element_t<Lo, prim_ops>{});
+    f(boost::mp11::mp_at_c<prim_ops, Lo>{});
   } else {
     constexpr std::size_t mid = (Lo + Hi) / 2;
     if (p < mid)

@@ -13,6 +13,9 @@
 #include <array>
 #include <span>
 #include <string_view>
+#include <vector>
+
+#include <boost/mp11/algorithm.hpp>
 
 #include "xpr/rt/bounded_while.hpp"
 #include "xpr/rt/checkpoint.hpp"
@@ -20,6 +23,7 @@
 #include "xpr/rt/jit.hpp"
 #include "xpr/rt/custom_derivatives.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/elementwise_primitive.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -39,13 +43,12 @@
 
 namespace xpr::rt {
 
-/// Every primitive the library defines.
+/// Every primitive the library defines: the elementwise ones from the shared list (core/ops.hpp's
+/// `elementwise_t`, a program's own `user_primitives` entries included), then the others.
 inline std::span<const Primitive* const> library_primitives() {
-  static constexpr std::array<const Primitive*, 62> all{
-      // elementwise (prims/unary.hpp, binary.hpp, compare.hpp, integer_pow.hpp, select.hpp)
-      &neg_p, &sin_p, &cos_p, &tan_p, &tanh_p, &exp_p, &log_p, &log1p_p, &expm1_p, &sqrt_p,
-      &rsqrt_p, &abs_p, &sign_p, &logistic_p, &add_p, &sub_p, &mul_p, &div_p, &max_p, &min_p,
-      &pow_p, &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &integer_pow_p, &select_n_p,
+  static constexpr std::array<const Primitive*, 41> others{
+      // elementwise but not in the shared list (prims/compare.hpp, integer_pow.hpp, select.hpp...)
+      &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &integer_pow_p, &select_n_p,
       &convert_element_type_p, &stop_gradient_p,
       // shape, slicing, indexing
       &broadcast_in_dim_p, &transpose_p, &reshape_p, &squeeze_p, &expand_dims_p, &rev_p, &iota_p,
@@ -56,6 +59,13 @@ inline std::span<const Primitive* const> library_primitives() {
       // higher-order
       &cond_p, &while_p, &scan_p, &checkpoint_p, &check_max_trips_p, &custom_jvp_call_p,
       &custom_lin_p, &custom_vjp_call_p, &pjit_p};
+  static const std::vector<const Primitive*> all = [] {
+    std::vector<const Primitive*> v;
+    boost::mp11::mp_for_each<elementwise_t<>>(
+        [&](auto op) { v.push_back(&elementwise_p<decltype(op)>); });
+    v.insert(v.end(), others.begin(), others.end());
+    return v;
+  }();
   return all;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Compile-time rules of the binary arithmetic primitives: add sub mul div max min pow. Each block
-// holds the primitive's constant folding, its simplifications (x+0, x*1, 0*x, ...), its jvp
-// (JAX's formulas, written over tracers) and, for the linear ones, its transpose.
+// holds the primitive's constant folding, its simplifications (x+0, x*1, 0*x, ...) and, for the
+// linear ones, its transpose. The jvp is the standard one, from the primitive's struct in
+// core/ops.hpp, except div's, which shares its division.
 #pragma once
 
 #include <cstdint>
@@ -64,9 +65,9 @@ constexpr Simplified merge_selects(const T* x, WeakDType out, Combine combine) {
 }  // namespace rules
 
 // add: x + 0 = 0 + x = x, x + x = 2 * x, x + -y = x - y, -x + y = y - x, where(p, a, 0) +
-// where(p, 0, b) = where(p, a, b); jvp ta + tb; transpose ct, ct.
+// where(p, 0, b) = where(p, a, b); transpose ct, ct.
 template <>
-struct Rules<op::add> {
+struct Rules<op::add> : rules::standard<op::add> {
   static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] + x[1], r);
@@ -82,10 +83,6 @@ struct Rules<op::add> {
     return rules::merge_selects(x, out, [](const T& a, const T& b) { return a + b; });
   }
   template <class T>
-  static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
-    return t[0] + t[1];
-  }
-  template <class T>
   static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
                                   std::int64_t) {
     if (linear[0]) ct_x[0] = ct;
@@ -94,9 +91,9 @@ struct Rules<op::add> {
 };
 
 // sub: x - 0 = x, 0 - x = -x, x - -y = x + y, where(p, a, 0) - where(p, 0, b) = where(p, a, -b);
-// jvp ta - tb; transpose ct, -ct.
+// transpose ct, -ct.
 template <>
-struct Rules<op::sub> {
+struct Rules<op::sub> : rules::standard<op::sub> {
   static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] - x[1], r);
@@ -110,10 +107,6 @@ struct Rules<op::sub> {
     return rules::merge_selects(x, out, [](const T& a, const T& b) { return a - b; });
   }
   template <class T>
-  static constexpr T jvp(const T*, const T&, const T* t, std::int64_t) {
-    return t[0] - t[1];
-  }
-  template <class T>
   static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
                                   std::int64_t) {
     if (linear[0]) ct_x[0] = ct;
@@ -124,9 +117,9 @@ struct Rules<op::sub> {
 // mul: x * 1 = x, x * -1 = -x, x * 0 = 0, c * -z = z * -c, (-a) * (-b) = a * b, y * where(p, ±1,
 // ±1) = where(p, ±y, ±y), and constants gathered where exact:
 // c1 * (c2 * z) = z * (c1 c2), (z * c1) * (w * c2) = (z * w) * (c1 c2), (z * c) * y = z * (c * y);
-// jvp ta * y + x * tb; transpose ct * y (or x * ct).
+// transpose ct * y (or x * ct).
 template <>
-struct Rules<op::mul> {
+struct Rules<op::mul> : rules::standard<op::mul> {
   static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] * x[1], r);
@@ -178,12 +171,6 @@ struct Rules<op::mul> {
     return rules::reuse_scaled(x, out);
   }
   template <class T>
-  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t) {
-    if (t[1].is_zero()) return t[0] * x[1];
-    if (t[0].is_zero()) return x[0] * t[1];
-    return t[0] * x[1] + x[0] * t[1];
-  }
-  template <class T>
   static constexpr void transpose(const T& ct, const T* x, const bool* linear,
                                   T* ct_x, std::int64_t) {
     if (linear[0] && linear[1]) detail::fail("xpr::ct: mul of two tangents is not linear");
@@ -194,7 +181,7 @@ struct Rules<op::mul> {
 
 // div: x / 1 = x, x / -1 = -x, 0 / y = 0; jvp ta / y - tb * (ans / y); transpose ct / y.
 template <>
-struct Rules<op::div> {
+struct Rules<op::div> : rules::standard<op::div> {
   static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] / x[1], r);
@@ -226,25 +213,13 @@ struct Rules<op::div> {
 };
 
 namespace rules {
-// max / min: x op x = x. jvp (JAX's balanced rule): each tangent weighted by
-// where(x == ans, 1, 0) / where(other == ans, 2, 1), so ties split the derivative evenly.
+// max / min: x op x = x.
 template <class Op>
-struct extremum : not_linear<Op> {
+struct extremum : standard<Op> {
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (!x[0].is_constant() && x[0].id() == x[1].id()) return same(x[0], out);
     return {};
-  }
-  template <class T>
-  static constexpr T weight(const T& x, const T& ans, const T& other) {
-    return xpr::where(x == ans, 1, 0) / xpr::where(other == ans, 2, 1);
-  }
-  template <class T>
-  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
-    T r;
-    if (!t[0].is_zero()) r = t[0] * weight(x[0], ans, x[1]);
-    if (!t[1].is_zero()) r = r + t[1] * weight(x[1], ans, x[0]);
-    return r;
   }
 };
 }  // namespace rules
@@ -267,9 +242,9 @@ struct Rules<op::min> : rules::extremum<op::min> {
   }
 };
 
-// pow: x ** 1 = x; jvp tx * (y * x ** (y - 1)) + ty * (log(where(x == 0, 1, x)) * ans).
+// pow: x ** 1 = x.
 template <>
-struct Rules<op::pow> : rules::not_linear<op::pow> {
+struct Rules<op::pow> : rules::standard<op::pow> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(__builtin_pow(x[0], x[1]), r);
   }
@@ -277,13 +252,6 @@ struct Rules<op::pow> : rules::not_linear<op::pow> {
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_one()) return rules::same(x[0], out);
     return {};
-  }
-  template <class T>
-  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t) {
-    T r;
-    if (!t[0].is_zero()) r = t[0] * (x[1] * xpr::pow(x[0], x[1] - 1));
-    if (!t[1].is_zero()) r = r + t[1] * (xpr::log(xpr::where(x[0] == 0, 1, x[0])) * ans);
-    return r;
   }
 };
 

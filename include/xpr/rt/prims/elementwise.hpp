@@ -14,6 +14,7 @@
 
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
+#include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/primitive.hpp"
@@ -23,8 +24,16 @@ namespace xpr::rt::detail {
 template <class T>
 constexpr bool simd_element_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
-/// Which dtypes an elementwise primitive accepts.
-enum class Accepts { floating, numeric, any };
+/// Which dtypes an elementwise primitive accepts (shared with the compile-time tier).
+using Accepts = core::Accepts;
+
+/// Whether a kernel for element type `T` is needed by a primitive accepting `accepts`.
+template <class T>
+constexpr bool accepts_v(Accepts accepts) {
+  if constexpr (std::is_same_v<T, bool>) return accepts == Accepts::any;
+  if constexpr (std::is_integral_v<T>) return accepts != Accepts::floating;
+  return true;
+}
 
 inline void check_accepts(const std::string& prim, DType t, Accepts accepts) {
   bool ok = accepts == Accepts::any || (accepts == Accepts::numeric && !core::is_bool(t)) ||

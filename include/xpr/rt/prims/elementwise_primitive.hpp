@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+// The runtime tier's elementwise primitive, one class template for every entry of the shared list
+// (core/ops.hpp): `Elementwise<Op>` gets its name, arity, dtypes, kernel and jvp from `Op`'s
+// struct. Its rules: impl (the xsimd kernels of prims/elementwise.hpp, with XLA's integer
+// semantics), abstract_eval (`defvectorized` / `defbroadcasting`), jvp (`standard_jvp`), transpose
+// (the linear ones' table below) and batch. `elementwise_p<Op>` is the primitive object. The rules
+// use jax.numpy-level operators (rt/numpy_elementwise.hpp), which build on this header: they are
+// found where a rule is instantiated, and binary.hpp includes them after the table.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "xpr/core/dtype.hpp"
+#include "xpr/core/error.hpp"
+#include "xpr/core/ops.hpp"
+#include "xpr/rt/array.hpp"
+#include "xpr/rt/batching.hpp"
+#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/detail/transpose.hpp"
+#include "xpr/rt/prims/elementwise.hpp"
+#include "xpr/rt/prims/shape.hpp"
+#include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
+
+namespace xpr::rt {
+
+// ---- kernels ----------------------------------------------------------------------------------
+namespace detail {
+/// `Op::number` on one element or an xsimd batch, except that integer neg and abs wrap around as
+/// in XLA (`-INT_MIN == INT_MIN`), where C++ leaves the overflow undefined.
+template <class Op, class T>
+T unary_element(const T& x) {
+  constexpr bool neg_or_abs = std::is_same_v<Op, op::neg> || std::is_same_v<Op, op::abs>;
+  if constexpr (std::is_integral_v<T> && neg_or_abs) {
+    using U = std::make_unsigned_t<T>;
+    const T neg = static_cast<T>(U(0) - static_cast<U>(x));
+    return std::is_same_v<Op, op::neg> || x < T(0) ? neg : x;
+  } else if constexpr (!std::is_arithmetic_v<T> &&
+                       (std::is_same_v<Op, op::exp> || std::is_same_v<Op, op::expm1> ||
+                        std::is_same_v<Op, op::logistic> || std::is_same_v<Op, op::tanh> ||
+                        std::is_same_v<Op, op::sin> || std::is_same_v<Op, op::cos> ||
+                        std::is_same_v<Op, op::tan>)) {
+    // xsimd 8.1's range reductions convert x-based values to int64 lane by lane where AVX2 has
+    // no instruction for it: undefined behaviour for NaN, infinities and |x| past ~2^62 (found by
+    // tests/fuzz under -fsanitize=float-cast-overflow). Such batches go lane by lane through the
+    // C library instead; ordinary batches take the vector path.
+    using E = typename T::value_type;
+    if (xsimd::all(xsimd::abs(x) < T(E(1e15)))) return static_cast<T>(Op::number(x));
+    alignas(64) E xs[T::size];
+    x.store_aligned(xs);
+    for (std::size_t i = 0; i < T::size; ++i) xs[i] = static_cast<E>(Op::number(xs[i]));
+    return T::load_aligned(xs);
+  } else {
+    return static_cast<T>(Op::number(x));
+  }
+}
+
+/// The element function of a binary primitive, on one element or on an xsimd batch of them.
+/// Where C++ and XLA disagree, XLA wins: signed integer add, sub and mul wrap around (C++ leaves
+/// overflow undefined), integer div truncates with `x / 0 == -1` and `INT_MIN / -1 == INT_MIN`,
+/// and max/min propagate NaN (x86's max instruction does not). pow is the C library's.
+template <class Op, class T>
+T binary_element(const T& a, const T& b) {
+  constexpr bool is_max = std::is_same_v<Op, op::max>, is_min = std::is_same_v<Op, op::min>;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (std::is_same_v<Op, op::div>) {
+      if (b == T(0)) return T(-1);
+      if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
+      return static_cast<T>(a / b);
+    } else if constexpr (is_max) {
+      return a < b ? b : a;
+    } else if constexpr (is_min) {
+      return b < a ? b : a;
+    } else {
+      return static_cast<T>(Op::number(static_cast<U>(a), static_cast<U>(b)));
+    }
+  } else if constexpr (std::is_same_v<Op, op::pow> && !std::is_arithmetic_v<T>) {
+    // Lane by lane with the C library's pow: xsimd 8.1's pow is off by up to 133 ulps in f64
+    // (measured over x in [e^-5, e^5], y in [-30, 30]); glibc's is within one.
+    using E = typename T::value_type;
+    alignas(64) E xs[T::size], ys[T::size];
+    a.store_aligned(xs);
+    b.store_aligned(ys);
+    for (std::size_t i = 0; i < T::size; ++i) xs[i] = std::pow(xs[i], ys[i]);
+    return T::load_aligned(xs);
+  } else if constexpr ((is_max || is_min) && !std::is_arithmetic_v<T>) {
+    const T m = is_max ? xsimd::max(a, b) : xsimd::min(a, b);
+    // isnan, not `a != a`: xsimd 8.1's AVX `!=` is an ordered compare, false for NaN.
+    return xsimd::select(xsimd::isnan(a), a, xsimd::select(xsimd::isnan(b), b, m));
+  } else {
+    return static_cast<T>(Op::number(a, b));
+  }
+}
+
+
+/// The element function of `Op`, by its arity.
+template <class Op, class... T>
+auto element(const T&... x) {
+  if constexpr (sizeof...(T) == 1)
+    return unary_element<Op>(x...);
+  else
+    return binary_element<Op>(x...);
+}
+}  // namespace detail
+
+// ---- jvp ----------------------------------------------------------------------------------------
+
+/// JAX's `standard_jvp`: the tangent of `ans = Op(x...)` as the sum of `Op`'s per-operand rules
+/// over the operands whose tangent is not a symbolic zero (at least one is not), or `jvp_xy` when
+/// both have one and `Op` gives it. A template, so that the jax.numpy-level operators the rules
+/// use resolve where it is used.
+template <class Op, class A>
+A standard_jvp(const A* x, const A& ans, const std::optional<A>* t) {
+  if constexpr (Op::arity == 1) {
+    return Op::jvp(*t[0], ans, x[0]);
+  } else {
+    if (!t[1]) return Op::jvp_x(*t[0], ans, x[0], x[1]);
+    if (!t[0]) return Op::jvp_y(*t[1], ans, x[0], x[1]);
+    if constexpr (requires { Op::jvp_xy(*t[0], *t[1], ans, x[0], x[1]); }) {
+      return Op::jvp_xy(*t[0], *t[1], ans, x[0], x[1]);
+    } else {
+      A tx = Op::jvp_x(*t[0], ans, x[0], x[1]);  // x's term first, as JAX sums them
+      A ty = Op::jvp_y(*t[1], ans, x[0], x[1]);
+      return tx + ty;
+    }
+  }
+}
+
+// ---- transpose ----------------------------------------------------------------------------------
+
+/// Which operands a binary primitive is linear in, and the cotangent of each (its transpose rule;
+/// neg, the one linear unary primitive, is its own transpose):
+/// add and sub are linear in both operands together; mul in either one while the other is known;
+/// div in its dividend while the divisor is known; max, min and pow in neither.
+template <class Op>
+struct elementwise_transpose {
+  static constexpr bool in_x = false, in_y = false, jointly = false;
+};
+template <>
+struct elementwise_transpose<op::add> {
+  static constexpr bool in_x = true, in_y = true, jointly = true;
+  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
+  template <class A> static A ct_y(const A& ct, const A&) { return ct; }
+};
+template <>
+struct elementwise_transpose<op::sub> {
+  static constexpr bool in_x = true, in_y = true, jointly = true;
+  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
+  template <class A> static A ct_y(const A& ct, const A&) { return -ct; }
+};
+template <>
+struct elementwise_transpose<op::mul> {  // mul(t, y)^T ct = ct * y
+  static constexpr bool in_x = true, in_y = true, jointly = false;
+  template <class A> static A ct_x(const A& ct, const A& y) { return ct * y; }
+  template <class A> static A ct_y(const A& ct, const A& x) { return x * ct; }
+};
+template <>
+struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
+  static constexpr bool in_x = true, in_y = false, jointly = false;
+  template <class A> static A ct_x(const A& ct, const A& y) { return ct / y; }
+};
+
+// ---- the primitive ------------------------------------------------------------------------------
+
+/// An elementwise primitive computing `Op::number` on every element (every pair of elements).
+///
+/// abstract_eval: operands of a dtype `Op::accepts` allows; for two, equal dtypes and equal shapes
+/// or rank 0; the result is weakly typed when every operand is (JAX's `defbroadcasting`).
+template <class Op>
+class Elementwise final : public Primitive {
+  static_assert(ElementwiseOp<Op>, "xpr::rt::Elementwise<Op>: Op must have a name, an arity of 1 "
+                                   "or 2 and accepted dtypes (see docs/primitives.md)");
+  static constexpr int arity = Op::arity;
+
+ public:
+  constexpr Elementwise() : Primitive(Op::name) {}
+
+  detail::Accepts accepts() const noexcept { return Op::accepts; }
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override {
+    check_arity(args.size());
+    if constexpr (arity == 1) {
+      const Array& x = args[0];
+      ArrayBuilder out(abstract_eval_one(std::span(&x.aval(), 1)));
+      dispatch_dtype(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (detail::accepts_v<T>(Op::accepts)) {
+          detail::map_unary(x.data<T>(), out.data<T>(), static_cast<std::size_t>(x.size()),
+                            [](const auto& v) { return detail::element<Op>(v); });
+        }
+      });
+      (void)params;
+      return {std::move(out).finish()};
+    } else {
+      const ShapedArray avals[2] = {args[0].aval(), args[1].aval()};
+      ArrayBuilder out(abstract_eval_one(avals));
+      const Array &a = args[0], &b = args[1];
+      dispatch_dtype(out.aval().dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (detail::accepts_v<T>(Op::accepts)) {
+          detail::map_binary(
+              a.data<T>(), a.ndim() == 0, b.data<T>(), b.ndim() == 0, out.data<T>(),
+              static_cast<std::size_t>(out.aval().size()),
+              [](const auto& x, const auto& y) { return detail::element<Op>(x, y); });
+        }
+      });
+      (void)params;
+      return {std::move(out).finish()};
+    }
+  }
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
+    check_arity(args.size());
+    return {abstract_eval_one(args)};
+  }
+
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override {
+    Tangents ts(tangents.begin(), tangents.end());
+    auto [out, t] = jvp_symbolic(primals, ts, params);
+    Array t0 = t[0] ? std::move(*t[0]) : zeros_like_aval(out[0].aval());
+    return {std::move(out), {std::move(t0)}};
+  }
+
+  /// `standard_jvp` over the nonzero tangents, fitted to the result's type (a rank-0 operand's
+  /// tangent broadcast, a weak constant's widening undone). A symbolic zero when every tangent is
+  /// one, when the result is an integer or bool (piecewise constant, JAX's float0), or when `Op`
+  /// is not differentiable.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params&) const override {
+    check_arity(primals.size());
+    Array ans = rt::bind(*this, primals)[0];
+    if constexpr (!is_differentiable_v<Op>) {
+      return {{ans}, {std::nullopt}};
+    } else {
+      if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
+        return {{ans}, {std::nullopt}};
+      Array t = standard_jvp<Op>(primals.data(), ans, tangents.data());
+      t = detail::fit_tangent(std::move(t), ans.aval());
+      return {{std::move(ans)}, {std::move(t)}};
+    }
+  }
+
+  /// Transpose (`elementwise_transpose<Op>`): the cotangent of each undefined operand, summed to
+  /// rank 0 for a rank-0 operand. Throws `type_error` when the operands marked undefined are not
+  /// ones the primitive is linear in (`mul(t, t)`, `div(x, t)`); the others have no rule.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if constexpr (arity == 1) {
+      if constexpr (std::is_same_v<Op, op::neg>) {
+        check_arity(args.size());
+        return {bind1(*this, {*cts[0]})};
+      } else {
+        return Primitive::transpose(cts, args, params);
+      }
+    } else {
+      using T = elementwise_transpose<Op>;
+      if constexpr (!T::in_x && !T::in_y) {
+        return Primitive::transpose(cts, args, params);
+      } else {
+        check_arity(args.size());
+        const Array& ct = *cts[0];
+        const bool ux = is_undefined_primal(args[0]), uy = is_undefined_primal(args[1]);
+        Cotangents out(2);
+        if constexpr (T::jointly) {
+          if (ux) out[0] = detail::fit_cotangent(T::ct_x(ct, ct), aval_of(args[0]));
+          if (uy) out[1] = detail::fit_cotangent(T::ct_y(ct, ct), aval_of(args[1]));
+        } else {
+          if (ux) {
+            const Array& y =
+                detail::known_operand(name(), args[1], T::in_y ? "one operand" : "the divisor");
+            out[0] = detail::fit_cotangent(T::ct_x(ct, y), aval_of(args[0]));
+          } else if constexpr (T::in_y) {
+            const Array& x = detail::known_operand(name(), args[0], "one operand");
+            if (uy) out[1] = detail::fit_cotangent(T::ct_y(ct, x), aval_of(args[1]));
+          } else {
+            (void)detail::known_operand(name(), args[1], "the divisor");
+          }
+        }
+        return out;
+      }
+    }
+  }
+
+  /// Elementwise, so the batched value is processed as it is (JAX's `defvectorized`); for two
+  /// operands, JAX's `defbroadcasting`.
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t n, const Params& params) const override {
+    if constexpr (arity == 1) {
+      (void)n, (void)params;
+      return {{bind1(*this, {args[0]})}, {dims[0]}};
+    } else {
+      return batch_elementwise(*this, args, dims, n, params);
+    }
+  }
+
+ private:
+  void check_arity(std::size_t n) const {
+    if (n != static_cast<std::size_t>(arity))
+      throw core::type_error(name() + " expected " + std::to_string(arity) + " operand" +
+                             (arity == 1 ? "" : "s") + ", found " + std::to_string(n));
+  }
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const {
+    if constexpr (arity == 1)
+      return detail::unary_aval(name(), args, Op::accepts);
+    else
+      return detail::nary_aval(name(), args, Op::accepts);
+  }
+};
+
+/// The primitive of each elementwise `Op` (`sin_p` is `elementwise_p<op::sin>`). Constant-initialized
+/// (no code runs at start-up), so a translation unit that never names it emits none of its rules;
+/// the parser finds every entry of the list by name (rt/primitive_table.hpp), a program's own
+/// primitives included, with no registration line.
+template <class Op>
+inline constinit const Elementwise<Op> elementwise_p{};
+
+/// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
+/// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array).
+template <class Op>
+  requires ElementwiseOp<Op> && (Op::arity == 1)
+Array xpr_apply(Op, const Array& x) {
+  Array in = x;
+  if (Op::accepts == detail::Accepts::floating && !core::is_floating(x.dtype()))
+    in = convert_element_type(x, DType::float64, x.weak_type());
+  else if (Op::accepts == detail::Accepts::numeric && core::is_bool(x.dtype()))
+    in = convert_element_type(x, DType::int32, x.weak_type());
+  return bind1(elementwise_p<Op>, {in});
+}
+
+}  // namespace xpr::rt
