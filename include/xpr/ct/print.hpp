@@ -99,7 +99,7 @@ template <const auto& P>
 inline constexpr FixedString<detail::text_size_v<P>> jaxpr_text_v = [] {
   FixedString<detail::text_size_v<P>> s;
   detail::TextWriter w{s.data, 0};
-  print_jaxpr(P, w);
+  detail::print_jaxpr(P, w);
   return s;
 }();
 
