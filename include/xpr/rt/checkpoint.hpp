@@ -21,6 +21,7 @@
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/detail/higher_order.hpp"
+#include "xpr/rt/detail/sub_jaxpr.hpp"
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/interp/transpose.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -53,48 +54,6 @@ inline std::pair<ClosedJaxpr, std::vector<bool>> staged_recompute(const ClosedJa
   composed.outvars = split.unknown.jaxpr.outvars;
   return dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
                    std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
-}
-
-/// Transformations of shared sub-jaxprs, per thread, keyed by the sub-jaxpr's identity and the
-/// flags the transformation depends on. A jaxpr whose shared sub-jaxprs call each other twice
-/// per level would otherwise be transformed once per path (exponential in its depth, and each
-/// copy a new jaxpr the next level transforms again); with this, each distinct sub-jaxpr is
-/// transformed once per flag pattern and the results are shared as the inputs were. Entries whose
-/// jaxpr has been freed are dropped (a weak reference checks it), and the table is cleared when
-/// it grows large. Results holding tracers (of an enclosing transformation) are not kept.
-template <class V>
-class SubJaxprMemo {
- public:
-  template <class F, class Keep>
-  V get(const JaxprParam& j, const std::vector<bool>& flags, F compute, Keep keepable) {
-    auto& entries = table_[j.get()];
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].owner.lock() != j) {  // freed: another jaxpr may live at this address
-        entries.clear();
-        break;
-      }
-      if (entries[i].flags == flags) return entries[i].value;
-    }
-    V value = compute();
-    if (!keepable(value)) return value;
-    if (table_.size() > 4096) table_.clear();
-    table_[j.get()].push_back(Entry{j, flags, value});
-    return value;
-  }
-
- private:
-  struct Entry {
-    std::weak_ptr<const ClosedJaxpr> owner;
-    std::vector<bool> flags;
-    V value;
-  };
-  std::unordered_map<const ClosedJaxpr*, std::vector<Entry>> table_;
-};
-
-inline bool all_concrete(std::span<const Array> xs) {
-  for (const Array& x : xs)
-    if (x.is_tracer()) return false;
-  return true;
 }
 
 }  // namespace detail
@@ -268,12 +227,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     std::vector<bool> staged_used;
   };
 
-  /// The transposed jaxpr: inputs are the known operands then the nonzero cotangents; outputs
-  /// are the nonzero cotangents of the undefined operands (`out_nonzero` says which).
-  struct Transposed {
-    detail::ConvertedJaxpr jaxpr;
-    std::vector<bool> out_nonzero;
-  };
+  using Transposed = detail::TransposedJaxpr;
 
   static std::shared_ptr<const Transposed> memo_transpose(const JaxprParam& j,
                                                           const std::vector<bool>& flags,
@@ -281,36 +235,7 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     thread_local detail::SubJaxprMemo<std::shared_ptr<const Transposed>> memo;
     check_jaxpr(j);
     return memo.get(
-        j, flags,
-        [&] {
-          const std::size_t n_in = args.size(), n_out = flags.size() - n_in;
-          Avals in_avals;
-          for (const LinearArg& a : args)
-            if (!is_undefined_primal(a)) in_avals.push_back(aval_of(a));
-          for (std::size_t k = 0; k < n_out; ++k)
-            if (flags[n_in + k]) in_avals.push_back(aval_of(j->jaxpr.outvars[k]));
-          auto t = std::make_shared<Transposed>();
-          t->out_nonzero.assign(n_in, false);
-          FlatFunction f = [&](std::span<const Array> in) {
-            std::vector<LinearArg> lin;
-            std::size_t k = 0;
-            for (std::size_t i = 0; i < n_in; ++i)
-              lin.push_back(flags[i] ? LinearArg(UndefinedPrimal{aval_of(args[i])})
-                                     : LinearArg(in[k++]));
-            Cotangents cts(n_out);
-            for (std::size_t o = 0; o < n_out; ++o)
-              if (flags[n_in + o]) cts[o] = in[k++];
-            Cotangents res = backward_pass(j->jaxpr, j->consts, lin, cts);
-            Arrays outs;
-            for (std::size_t i = 0; i < n_in; ++i) {
-              t->out_nonzero[i] = flags[i] && res[i].has_value();
-              if (t->out_nonzero[i]) outs.push_back(std::move(*res[i]));
-            }
-            return outs;
-          };
-          t->jaxpr = detail::trace_to_converted_jaxpr(f, in_avals);
-          return std::shared_ptr<const Transposed>(std::move(t));
-        },
+        j, flags, [&] { return detail::transpose_sub_jaxpr(*j, flags, args); },
         [](const std::shared_ptr<const Transposed>& r) {
           return detail::all_concrete(r->jaxpr.consts);
         });

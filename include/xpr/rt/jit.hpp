@@ -25,8 +25,8 @@
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
-#include "xpr/rt/checkpoint.hpp"  // detail::SubJaxprMemo, detail::all_concrete
 #include "xpr/rt/detail/higher_order.hpp"
+#include "xpr/rt/detail/sub_jaxpr.hpp"
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/interp/transpose.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -254,12 +254,7 @@ class PjitP final : public Primitive, public PartialEvalRules {
     std::size_t num_res = 0;
   };
 
-  /// The transposed jaxpr: inputs are the known operands then the nonzero cotangents; outputs
-  /// are the nonzero cotangents of the undefined operands (`out_nonzero` says which).
-  struct Transposed {
-    detail::ConvertedJaxpr jaxpr;
-    std::vector<bool> out_nonzero;
-  };
+  using Transposed = detail::TransposedJaxpr;
 
   static void check_jaxpr(const JaxprParam& j) {
     if (!j) throw core::type_error("pjit: expected a jaxpr in parameter 'jaxpr', found None");
@@ -299,36 +294,7 @@ class PjitP final : public Primitive, public PartialEvalRules {
     thread_local detail::SubJaxprMemo<std::shared_ptr<const Transposed>> memo;
     check_jaxpr(j);
     return memo.get(
-        j, flags,
-        [&] {
-          const std::size_t n_in = args.size(), n_out = flags.size() - n_in;
-          Avals in_avals;
-          for (const LinearArg& a : args)
-            if (!is_undefined_primal(a)) in_avals.push_back(aval_of(a));
-          for (std::size_t k = 0; k < n_out; ++k)
-            if (flags[n_in + k]) in_avals.push_back(aval_of(j->jaxpr.outvars[k]));
-          auto t = std::make_shared<Transposed>();
-          t->out_nonzero.assign(n_in, false);
-          FlatFunction f = [&](std::span<const Array> in) {
-            std::vector<LinearArg> lin;
-            std::size_t k = 0;
-            for (std::size_t i = 0; i < n_in; ++i)
-              lin.push_back(flags[i] ? LinearArg(UndefinedPrimal{aval_of(args[i])})
-                                     : LinearArg(in[k++]));
-            Cotangents cts(n_out);
-            for (std::size_t o = 0; o < n_out; ++o)
-              if (flags[n_in + o]) cts[o] = in[k++];
-            Cotangents res = backward_pass(j->jaxpr, j->consts, lin, cts);
-            Arrays outs;
-            for (std::size_t i = 0; i < n_in; ++i) {
-              t->out_nonzero[i] = flags[i] && res[i].has_value();
-              if (t->out_nonzero[i]) outs.push_back(std::move(*res[i]));
-            }
-            return outs;
-          };
-          t->jaxpr = detail::trace_to_converted_jaxpr(f, in_avals);
-          return std::shared_ptr<const Transposed>(std::move(t));
-        },
+        j, flags, [&] { return detail::transpose_sub_jaxpr(*j, flags, args); },
         [](const std::shared_ptr<const Transposed>& r) {
           return detail::all_concrete(r->jaxpr.consts);
         });
