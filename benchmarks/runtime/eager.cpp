@@ -1,11 +1,10 @@
 // Eager primitives against hand-written xsimd loops on 1M elements (f64 and f32), and the eager
 // dispatch cost of one primitive on rank-0 arrays. Run through benchmarks/run_eager.sh, which
 // prints the ratios; the figures are in docs/benchmarks.md.
-#include <benchmark/benchmark.h>
-
 #include <cstddef>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/xpr.hpp"

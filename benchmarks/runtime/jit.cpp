@@ -3,11 +3,10 @@
 // triad for the memory bandwidth the 1e7-element chains are measured against. Every variant
 // allocates its output array per call, as the jitted and eager calls do. Figures:
 // docs/benchmarks.md.
-#include <benchmark/benchmark.h>
-
 #include <cstddef>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/codegen/execute.hpp"
@@ -26,16 +25,16 @@ Array input(std::int64_t n) {
 Array chain1(const Array& x) { return xpr::sin(x) * 2.0 - x; }
 
 Array chain10(const Array& x) {
-  Array t = xpr::sin(x);          // 1
-  t = t * 1.5;                    // 2
-  t = t + x;                      // 3
-  t = xpr::abs(t);                // 4
-  t = -t;                         // 5
-  t = xpr::exp(t);                // 6
-  t = t * x;                      // 7
-  t = t - 0.5;                    // 8
-  t = xpr::maximum(t, x);         // 9
-  return xpr::tanh(t);            // 10
+  Array t = xpr::sin(x);   // 1
+  t = t * 1.5;             // 2
+  t = t + x;               // 3
+  t = xpr::abs(t);         // 4
+  t = -t;                  // 5
+  t = xpr::exp(t);         // 6
+  t = t * x;               // 7
+  t = t - 0.5;             // 8
+  t = xpr::maximum(t, x);  // 9
+  return xpr::tanh(t);     // 10
 }
 
 template <class F>

@@ -2,9 +2,9 @@
 // run: jvp (primal + tangent) against one eager evaluation, vmap of a per-example function
 // against the same function applied eagerly to the whole batch, and make_jaxpr's cost per
 // equation. benchmarks/run.sh prints the ratios; docs/benchmarks.md records them.
-#include <benchmark/benchmark.h>
-
 #include <tuple>
+
+#include <benchmark/benchmark.h>
 
 #include "xpr/xpr.hpp"
 

@@ -11,7 +11,8 @@ int main() {
   };
 #else
   auto relu = [](auto x) {
-    return xpr::cond(x > 0, [](auto v) { return v; }, [](auto v) { return 0 * v; }, x);
+    return xpr::cond(
+        x > 0, [](auto v) { return v; }, [](auto v) { return 0 * v; }, x);
   };
 #endif
   return xpr::ct::grad(relu)(2.0) == 1.0 ? 0 : 1;

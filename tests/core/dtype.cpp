@@ -2,9 +2,9 @@
 // table (jax.numpy type promotion, with 64-bit types enabled).
 #include "xpr/core/dtype.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
+
+#include <gtest/gtest.h>
 
 namespace test_core_dtype {
 

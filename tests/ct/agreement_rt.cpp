@@ -284,9 +284,9 @@ struct JvpTexts {
       // The compile-time tier's deliberate special case: div shares its division when both
       // operands have tangents, (tx - ty ans) / y (ct/prims/binary.hpp).
       if constexpr (!std::is_same_v<Op, xpr::op::div>) {
-        EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0))),
-                  layout_free(std::string(
-                      ct::make_jaxpr<double, double, double, double>(cxy).view())))
+        EXPECT_EQ(
+            layout_free(text_of(xpr::make_jaxpr(rxy)(0.5, 1.5, 1.0, 1.0))),
+            layout_free(std::string(ct::make_jaxpr<double, double, double, double>(cxy).view())))
             << "tangents for both";
       }
     }

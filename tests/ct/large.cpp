@@ -2,14 +2,15 @@
 // benchmarks/compile_time/generate.py) and its gradient through the compile-time tier, checked
 // against forward-mode differentiation by dual numbers, on the same generic lambda. It compiles
 // with the default -fconstexpr-* limits, as every user's code must.
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cmath>
 #include <tuple>
 
-#include "tests/ct/generated/dag1000.hpp"
+#include <gtest/gtest.h>
+
 #include "xpr/ct/ct.hpp"
+
+#include "tests/ct/generated/dag1000.hpp"
 
 namespace {
 

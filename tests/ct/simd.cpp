@@ -1,14 +1,14 @@
 // Tests of evaluation on other scalar types (include/xpr/ct/eval.hpp, include/xpr/interop/
 // {xsimd,eigen}.hpp): transformed programs on xsimd batches of double and float and on Eigen
 // arrays equal the scalar evaluation lane by lane; Eigen fixed-size vectors as arguments.
-#include <gtest/gtest.h>
-
-#include <Eigen/Core>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
+
+#include <Eigen/Core>
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/ct/ct.hpp"

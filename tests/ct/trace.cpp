@@ -85,7 +85,7 @@ TEST(CtTrace, DifferentLiteralsNeverMerge) {
 }
 
 constexpr auto simplified = [](auto x) {
-  auto one = x * 1.0 + 0.0;      // x
+  auto one = x * 1.0 + 0.0;       // x
   auto zero = 0.0 * xpr::exp(x);  // 0 (the exp is dead)
   return (one - zero) / 1 + (2.0 * 3.0 - 6.0) * x;
 };
@@ -301,8 +301,8 @@ TEST(CtPrint, NumbersAsPythonPrintsThem) {
     return x * 1e-05 + x * 1.5e20 + x * 0.30000000000000004 + x * 100.0 + x * -2.5;
   };
   std::string text(ct::make_jaxpr<double>(g).view());
-  for (const char* lit : {"1e-05:f64[]", "1.5e+20:f64[]", "0.30000000000000004:f64[]",
-                          "100.0:f64[]", "-2.5:f64[]"})
+  for (const char* lit :
+       {"1e-05:f64[]", "1.5e+20:f64[]", "0.30000000000000004:f64[]", "100.0:f64[]", "-2.5:f64[]"})
     EXPECT_NE(text.find(lit), std::string::npos) << lit << " in\n" << text;
 }
 
@@ -337,9 +337,12 @@ constexpr auto vector_valued = [](const auto& x) {
 TEST(CtTrace, DerivedJaxprsHaveNoArithmeticWithZeroOrOne) {
   using V16 = std::array<double, 16>;
   using V3 = std::array<double, 3>;
-  static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::grad<0, 1, 2>(w1)), double, double, double>));
-  static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::value_and_grad<0, 1, 2>(w1)), double, double, double>));
-  static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::grad(ct::grad(f1))), double, double>));
+  static_assert(!has_trivial_arithmetic(
+      ct::jaxpr_of<decltype(ct::grad<0, 1, 2>(w1)), double, double, double>));
+  static_assert(!has_trivial_arithmetic(
+      ct::jaxpr_of<decltype(ct::value_and_grad<0, 1, 2>(w1)), double, double, double>));
+  static_assert(
+      !has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::grad(ct::grad(f1))), double, double>));
   static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::grad(rosenbrock)), V16>));
   static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::hessian(rosenbrock)), V16>));
   static_assert(!has_trivial_arithmetic(ct::jaxpr_of<decltype(ct::jacfwd(vector_valued)), V3>));

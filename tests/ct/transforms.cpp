@@ -146,8 +146,7 @@ TEST(CtGrad, WhereSelectsTheDerivative) {
   EXPECT_EQ(ct::grad(relu_like)(-2.0), -3.0);
   // Every transformation, on both sides: vjp and linearize hand the predicate to the linear
   // jaxpr as a bool residual (a regression: vjp read it from an unset mask and gave -6 at -2).
-  check_derivative(
-      "where", relu_like, [](double x) { return x > 0 ? 2 * x : -3.0; }, {2.0, -2.0});
+  check_derivative("where", relu_like, [](double x) { return x > 0 ? 2 * x : -3.0; }, {2.0, -2.0});
   auto clip = [](auto x) { return xpr::clip(x, -1.0, 1.0); };
   EXPECT_EQ(ct::grad(clip)(0.5), 1.0);
   EXPECT_EQ(ct::grad(clip)(1.5), 0.0);
@@ -456,7 +455,8 @@ TEST(CtTransforms, HessianOfExtendedRosenbrock) {
   const auto want = rosenbrock_hessian(x);
   const auto h = ct::hessian(rosenbrock)(x);
   for (std::size_t i = 0; i < 16; ++i)
-    for (std::size_t j = 0; j < 16; ++j) EXPECT_LT(rel_err(h[i][j], want[i][j]), 1e-14) << i << "," << j;
+    for (std::size_t j = 0; j < 16; ++j)
+      EXPECT_LT(rel_err(h[i][j], want[i][j]), 1e-14) << i << "," << j;
   // f32
   std::array<float, 16> xf{};
   for (std::size_t i = 0; i < 16; ++i) xf[i] = static_cast<float>(x[i]);
@@ -490,7 +490,8 @@ constexpr auto f1 = [](auto x, auto y) { return xpr::sin(x) * y + xpr::exp(x * y
 TEST(CtTransforms, Composition) {
   const double x = 0.8, y = 1.4;
   // d²/dx², d²/dxdy
-  EXPECT_LT(rel_err(ct::grad(ct::grad(f1))(x, y), -std::sin(x) * y + y * y * std::exp(x * y)), 1e-14);
+  EXPECT_LT(rel_err(ct::grad(ct::grad(f1))(x, y), -std::sin(x) * y + y * y * std::exp(x * y)),
+            1e-14);
   EXPECT_LT(rel_err(ct::grad<1>(ct::grad(f1))(x, y),
                     std::cos(x) + std::exp(x * y) + x * y * std::exp(x * y)),
             1e-14);

@@ -2,9 +2,6 @@
 // point by point for every tail length, both dtypes and every container; `into` allocates
 // nothing; per-point arguments broadcast; in_axes; shape errors; the OpenMP split; and the
 // Black-Scholes Greeks of examples/ct_w3_black_scholes.cpp against their closed forms.
-#include <gtest/gtest.h>
-
-#include <Eigen/Core>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -17,6 +14,9 @@
 #include <tuple>
 #include <type_traits>
 #include <vector>
+
+#include <Eigen/Core>
+#include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/ct/ct.hpp"
@@ -314,7 +314,8 @@ TEST(CtVmap, MismatchedLengthsThrowShapeError) {
   }
   std::vector<double> v(8), wrong(9);
   try {
-    ct::vmap(ct::value_and_grad(w1)).into(std::tuple{std::span(v), std::span(wrong)}, p.x, p.y, p.z);
+    ct::vmap(ct::value_and_grad(w1))
+        .into(std::tuple{std::span(v), std::span(wrong)}, p.x, p.y, p.z);
     ADD_FAILURE() << "expected xpr::shape_error";
   } catch (const xpr::shape_error& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -345,7 +346,8 @@ constexpr auto norm_cdf = [](auto x) {
   const auto a = xpr::abs(x);
   const auto t = 1 / (1 + 0.2316419 * a);
   const auto poly =
-      t * (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
+      t *
+      (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
   const auto tail = 0.3989422804014327 * xpr::exp(-0.5 * a * a) * poly;  // 1 - N(|x|)
   return xpr::where(x >= 0, 1 - tail, tail);
 };
@@ -392,9 +394,12 @@ TEST(CtVmap, BlackScholesGreeks) {
     // and the derivatives of the approximated price itself, by central differences (truncation
     // O(h^2) and rounding O(eps C / h) both stay below 1e-8 here)
     const double hs = 1e-5 * S, hv = 1e-6, hr = 1e-6;
-    const double fd_delta = (call_price(S + hs, K, T, r, sg) - call_price(S - hs, K, T, r, sg)) / (2 * hs);
-    const double fd_vega = (call_price(S, K, T, r, sg + hv) - call_price(S, K, T, r, sg - hv)) / (2 * hv);
-    const double fd_rho = (call_price(S, K, T, r + hr, sg) - call_price(S, K, T, r - hr, sg)) / (2 * hr);
+    const double fd_delta =
+        (call_price(S + hs, K, T, r, sg) - call_price(S - hs, K, T, r, sg)) / (2 * hs);
+    const double fd_vega =
+        (call_price(S, K, T, r, sg + hv) - call_price(S, K, T, r, sg - hv)) / (2 * hv);
+    const double fd_rho =
+        (call_price(S, K, T, r + hr, sg) - call_price(S, K, T, r - hr, sg)) / (2 * hr);
     EXPECT_NEAR(delta[j], fd_delta, 1e-7);
     EXPECT_NEAR(vega[j], fd_vega, 1e-7 * (1 + std::abs(fd_vega)));
     EXPECT_NEAR(rho[j], fd_rho, 1e-7 * (1 + std::abs(fd_rho)));

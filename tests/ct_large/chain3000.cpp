@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
-// The gradient of a generated function of 3000 primitive applications (a long chain without sharing, from
-// benchmarks/compile_time/generate.py) through the compile-time tier with the default
+// The gradient of a generated function of 3000 primitive applications (a long chain without
+// sharing, from benchmarks/compile_time/generate.py) through the compile-time tier with the default
 // -fconstexpr-* limits, checked against dual numbers and central finite differences. Its own
 // executable (ctest label `large`), because the compile costs tens of seconds of CPU.
-#include <gtest/gtest.h>
+#include "tests/ct/generated/chain3000.hpp"
 
 #include <cmath>
 #include <tuple>
 
-#include "tests/ct/generated/chain3000.hpp"
-#include "tests/ct/generated/reference.hpp"
+#include <gtest/gtest.h>
+
 #include "xpr/ct/ct.hpp"
+
+#include "tests/ct/generated/reference.hpp"
 
 namespace test_ct_large_chain3000 {
 

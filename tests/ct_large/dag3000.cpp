@@ -3,14 +3,16 @@
 // sharing, from benchmarks/compile_time/generate.py) through the compile-time tier with the
 // default -fconstexpr-* limits, checked against dual numbers and central finite differences. Its
 // own executable (ctest label `large`), because the compile costs tens of seconds of CPU.
-#include <gtest/gtest.h>
+#include "tests/ct/generated/dag3000.hpp"
 
 #include <cmath>
 #include <tuple>
 
-#include "tests/ct/generated/dag3000.hpp"
-#include "tests/ct/generated/reference.hpp"
+#include <gtest/gtest.h>
+
 #include "xpr/ct/ct.hpp"
+
+#include "tests/ct/generated/reference.hpp"
 
 namespace test_ct_large_dag3000 {
 

@@ -3,22 +3,22 @@
 // entries, a broken or missing compiler, untrusted cache directories, and many threads asking for
 // the same kernels. Cases needing a fresh process re-run this executable with
 // --gtest_filter=JitChild.Run and XPR_JIT_CHILD naming what to do.
-#include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <spawn.h>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/codegen/execute.hpp"
 #include "xpr/xpr.hpp"
@@ -150,7 +150,8 @@ TEST(JitCache, SecondProcessCompilesNothing) {
 
 TEST(JitCache, CorruptEntriesAreRemovedAndRebuilt) {
   std::string dir = fresh_dir("corrupt"), n = nonce();
-  std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + dir};
+  std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n,
+                                  "XPR_CACHE_DIR=" + dir};
   ASSERT_EQ(run_child(env, dir).status, 0);
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(dir))
@@ -158,7 +159,8 @@ TEST(JitCache, CorruptEntriesAreRemovedAndRebuilt) {
   ASSERT_EQ(entries.size(), 2u);
   fs::resize_file(entries[0], fs::file_size(entries[0]) / 2);  // truncated
   {
-    std::fstream f(entries[1], std::ios::in | std::ios::out | std::ios::binary);  // one byte flipped
+    std::fstream f(entries[1],
+                   std::ios::in | std::ios::out | std::ios::binary);  // one byte flipped
     f.seekp(static_cast<std::streamoff>(fs::file_size(entries[1]) / 3));
     f.put('\x5a');
   }
@@ -206,9 +208,9 @@ TEST(JitCache, UntrustedOrUnwritableDirectoryCachesInMemoryOnly) {
   std::string shared = dir + "/shared";
   fs::create_directory(shared);
   fs::permissions(shared, fs::perms::all);  // 0777: others could plant a kernel
-  auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + shared,
-                      "XPR_LOG=1"},
-                     dir);
+  auto r = run_child(
+      {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + shared, "XPR_LOG=1"},
+      dir);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.compiles, 2u);
   EXPECT_TRUE(fs::is_empty(shared));
@@ -216,8 +218,8 @@ TEST(JitCache, UntrustedOrUnwritableDirectoryCachesInMemoryOnly) {
   std::string ro = dir + "/ro";
   fs::create_directory(ro);
   fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-  auto q = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + ro + "/sub"},
-                     dir);
+  auto q = run_child(
+      {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + ro + "/sub"}, dir);
   EXPECT_EQ(q.status, 0) << q.out << q.err;
   EXPECT_EQ(q.compiles, 2u);
   fs::permissions(ro, fs::perms::owner_all);

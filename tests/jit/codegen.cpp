@@ -2,14 +2,14 @@
 // Tests of include/xpr/codegen/{emit,kernel,execute}.hpp: compiled jaxprs give the interpreter's
 // results (every lowered primitive, then seeded random compositions), kernels are shared across
 // sizes, the generated source is header-free and holds only generated names.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/codegen/execute.hpp"
 #include "xpr/rt/checkpoint.hpp"
@@ -31,9 +31,12 @@ inline Array random_array(std::mt19937& g, const Shape& s, DType t) {
     using T = decltype(tag);
     T* p = b.data<T>();
     for (std::size_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, bool>) p[i] = k(g) > 0;
-      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(k(g));
-      else p[i] = static_cast<T>(u(g));
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = k(g) > 0;
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = static_cast<T>(k(g));
+      else
+        p[i] = static_cast<T>(u(g));
     }
   });
   return std::move(b).finish();
@@ -43,7 +46,9 @@ inline Array random_array(std::mt19937& g, const Shape& s, DType t) {
 /// reduction's order of additions differs from the interpreter's).
 inline void expect_close(const Array& got, const Array& want, const std::string& what) {
   ASSERT_EQ(got.aval(), want.aval()) << what;
-  const double tol = got.dtype() == DType::float32 ? 2e-5 : got.dtype() == DType::float64 ? 1e-12 : 0;
+  const double tol = got.dtype() == DType::float32   ? 2e-5
+                     : got.dtype() == DType::float64 ? 1e-12
+                                                     : 0;
   auto n = static_cast<std::size_t>(got.size());
   rt::dispatch_dtype(got.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -95,7 +100,10 @@ TEST(JitCodegen, EveryUnaryPrimitive) {
       {"abs", [](const Array& x) { return xpr::abs(x); }},
       {"sign", [](const Array& x) { return xpr::sign(x); }},
       {"logistic", [](const Array& x) { return xpr::logistic(x); }},
-      {"integer_pow", [](const Array& x) { return xpr::integer_pow(x, 3) + xpr::integer_pow(x, -2) + xpr::integer_pow(x, 0); }},
+      {"integer_pow",
+       [](const Array& x) {
+         return xpr::integer_pow(x, 3) + xpr::integer_pow(x, -2) + xpr::integer_pow(x, 0);
+       }},
       {"stop_gradient", [](const Array& x) { return xpr::stop_gradient(x) * 2.0; }},
   };
   for (DType t : {DType::float64, DType::float32})
@@ -107,11 +115,11 @@ TEST(JitCodegen, EveryUnaryPrimitive) {
   // Integer and bool operands of the ops that take them.
   for (DType t : {DType::int32, DType::int64}) {
     Array xi = random_array(g, Shape{9}, t);
-    for (const auto& [name, f] :
-         std::vector<std::pair<std::string, Fn1>>{{"neg", [](const Array& v) { return -v; }},
-                                                  {"abs", [](const Array& v) { return xpr::abs(v); }},
-                                                  {"sign", [](const Array& v) { return xpr::sign(v); }},
-                                                  {"ipow", [](const Array& v) { return xpr::integer_pow(v, 5); }}})
+    for (const auto& [name, f] : std::vector<std::pair<std::string, Fn1>>{
+             {"neg", [](const Array& v) { return -v; }},
+             {"abs", [](const Array& v) { return xpr::abs(v); }},
+             {"sign", [](const Array& v) { return xpr::sign(v); }},
+             {"ipow", [](const Array& v) { return xpr::integer_pow(v, 5); }}})
       check_compiled(make_jaxpr(f)(xi), {xi}, name + " " + xi.aval().str());
   }
 }
@@ -135,31 +143,45 @@ TEST(JitCodegen, EveryBinaryPrimitiveAndComparison) {
   };
   for (DType t : {DType::float64, DType::float32, DType::int32, DType::int64})
     for (const auto& [name, f] : fs)
-      for (const auto& [sx, sy] : std::vector<std::pair<Shape, Shape>>{
-               {Shape{}, Shape{}}, {Shape{6}, Shape{6}}, {Shape{4, 3}, Shape{}}, {Shape{2, 5}, Shape{2, 5}}}) {
+      for (const auto& [sx, sy] :
+           std::vector<std::pair<Shape, Shape>>{{Shape{}, Shape{}},
+                                                {Shape{6}, Shape{6}},
+                                                {Shape{4, 3}, Shape{}},
+                                                {Shape{2, 5}, Shape{2, 5}}}) {
         Array x = random_array(g, sx, t), y = random_array(g, sy, t);
-        check_compiled(make_jaxpr(f)(x, y), {x, y}, name + " " + x.aval().str() + " " + y.aval().str());
+        check_compiled(make_jaxpr(f)(x, y), {x, y},
+                       name + " " + x.aval().str() + " " + y.aval().str());
       }
   // pow: floats only; division by zero and INT_MIN / -1 of integers follow XLA.
-  Array x = xpr::abs(random_array(g, Shape{8}, DType::float64)) + 0.1, y = random_array(g, Shape{8}, DType::float64);
-  check_compiled(make_jaxpr([](const Array& a, const Array& b) { return xpr::pow(a, b); })(x, y), {x, y}, "pow");
-  Array a = array(std::vector<std::int32_t>{7, -7, -2147483647 - 1, 5, 0}), b = array(std::vector<std::int32_t>{0, 2, -1, -3, 0});
-  check_compiled(make_jaxpr([](const Array& p, const Array& q) { return p / q; })(a, b), {a, b}, "idiv");
+  Array x = xpr::abs(random_array(g, Shape{8}, DType::float64)) + 0.1,
+        y = random_array(g, Shape{8}, DType::float64);
+  check_compiled(make_jaxpr([](const Array& a, const Array& b) { return xpr::pow(a, b); })(x, y),
+                 {x, y}, "pow");
+  Array a = array(std::vector<std::int32_t>{7, -7, -2147483647 - 1, 5, 0}),
+        b = array(std::vector<std::int32_t>{0, 2, -1, -3, 0});
+  check_compiled(make_jaxpr([](const Array& p, const Array& q) { return p / q; })(a, b), {a, b},
+                 "idiv");
 }
 
 TEST(JitCodegen, SpecialValuesAndConversions) {
   constexpr double inf = INFINITY, nan = NAN;
   Array x = array(std::vector<double>{0.0, -0.0, 1.5, -2.5, inf, -inf, nan, 3e9, -3e9, 1e300});
   auto f = [inf, nan](const Array& v) {
-    return std::vector<Array>{astype(v, DType::int32), astype(v, DType::int64), astype(v, DType::bool_),
-                              astype(v, DType::float32), xpr::maximum(v, 1.0), xpr::minimum(v, -1.0),
-                              xpr::sign(v), v * inf, v - nan};
+    return std::vector<Array>{astype(v, DType::int32),
+                              astype(v, DType::int64),
+                              astype(v, DType::bool_),
+                              astype(v, DType::float32),
+                              xpr::maximum(v, 1.0),
+                              xpr::minimum(v, -1.0),
+                              xpr::sign(v),
+                              v * inf,
+                              v - nan};
   };
   check_compiled(make_jaxpr(f)(x), {x}, "special values");
   Array i = array(std::vector<std::int32_t>{0, 1, -5, 2147483647});
   auto h = [](const Array& v) {
-    return std::vector<Array>{astype(v, DType::float64), astype(v, DType::int64), astype(v, DType::bool_),
-                              v * 2, v + 2147483647};  // wraps as in XLA
+    return std::vector<Array>{astype(v, DType::float64), astype(v, DType::int64),
+                              astype(v, DType::bool_), v * 2, v + 2147483647};  // wraps as in XLA
   };
   check_compiled(make_jaxpr(h)(i), {i}, "integer conversions");
 }
@@ -174,25 +196,66 @@ TEST(JitCodegen, ShapeOpsReductionsAndDot) {
       {"sum 2", [](const Array& v) { return xpr::sum(v, 2); }},
       {"max 1", [](const Array& v) { return xpr::max(v, 1); }},
       {"min all", [](const Array& v) { return xpr::min(v); }},
-      {"transpose", [](const Array& v) { return xpr::transpose(v, {2, 0, 1}); }},
-      {"reshape", [](const Array& v) { return xpr::reshape(v, {12, 5}) * 2.0; }},
+      {"transpose",
+       [](const Array& v) {
+         return xpr::transpose(v, {2, 0, 1});
+       }},
+      {"reshape",
+       [](const Array& v) {
+         return xpr::reshape(v, {12, 5}) * 2.0;
+       }},
       {"expand/squeeze", [](const Array& v) { return xpr::squeeze(xpr::expand_dims(v, 0), 0); }},
-      {"slice", [](const Array& v) { return xpr::slice(v, {1, 0, 1}, {3, 4, 5}, {1, 2, 2}); }},
-      {"rev", [](const Array& v) { return xpr::rev(v, {0, 2}); }},
-      {"concatenate", [](const Array& v) { return xpr::concatenate({v, v * 2.0}, 1); }},
-      {"pad", [](const Array& v) { return xpr::pad(v, {{1, 2, 0}, {0, 0, 1}, {-1, 1, 0}}, 7.0); }},
+      {"slice",
+       [](const Array& v) {
+         return xpr::slice(v, {1, 0, 1}, {3, 4, 5}, {1, 2, 2});
+       }},
+      {"rev",
+       [](const Array& v) {
+         return xpr::rev(v, {0, 2});
+       }},
+      {"concatenate",
+       [](const Array& v) {
+         return xpr::concatenate({v, v * 2.0}, 1);
+       }},
+      {"pad",
+       [](const Array& v) {
+         return xpr::pad(v, {{1, 2, 0}, {0, 0, 1}, {-1, 1, 0}}, 7.0);
+       }},
       {"broadcast", [](const Array& v) { return v + xpr::sum(v, 0); }},
       {"broadcast mid", [](const Array& v) { return v * xpr::sum(v, 1, true); }},
-      {"iota", [](const Array& v) { return v + xpr::broadcasted_iota(DType::float64, Shape{3, 4, 5}, 1); }},
-      {"matmul", [](const Array& v) { return xpr::matmul(xpr::reshape(v, {12, 5}), xpr::transpose(xpr::reshape(v, {12, 5}))); }},
-      {"batched matmul", [](const Array& v) { return xpr::matmul(v, xpr::transpose(v, {0, 2, 1})); }},
-      {"dot transposed", [](const Array& v) { return xpr::dot_general(v, v, {{0}, {0}, {}, {}}); }},
-      {"dot permuted", [](const Array& v) { return xpr::dot_general(v, v, {{1}, {1}, {2}, {2}}); }},
-      {"mean softmax", [](const Array& v) { auto e = xpr::exp(v - xpr::max(v, 2, true)); return e / xpr::sum(e, 2, true); }},
+      {"iota",
+       [](const Array& v) {
+         return v + xpr::broadcasted_iota(DType::float64, Shape{3, 4, 5}, 1);
+       }},
+      {"matmul",
+       [](const Array& v) {
+         return xpr::matmul(xpr::reshape(v, {12, 5}), xpr::transpose(xpr::reshape(v, {12, 5})));
+       }},
+      {"batched matmul",
+       [](const Array& v) {
+         return xpr::matmul(v, xpr::transpose(v, {0, 2, 1}));
+       }},
+      {"dot transposed",
+       [](const Array& v) {
+         return xpr::dot_general(v, v, {{0}, {0}, {}, {}});
+       }},
+      {"dot permuted",
+       [](const Array& v) {
+         return xpr::dot_general(v, v, {{1}, {1}, {2}, {2}});
+       }},
+      {"mean softmax",
+       [](const Array& v) {
+         auto e = xpr::exp(v - xpr::max(v, 2, true));
+         return e / xpr::sum(e, 2, true);
+       }},
   };
   for (const auto& [name, f] : fs) check_compiled(make_jaxpr(f)(x), {x}, name);
   Array i = random_array(g, Shape{4, 6}, DType::int32);
-  check_compiled(make_jaxpr([](const Array& v) { return std::vector<Array>{xpr::sum(v, 1), xpr::matmul(v, xpr::transpose(v)), xpr::max(v)}; })(i), {i}, "int reductions");
+  check_compiled(
+      make_jaxpr([](const Array& v) {
+        return std::vector<Array>{xpr::sum(v, 1), xpr::matmul(v, xpr::transpose(v)), xpr::max(v)};
+      })(i),
+      {i}, "int reductions");
 }
 
 TEST(JitCodegen, ConstsLiteralOutputsAndPassThrough) {
@@ -208,7 +271,8 @@ TEST(JitCodegen, ParsedJaxpr) {
       "{ lambda ; a:f64[4] b:f64[4]. let c:f64[4] = mul a b; d:f64[] = reduce_sum[axes=(0,)] c; "
       "e:f64[4] = sin a in (d, e) }");
   std::mt19937 g(5);
-  Array a = random_array(g, Shape{4}, DType::float64), b = random_array(g, Shape{4}, DType::float64);
+  Array a = random_array(g, Shape{4}, DType::float64),
+        b = random_array(g, Shape{4}, DType::float64);
   check_compiled(j, {a, b}, "parsed");
 }
 
@@ -218,24 +282,54 @@ inline Array random_program(std::mt19937& g, const std::vector<Array>& in, int s
   std::vector<Array> vals = in;
   std::uniform_int_distribution<int> op(0, 13);
   for (int s = 0; s < steps; ++s) {
-    auto pick = [&]() -> const Array& { return vals[std::uniform_int_distribution<std::size_t>(0, vals.size() - 1)(g)]; };
+    auto pick = [&]() -> const Array& {
+      return vals[std::uniform_int_distribution<std::size_t>(0, vals.size() - 1)(g)];
+    };
     const Array& a = pick();
     const Array& b = pick();
     switch (op(g)) {
-      case 0: vals.push_back(a + b); break;
-      case 1: vals.push_back(a - b); break;
-      case 2: vals.push_back(a * b); break;
-      case 3: vals.push_back(xpr::sin(a)); break;
-      case 4: vals.push_back(xpr::tanh(a)); break;
-      case 5: vals.push_back(xpr::maximum(a, b)); break;
-      case 6: vals.push_back(xpr::where(a < b, a, b)); break;
-      case 7: vals.push_back(a * 0.5 + 1.0); break;
-      case 8: vals.push_back(xpr::exp(-xpr::abs(a))); break;
-      case 9: vals.push_back(a / (xpr::abs(b) + 1.0)); break;
-      case 10: vals.push_back(a.ndim() ? a - xpr::sum(a, 0) / 4.0 : a); break;
-      case 11: vals.push_back(a.ndim() ? xpr::rev(a, {0}) : a); break;
-      case 12: vals.push_back(xpr::integer_pow(a, 2)); break;
-      default: vals.push_back(xpr::cos(a) * b); break;
+      case 0:
+        vals.push_back(a + b);
+        break;
+      case 1:
+        vals.push_back(a - b);
+        break;
+      case 2:
+        vals.push_back(a * b);
+        break;
+      case 3:
+        vals.push_back(xpr::sin(a));
+        break;
+      case 4:
+        vals.push_back(xpr::tanh(a));
+        break;
+      case 5:
+        vals.push_back(xpr::maximum(a, b));
+        break;
+      case 6:
+        vals.push_back(xpr::where(a < b, a, b));
+        break;
+      case 7:
+        vals.push_back(a * 0.5 + 1.0);
+        break;
+      case 8:
+        vals.push_back(xpr::exp(-xpr::abs(a)));
+        break;
+      case 9:
+        vals.push_back(a / (xpr::abs(b) + 1.0));
+        break;
+      case 10:
+        vals.push_back(a.ndim() ? a - xpr::sum(a, 0) / 4.0 : a);
+        break;
+      case 11:
+        vals.push_back(a.ndim() ? xpr::rev(a, {0}) : a);
+        break;
+      case 12:
+        vals.push_back(xpr::integer_pow(a, 2));
+        break;
+      default:
+        vals.push_back(xpr::cos(a) * b);
+        break;
     }
   }
   Array out = vals.back();
@@ -273,7 +367,8 @@ TEST(JitCodegen, OneCompileForManySizes) {
     Array m = random_array(g, Shape{n % 13 + 2, n}, DType::float64);
     auto jr = make_jaxpr(red)(m);
     Arrays gr = codegen::execute(jr, std::vector<Array>{m});
-    if (n % 97 == 1) expect_close(gr[0], eval_jaxpr(jr, {m})[0], "reduce size " + std::to_string(n));
+    if (n % 97 == 1)
+      expect_close(gr[0], eval_jaxpr(jr, {m})[0], "reduce size " + std::to_string(n));
   }
   auto after = jit_cache_stats();
   // Sizes that coincide (a [3, 3] input) name both dimensions by one symbol, a different source:
@@ -298,7 +393,8 @@ TEST(JitCodegen, PreciseMathCallsScalarLibm) {
   EXPECT_EQ(codegen::lower_to_source(j.jaxpr, precise).find("simd("), std::string::npos);
   Array a = array(std::vector<double>{0.1, 1.0, 10.0, 100.0, 1e5});
   Arrays got = codegen::compile(j.jaxpr, precise)->run(std::vector<Array>{a});
-  for (std::int64_t i = 0; i < 5; ++i) EXPECT_EQ(got[0].data<double>()[i], std::sin(a.data<double>()[i]));
+  for (std::int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(got[0].data<double>()[i], std::sin(a.data<double>()[i]));
 }
 
 TEST(JitCodegen, HostileTextFailsCleanlyOrCompilesToTheInterpretersResult) {

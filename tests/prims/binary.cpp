@@ -13,14 +13,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xsimd/xsimd.hpp>
 
 #include "tests/prims/common.hpp"
-#include <xsimd/xsimd.hpp>
 
 namespace test_prims_binary {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -29,7 +29,6 @@ using xpr::DType;
 using xpr::Shape;
 
 // ---- helpers (shared ones are in tests/prims/common.hpp) -----------------------------------
-
 
 template <class T>
 Array make_typed(const std::vector<T>& v) {
@@ -69,7 +68,6 @@ std::vector<std::size_t> sizes(DType t) {
   std::size_t w = simd_width(t);
   return {0, 1, w - 1, w, w + 1, 1000};
 }
-
 
 const std::vector<DType> all_dtypes{DType::bool_, DType::int32, DType::int64, DType::float32,
                                     DType::float64};

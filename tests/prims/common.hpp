@@ -2,14 +2,14 @@
 // doubles, and checking an exception's type and the parts of its message.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/primitive_table.hpp"  // find_primitive

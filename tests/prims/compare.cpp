@@ -10,14 +10,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xsimd/xsimd.hpp>
 
 #include "tests/prims/common.hpp"
-#include <xsimd/xsimd.hpp>
 
 namespace test_prims_compare {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
@@ -25,12 +25,10 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-
 std::vector<std::size_t> sizes(DType t) {
   std::size_t w = t == DType::float64 ? xsimd::batch<double>::size : xsimd::batch<float>::size;
   return {0, 1, w - 1, w, w + 1, 1000};
 }
-
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};

@@ -12,22 +12,20 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xsimd/xsimd.hpp>
 
 #include "tests/prims/common.hpp"
-#include <xsimd/xsimd.hpp>
 
 namespace test_prims_integer_pow {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-
-
 
 Array ipow(const Array& x, std::int64_t y) { return rt::bind1(rt::integer_pow_p, {x}, {{"y", y}}); }
 

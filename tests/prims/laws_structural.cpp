@@ -57,8 +57,8 @@ std::function<std::vector<ArgSpec>(DType)> reals(std::vector<Shape> shapes) {
 }
 
 Params dn(Axes lc, Axes rc, Axes lb, Axes rb) {
-  return {{"dimension_numbers", DotDimensionNumbers{std::move(lc), std::move(rc), std::move(lb),
-                                                    std::move(rb)}}};
+  return {{"dimension_numbers",
+           DotDimensionNumbers{std::move(lc), std::move(rc), std::move(lb), std::move(rb)}}};
 }
 
 // clang-format off
@@ -200,11 +200,13 @@ TEST(StructuralJacobian, MatmulByVmapOfJvpIsTheClosedForm) {
   for (DType d : floats) {
     SCOPED_TRACE(xpr::core::name(d));
     laws::Rng rng(7);
-    const Array a = laws::draw(real(Shape{2, 3}, d), rng), b = laws::draw(real(Shape{3, 4}, d), rng);
+    const Array a = laws::draw(real(Shape{2, 3}, d), rng),
+                b = laws::draw(real(Shape{3, 4}, d), rng);
     const std::vector<double> av = laws::values(a), bv = laws::values(b);
     FlatFunction matmul = [](std::span<const Array> args) {
-      return rt::bind(rt::dot_general_p, args, {{"dimension_numbers", DotDimensionNumbers{
-                                                    Axes{1}, Axes{0}, Axes{}, Axes{}}}});
+      return rt::bind(
+          rt::dot_general_p, args,
+          {{"dimension_numbers", DotDimensionNumbers{Axes{1}, Axes{0}, Axes{}, Axes{}}}});
     };
     const Array za = laws::make_array(a.shape(), d, std::vector<double>(6, 0.0));
     const Array zb = laws::make_array(b.shape(), d, std::vector<double>(12, 0.0));
@@ -214,10 +216,10 @@ TEST(StructuralJacobian, MatmulByVmapOfJvpIsTheClosedForm) {
     FlatFunction along_b = [&](std::span<const Array> t) {
       return rt::jvp_flat(matmul, Arrays{a, b}, Arrays{za, t[0]}).second;
     };
-    const Array ja = rt::vmap_flat(along_a, Arrays{basis(a.shape(), d)}, BatchDims{0},
-                                   BatchDims{0})[0];
-    const Array jb = rt::vmap_flat(along_b, Arrays{basis(b.shape(), d)}, BatchDims{0},
-                                   BatchDims{0})[0];
+    const Array ja =
+        rt::vmap_flat(along_a, Arrays{basis(a.shape(), d)}, BatchDims{0}, BatchDims{0})[0];
+    const Array jb =
+        rt::vmap_flat(along_b, Arrays{basis(b.shape(), d)}, BatchDims{0}, BatchDims{0})[0];
     ASSERT_EQ(ja.shape(), (Shape{6, 2, 4}));
     ASSERT_EQ(jb.shape(), (Shape{12, 2, 4}));
     EXPECT_EQ(ja.dtype(), d);
@@ -258,8 +260,8 @@ TEST(StructuralRules, ReduceMaxTangentAveragesTies) {
 // iota has no operands: its rules are called directly. jvp gives a zero tangent; batch gives
 // the unbatched iota (0, 1, 2 along dimension 1, hand-written) with no batch axis.
 TEST(StructuralRules, IotaRules) {
-  const Params params{{"dtype", DType::float64}, {"shape", Shape{2, 3}},
-                      {"dimension", std::int64_t{1}}};
+  const Params params{
+      {"dtype", DType::float64}, {"shape", Shape{2, 3}}, {"dimension", std::int64_t{1}}};
   const std::vector<double> want{0, 1, 2, 0, 1, 2};
   auto [ps, ts] = rt::iota_p.jvp({}, {}, params);
   ASSERT_EQ(ps.size(), 1u);
@@ -294,8 +296,8 @@ TEST(StructuralRules, BatchedErrorsNameThePerExampleOperand) {
     EXPECT_NE(std::string(e.what()).find("array of rank 2"), std::string::npos) << e.what();
   }
   FlatFunction bad_dot = [](std::span<const Array> args) {
-    return rt::bind(rt::dot_general_p, args, {{"dimension_numbers", DotDimensionNumbers{
-                                                  Axes{1}, Axes{0}, Axes{}, Axes{}}}});
+    return rt::bind(rt::dot_general_p, args,
+                    {{"dimension_numbers", DotDimensionNumbers{Axes{1}, Axes{0}, Axes{}, Axes{}}}});
   };
   Arrays ab{laws::make_array(Shape{4, 2, 3}, DType::float64, std::vector<double>(24, 0.0)),
             laws::make_array(Shape{2, 3}, DType::float64, std::vector<double>(6, 0.0))};

@@ -11,22 +11,20 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xsimd/xsimd.hpp>
 
 #include "tests/prims/common.hpp"
-#include <xsimd/xsimd.hpp>
 
 namespace test_prims_select {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-
-
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};

@@ -13,14 +13,15 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/prims/common.hpp"
-#include "xpr/rt/numpy_shape.hpp"  // the jax.numpy functions on the shape primitives
 #include "xpr/rt/indexing.hpp"  // x[i] binds primitives; Array declares it, indexing.hpp defines it
+#include "xpr/rt/numpy_shape.hpp"  // the jax.numpy functions on the shape primitives
+
+#include "tests/prims/common.hpp"
 
 namespace test_prims_shape {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::Axes;
@@ -32,7 +33,6 @@ using xpr::Shape;
 
 const DType all_dtypes[] = {DType::bool_, DType::int32, DType::int64, DType::float32,
                             DType::float64};
-
 
 // Distinct values 0, 1, 2, ... as stored in dtype `t` (bool: alternating).
 std::vector<double> iota_values(DType t, std::int64_t n) {
@@ -57,7 +57,6 @@ std::int64_t ravel_index(const std::vector<std::int64_t>& idx, const Shape& s) {
   for (std::size_t d = 0; d < s.rank(); ++d) k = k * s[d] + idx[d];
   return k;
 }
-
 
 // Errors are checked through impl (bind) and abstract_eval alike.
 template <class E>

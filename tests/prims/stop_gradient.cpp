@@ -20,7 +20,6 @@ using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
 
-
 TEST(StopGradient, IsTheIdentityInEveryDtype) {
   for (DType t : {DType::bool_, DType::int32, DType::int64, DType::float32, DType::float64}) {
     std::vector<double> v(40);

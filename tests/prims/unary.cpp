@@ -14,21 +14,20 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xsimd/xsimd.hpp>
 
 #include "tests/prims/common.hpp"
-#include <xsimd/xsimd.hpp>
 
 namespace test_prims_unary {
 
-using test_prims_common::make;
 using test_prims_common::expect_error;
+using test_prims_common::make;
 
 namespace rt = xpr::rt;
 using rt::ShapedArray;
 using xpr::Array;
 using xpr::DType;
 using xpr::Shape;
-
 
 double round_to(DType t, double x) {
   return t == DType::float32 ? double(static_cast<float>(x)) : x;
@@ -42,7 +41,6 @@ double ulps(DType t, double got, double want) {
                    : std::nextafter(std::abs(want), INFINITY) - std::abs(want);
   return std::abs(got - want) / gap;
 }
-
 
 struct Row {
   const rt::Primitive& prim;

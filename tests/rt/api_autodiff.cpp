@@ -6,8 +6,6 @@
 // Rosenbrock Hessian against its closed form, pytrees, has_aux, argnums, error cases.
 #include "xpr/rt/api_autodiff.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <map>
 #include <random>
@@ -15,6 +13,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 
@@ -249,8 +249,8 @@ TEST(Compose, GradOfGradOfGrad) {
   const double x = 0.7;
   EXPECT_NEAR(scalar(xpr::grad(f)(x)), std::cos(x) * x + std::sin(x), 1e-12);
   EXPECT_NEAR(scalar(xpr::grad(xpr::grad(f))(x)), 2 * std::cos(x) - x * std::sin(x), 1e-12);
-  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(xpr::grad(f)))(x)),
-              -3 * std::sin(x) - x * std::cos(x), 1e-12);
+  EXPECT_NEAR(scalar(xpr::grad(xpr::grad(xpr::grad(f)))(x)), -3 * std::sin(x) - x * std::cos(x),
+              1e-12);
 }
 
 TEST(Compose, VmapOfGrad) {
@@ -353,8 +353,8 @@ TEST(Jacobians, ShapesFollowJax) {
   Array jf = xpr::jacfwd(f)(x), jr = xpr::jacrev(f)(x);
   EXPECT_EQ(jf.shape(), (Shape{2, 3}));
   EXPECT_EQ(jr.shape(), (Shape{2, 3}));
-  std::vector<double> expected{std::cos(v[0]) * v[1], std::sin(v[0]), 0,
-                               0, std::cos(v[1]) * v[2], std::sin(v[1])};
+  std::vector<double> expected{std::cos(v[0]) * v[1], std::sin(v[0]), 0, 0,
+                               std::cos(v[1]) * v[2], std::sin(v[1])};
   auto a = values(jf), b = values(jr);
   for (std::size_t i = 0; i < 6; ++i) {
     EXPECT_NEAR(a[i], expected[i], 1e-14);
@@ -499,7 +499,9 @@ std::string error_of(Fn fn) {
 
 TEST(Errors, GradOfANonScalarOutput) {
   auto f = [](auto x) { return xpr::sin(x); };
-  EXPECT_EQ(error_of([&] { xpr::grad(f)(xpr::array({1.0, 2.0, 3.0})); }),
+  EXPECT_EQ(error_of([&] {
+              xpr::grad(f)(xpr::array({1.0, 2.0, 3.0}));
+            }),
             "Gradient only defined for scalar-output functions. Output had shape: (3,).");
 }
 

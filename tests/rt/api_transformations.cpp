@@ -3,14 +3,14 @@
 // perturbation confusion and closed-over tracers, the func1 jaxpr text of issue 3.
 #include "xpr/rt/api_transformations.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/creation.hpp"
@@ -82,7 +82,9 @@ TEST(Autodidax, VmapExamples) {
 TEST(Autodidax, JacfwdByHand) {
   // jacfwd(f, x) = vmap(v -> jvp(f, (x,), (v,))[1])(eye(n)): the Jacobian of sin at arange(3.).
   Array x = xpr::arange(3.0);
-  auto pushfwd = [&](const Array& v) { return xpr::jvp(xpr::sin, std::tuple{x}, std::tuple{v}).second; };
+  auto pushfwd = [&](const Array& v) {
+    return xpr::jvp(xpr::sin, std::tuple{x}, std::tuple{v}).second;
+  };
   Array jac = xpr::vmap(pushfwd, std::tuple{0})(xpr::eye(3));
   ASSERT_EQ(jac.shape(), (xpr::Shape{3, 3}));
   for (int i = 0; i < 3; ++i)
@@ -161,7 +163,8 @@ TEST(Vmap, InAxesOutAxesAndNotMapped) {
   // An unmapped output is broadcast along out_axes.
   Array k = xpr::vmap([](auto, auto ww) { return ww; }, std::tuple{0, xpr::not_mapped})(m, w);
   EXPECT_EQ(k.shape(), (xpr::Shape{2, 2}));
-  EXPECT_THROW(xpr::vmap([](auto a, auto b) { return a + b; })(m, xpr::arange(3.0)), xpr::shape_error);
+  EXPECT_THROW(xpr::vmap([](auto a, auto b) { return a + b; })(m, xpr::arange(3.0)),
+               xpr::shape_error);
   EXPECT_THROW(xpr::vmap([](auto a) { return a; }, xpr::not_mapped)(m), xpr::value_error);
 }
 

@@ -1,9 +1,7 @@
 // Tests of rt/array.hpp: accessors, item, data, to_vector, the Eigen view, operator[] views that
 // share buffers, explicit operator bool, weak typing of C++ numbers, and element access on
 // tracers. Arrays are built with ArrayBuilder, so these tests do not depend on creation.hpp.
-#include "xpr/rt/zeros.hpp"
 #include "xpr/rt/array.hpp"
-#include "xpr/rt/indexing.hpp"  // defines operator[] (it binds slice and squeeze)
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +12,9 @@
 
 #include <Eigen/Core>
 #include <gtest/gtest.h>
+
+#include "xpr/rt/indexing.hpp"  // defines operator[] (it binds slice and squeeze)
+#include "xpr/rt/zeros.hpp"
 
 namespace test_rt_array {
 

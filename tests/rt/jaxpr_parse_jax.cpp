@@ -20,7 +20,8 @@ float f32(const Array& a) { return a.item<float>(); }
 std::vector<float> f32s(const Array& a) { return a.to_vector<float>(); }
 
 /// The jaxpr `text` parsed, run on `args`.
-xpr::rt::Arrays run(const std::string& text, std::vector<Array> args, std::vector<Array> consts = {}) {
+xpr::rt::Arrays run(const std::string& text, std::vector<Array> args,
+                    std::vector<Array> consts = {}) {
   xpr::ClosedJaxpr j = xpr::parse_jaxpr(text, std::move(consts));
   xpr::typecheck_jaxpr(j);
   return xpr::eval_jaxpr(j, args);
@@ -32,21 +33,21 @@ xpr::rt::Arrays run(const std::string& text, std::vector<Array> args, std::vecto
 TEST(JaxprParseJax, MakeJaxprDocstring) {
   const float x = 3.0f;
   // >>> jax.make_jaxpr(f)(3.0)
-  Array y = run("{ lambda ; a:f32[]. let b:f32[] = cos a; c:f32[] = sin b in (c,) }",
-                {Array(x)})[0];
+  Array y =
+      run("{ lambda ; a:f32[]. let b:f32[] = cos a; c:f32[] = sin b in (c,) }", {Array(x)})[0];
   EXPECT_FLOAT_EQ(f32(y), std::sin(std::cos(x)));
   // >>> jax.make_jaxpr(jax.grad(f))(3.0)
-  Array g = run(
-      "{ lambda ; a:f32[]. let\n"
-      "    b:f32[] = cos a\n"
-      "    c:f32[] = sin a\n"
-      "    _:f32[] = sin b\n"
-      "    d:f32[] = cos b\n"
-      "    e:f32[] = mul 1.0:f32[] d\n"
-      "    f:f32[] = neg e\n"
-      "    g:f32[] = mul f c\n"
-      "  in (g,) }",
-      {Array(x)})[0];
+  Array g =
+      run("{ lambda ; a:f32[]. let\n"
+          "    b:f32[] = cos a\n"
+          "    c:f32[] = sin a\n"
+          "    _:f32[] = sin b\n"
+          "    d:f32[] = cos b\n"
+          "    e:f32[] = mul 1.0:f32[] d\n"
+          "    f:f32[] = neg e\n"
+          "    g:f32[] = mul f c\n"
+          "  in (g,) }",
+          {Array(x)})[0];
   EXPECT_FLOAT_EQ(f32(g), -std::cos(std::cos(x)) * std::sin(x));
 }
 
@@ -255,19 +256,19 @@ TEST(JaxprParseJax, UnknownPrimitiveIsNamed) {
 TEST(JaxprParseJax, PjitPrettyPrintTests) {
   Array x = xpr::array({4.2f});
   // test_pretty_print: f = pjit(lambda x: x**2); g = pjit(lambda x: f(x) + f(x))
-  xpr::rt::Arrays a = run(
-      "let lambda = { lambda ; a:f32[1]. let b:f32[1] = integer_pow[y=2] a in (b,) } in\n"
-      "{ lambda ; c:f32[1]. let\n"
-      "    d:f32[1] = pjit[\n"
-      "      name=<lambda>\n"
-      "      jaxpr={ lambda ; c:f32[1]. let\n"
-      "          e:f32[1] = pjit[name=<lambda> jaxpr=lambda] c\n"
-      "          f:f32[1] = pjit[name=<lambda> jaxpr=lambda] c\n"
-      "          d:f32[1] = add e f\n"
-      "        in (d,) }\n"
-      "    ] c\n"
-      "  in (d,) }",
-      {x});
+  xpr::rt::Arrays a =
+      run("let lambda = { lambda ; a:f32[1]. let b:f32[1] = integer_pow[y=2] a in (b,) } in\n"
+          "{ lambda ; c:f32[1]. let\n"
+          "    d:f32[1] = pjit[\n"
+          "      name=<lambda>\n"
+          "      jaxpr={ lambda ; c:f32[1]. let\n"
+          "          e:f32[1] = pjit[name=<lambda> jaxpr=lambda] c\n"
+          "          f:f32[1] = pjit[name=<lambda> jaxpr=lambda] c\n"
+          "          d:f32[1] = add e f\n"
+          "        in (d,) }\n"
+          "    ] c\n"
+          "  in (d,) }",
+          {x});
   EXPECT_FLOAT_EQ(f32s(a[0])[0], 2 * 4.2f * 4.2f);
 
   // test_pretty_print_pjit_id: f = pjit(lambda x, y: x); make_jaxpr(lambda y: y + f(y, y))
@@ -294,14 +295,14 @@ TEST(JaxprParseJax, PjitPrettyPrintTests) {
                   4.2f);
 
   // test_pretty_print_with_literal_outvar: f = pjit(lambda x: (np.int32(2), x))
-  xpr::rt::Arrays lit = run(
-      "{ lambda ; a:f32[1]. let\n"
-      "    b:i32[] c:f32[1] = pjit[\n"
-      "      name=<lambda>\n"
-      "      jaxpr={ lambda ; a:f32[1]. let  in (2:i32[], a) }\n"
-      "    ] a\n"
-      "  in (b, c) }",
-      {x});
+  xpr::rt::Arrays lit =
+      run("{ lambda ; a:f32[1]. let\n"
+          "    b:i32[] c:f32[1] = pjit[\n"
+          "      name=<lambda>\n"
+          "      jaxpr={ lambda ; a:f32[1]. let  in (2:i32[], a) }\n"
+          "    ] a\n"
+          "  in (b, c) }",
+          {x});
   EXPECT_EQ(lit[0].item<int>(), 2);
 
   // test_pretty_print_with_closure: g(x, y) = f(x) + f(y) with f(x) = x * y, both pjit.

@@ -170,15 +170,16 @@ TEST(Jit, PrintsAsJaxPrintsPjit) {
             "    ] a\n"
             "  in (b,) }");
   // The parser reads it back (names of transformed calls included) and it evaluates.
-  std::string grad_text = text(xpr::make_jaxpr(xpr::grad([&](auto x) { return xpr::sum(jf(x)); }))(x3()));
+  std::string grad_text =
+      text(xpr::make_jaxpr(xpr::grad([&](auto x) { return xpr::sum(jf(x)); }))(x3()));
   EXPECT_NE(grad_text.find("name=transpose(jvp(f))"), std::string::npos) << grad_text;
   xpr::ClosedJaxpr back = xpr::parse_jaxpr(grad_text);
   EXPECT_EQ(text(back), grad_text);
   expect_near(xpr::eval_jaxpr(back, {x3()})[0], 2.0 * xpr::cos(x3()));
   // Non-default options are parameters too.
-  auto interp = xpr::jit([](auto x) { return -x; },
-                         {.name = "neg", .backend = xpr::JitBackend::interpreter,
-                          .precise_math = true});
+  auto interp =
+      xpr::jit([](auto x) { return -x; },
+               {.name = "neg", .backend = xpr::JitBackend::interpreter, .precise_math = true});
   EXPECT_EQ(text(xpr::make_jaxpr(interp)(1.0)),
             "{ lambda ; a:f64[]. let\n"
             "    b:f64[] = pjit[\n"
@@ -195,8 +196,7 @@ TEST(Jit, LowerGivesTheJaxprAndTheSource) {
   auto jf = xpr::jit([&](auto x) { return x * k; }, {.name = "scale"});
   xpr::Lowered low = jf.lower(x3());
   EXPECT_EQ(low.jaxpr().consts.size(), 1u);  // k, closed over, is a constvar again
-  EXPECT_EQ(text(low.jaxpr()),
-            "{ lambda a:f64[3]; b:f64[3]. let c:f64[3] = mul b a in (c,) }");
+  EXPECT_EQ(text(low.jaxpr()), "{ lambda a:f64[3]; b:f64[3]. let c:f64[3] = mul b a in (c,) }");
   EXPECT_FALSE(low.as_text().empty());
   EXPECT_EQ(jf.trace_count(), 1u);
   expect_near(jf(x3()), x3() * k);
@@ -281,9 +281,8 @@ TEST(Jit, StaticArguments) {
   EXPECT_EQ(scalar(xpr::grad([&](auto x) { return power(x, 4); })(2.0)), 32.0);
 
   // A value jit cannot trace is static without being listed; it is part of the key.
-  auto pick = xpr::jit([](auto x, const std::string& op) {
-    return op == "sin" ? xpr::sin(x) : xpr::cos(x);
-  });
+  auto pick = xpr::jit(
+      [](auto x, const std::string& op) { return op == "sin" ? xpr::sin(x) : xpr::cos(x); });
   EXPECT_EQ(scalar(pick(0.0, std::string("sin"))), 0.0);
   EXPECT_EQ(scalar(pick(0.0, std::string("cos"))), 1.0);
   EXPECT_EQ(pick.trace_count(), 2u);
@@ -313,7 +312,8 @@ TEST(Jit, BadStaticArgnums) {
   EXPECT_THROW(needs(1.0, 2), xpr::type_error);
 }
 
-// ---- pytrees ---------------------------------------------------------------------------------------
+// ---- pytrees
+// ---------------------------------------------------------------------------------------
 
 struct Params {
   Array w, b;

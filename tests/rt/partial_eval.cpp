@@ -4,13 +4,13 @@
 // with the text Autodidax prints); dce_jaxpr; the hook for higher-order primitives.
 #include "xpr/rt/interp/partial_eval.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 

@@ -3,12 +3,12 @@
 // run time register themselves, constexpr-constructed ones are registered explicitly.
 #include "xpr/rt/primitive_table.hpp"
 
-#include <gtest/gtest.h>
-
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/jaxpr_parse.hpp"
 

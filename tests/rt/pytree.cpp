@@ -47,11 +47,14 @@ struct Named {
 }  // namespace test_rt_pytree
 
 template <class T>
-struct xpr::pytree_node<test_rt_pytree::Params<T>> : xpr::fields<&test_rt_pytree::Params<T>::w, &test_rt_pytree::Params<T>::b> {};
+struct xpr::pytree_node<test_rt_pytree::Params<T>>
+    : xpr::fields<&test_rt_pytree::Params<T>::w, &test_rt_pytree::Params<T>::b> {};
 template <>
-struct xpr::pytree_node<test_rt_pytree::Mlp> : xpr::fields<&test_rt_pytree::Mlp::layers, &test_rt_pytree::Mlp::scale> {};
+struct xpr::pytree_node<test_rt_pytree::Mlp>
+    : xpr::fields<&test_rt_pytree::Mlp::layers, &test_rt_pytree::Mlp::scale> {};
 template <>
-struct xpr::pytree_node<test_rt_pytree::Config> : xpr::fields<&test_rt_pytree::Config::steps, &test_rt_pytree::Config::rate> {};
+struct xpr::pytree_node<test_rt_pytree::Config>
+    : xpr::fields<&test_rt_pytree::Config::steps, &test_rt_pytree::Config::rate> {};
 template <>
 struct xpr::pytree_node<test_rt_pytree::Named> : xpr::fields<&test_rt_pytree::Named::x> {
   static constexpr std::string_view name = "MyName";

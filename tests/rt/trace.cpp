@@ -3,8 +3,6 @@
 // crossing a transformation, threads tracing at once, levels of nested transformations.
 #include "xpr/rt/trace.hpp"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <barrier>
 #include <cstddef>
@@ -12,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/interp/batch.hpp"
 #include "xpr/rt/interp/jvp.hpp"
@@ -68,9 +68,9 @@ TEST(Trace, JvpOfLinearPrimitive) {
 TEST(Trace, NestedJvpTracksLevels) {
   // d/dx of d/dx of triple(triple(x)) is 0; the inner jvp's tangent is 9.
   auto inner = [](std::span<const Array> x) {
-    auto [p, t] = xpr::rt::jvp_flat(
-        [](std::span<const Array> y) { return Arrays{triple(triple(y[0]))}; }, Arrays{x[0]},
-        Arrays{Array(1.0)});
+    auto [p, t] =
+        xpr::rt::jvp_flat([](std::span<const Array> y) { return Arrays{triple(triple(y[0]))}; },
+                          Arrays{x[0]}, Arrays{Array(1.0)});
     return Arrays{t[0]};
   };
   auto [p, t] = xpr::rt::jvp_flat(inner, Arrays{Array(5.0)}, Arrays{Array(1.0)});
@@ -103,18 +103,17 @@ TEST(Trace, EscapedTracerIsAnError) {
 }
 
 TEST(Trace, ExceptionThenContinue) {
-  EXPECT_THROW(xpr::rt::jvp_flat(
-                   [](std::span<const Array> x) -> Arrays {
-                     xpr::rt::vmap_flat(
-                         [](std::span<const Array>) -> Arrays {
-                           throw std::runtime_error("user error");
-                         },
-                         Arrays{xpr::rt::zeros_like_aval({xpr::Shape{3}, xpr::float64})},
-                         BatchDims{0}, BatchDims{0});
-                     return Arrays{x[0]};
-                   },
-                   Arrays{Array(1.0)}, Arrays{Array(1.0)}),
-               std::runtime_error);
+  EXPECT_THROW(
+      xpr::rt::jvp_flat(
+          [](std::span<const Array> x) -> Arrays {
+            xpr::rt::vmap_flat(
+                [](std::span<const Array>) -> Arrays { throw std::runtime_error("user error"); },
+                Arrays{xpr::rt::zeros_like_aval({xpr::Shape{3}, xpr::float64})}, BatchDims{0},
+                BatchDims{0});
+            return Arrays{x[0]};
+          },
+          Arrays{Array(1.0)}, Arrays{Array(1.0)}),
+      std::runtime_error);
   EXPECT_EQ(stack_depth(), 1u);
   EXPECT_EQ(xpr::rt::detail::trace_state().dynamic->level(), 0);
   auto [p, t] = xpr::rt::jvp_flat([](std::span<const Array> x) { return Arrays{triple(x[0])}; },
@@ -150,7 +149,8 @@ TEST(Trace, VmapOfUserPrimitive) {
   Arrays out = xpr::rt::vmap_flat([](std::span<const Array> x) { return Arrays{triple(x[0])}; },
                                   Arrays{std::move(b).finish()}, BatchDims{0}, BatchDims{0});
   ASSERT_EQ(out[0].shape(), (xpr::Shape{3}));
-  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(out[0].data<double>()[i], 3 * xs[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_DOUBLE_EQ(out[0].data<double>()[i], 3 * xs[static_cast<std::size_t>(i)]);
 }
 
 TEST(Trace, MissingRuleSaysWhich) {

@@ -3,10 +3,10 @@
 // the outputs do not depend on, non-linear work on constants evaluated first, error messages.
 #include "xpr/rt/interp/transpose.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "xpr/rt/api.hpp"
 

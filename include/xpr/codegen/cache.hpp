@@ -4,17 +4,14 @@
 // kernels in memory (each compiled or loaded once per process, however many threads ask).
 #pragma once
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +20,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 
 #include "xpr/codegen/compiler.hpp"
@@ -192,7 +191,8 @@ inline std::string compile_to_bytes(const std::string& source, const std::string
     throw core::error("jit: cannot create a temporary directory under " + parent + ": " +
                       std::strerror(errno));
   std::string dir = t.data();
-  std::string src = dir + "/kernel_" + key + ".cpp", so = dir + "/kernel.so", log = dir + "/log.txt";
+  std::string src = dir + "/kernel_" + key + ".cpp", so = dir + "/kernel.so",
+              log = dir + "/log.txt";
   if (!write_file(src, source))
     throw core::error("jit: cannot write " + src + ": " + std::strerror(errno));
   auto cmd = compile_command(src, so);
@@ -220,8 +220,8 @@ inline std::string compile_to_bytes(const std::string& source, const std::string
 inline std::shared_ptr<const Library> load_library(const std::string& source) {
   const CompilerInfo& ci = compiler_info();
   if (!ci.ok)
-    throw no_compiler_error("jit: no working C++ compiler (XPR_CXX=" +
-                            env_or("XPR_CXX", "g++") + ")");
+    throw no_compiler_error("jit: no working C++ compiler (XPR_CXX=" + env_or("XPR_CXX", "g++") +
+                            ")");
   std::string flags = join(compile_flags());
   std::string key = hex16(fnv1a(source, fnv1a(ci.version + "\n" + flags + "\n" + ci.target))) +
                     hex16(fnv1a(source + ci.target + flags + ci.version));
@@ -253,8 +253,11 @@ inline std::shared_ptr<const Library> load_library(const std::string& source) {
         if (entry_valid(path)) lib = open_library(path, key);
         if (lib) {
           counters().disk_hits++;
-          log_line("disk hit " + key + " " +
-                   std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " s");
+          log_line(
+              "disk hit " + key + " " +
+              std::to_string(
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) +
+              " s");
           slot->lib = lib;
           return;
         }

@@ -7,21 +7,20 @@
 // never -ffast-math (it links crtfastmath.o, which sets flush-to-zero for the whole process).
 #pragma once
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <spawn.h>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 extern char** environ;
@@ -96,8 +95,9 @@ struct CompilerInfo {
 /// The flags every kernel is compiled with, before the source and output paths. `-lm` comes after
 /// the source (see compile_command), or libmvec is not recorded as needed and dlopen fails.
 inline std::vector<std::string> compile_flags() {
-  return {"-std=c++20", "-O3", "-march=native", "-fno-math-errno", "-fwrapv", "-ffp-contract=off",
-          "-fno-plt", "-fPIC", "-shared", "-nostdlib", "-fvisibility=hidden", "-w"};
+  return {"-std=c++20",          "-O3",      "-march=native", "-fno-math-errno", "-fwrapv",
+          "-ffp-contract=off",   "-fno-plt", "-fPIC",         "-shared",         "-nostdlib",
+          "-fvisibility=hidden", "-w"};
 }
 
 inline const CompilerInfo& compiler_info() {
@@ -122,7 +122,8 @@ inline const CompilerInfo& compiler_info() {
     // `-###` prints the cc1plus command line with -march=native resolved to the CPU's features,
     // so a cache shared between machines never loads AVX-512 code on a CPU without it.
     std::vector<std::string> t = ci.command;
-    for (const char* a : {"-###", "-march=native", "-x", "c++", "-c", "/dev/null", "-o", "/dev/null"})
+    for (const char* a :
+         {"-###", "-march=native", "-x", "c++", "-c", "/dev/null", "-o", "/dev/null"})
       t.push_back(a);
     if (detail::run_process(t, log) == 0) {
       std::istringstream lines(detail::read_text(log));

@@ -68,6 +68,7 @@ struct Lowered {
 
 namespace detail {
 
+using core::DType;
 using rt::Array;
 using rt::Atom;
 using rt::Eqn;
@@ -76,26 +77,35 @@ using rt::Literal;
 using rt::Primitive;
 using rt::ShapedArray;
 using rt::Var;
-using core::DType;
 
 inline const char* c_type(DType t) {
   switch (t) {
-    case DType::bool_: return "bool";
-    case DType::int32: return "int";
-    case DType::int64: return "long long";
-    case DType::float32: return "float";
-    case DType::float64: return "double";
+    case DType::bool_:
+      return "bool";
+    case DType::int32:
+      return "int";
+    case DType::int64:
+      return "long long";
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
   }
   return "void";
 }
 
 inline const char* dtype_suffix(DType t) {
   switch (t) {
-    case DType::bool_: return "b";
-    case DType::int32: return "i32";
-    case DType::int64: return "i64";
-    case DType::float32: return "f32";
-    case DType::float64: return "f64";
+    case DType::bool_:
+      return "b";
+    case DType::int32:
+      return "i32";
+    case DType::int64:
+      return "i64";
+    case DType::float32:
+      return "f32";
+    case DType::float64:
+      return "f64";
   }
   return "";
 }
@@ -108,7 +118,8 @@ inline std::string c_number(double v, DType t) {
     auto i = static_cast<long long>(v);
     std::string s = t == DType::int32 ? "" : "LL";
     if (t == DType::int32 && i == -2147483648LL) return "(-2147483647-1)";
-    if (i == static_cast<long long>(-9223372036854775807LL - 1)) return "(-9223372036854775807LL-1)";
+    if (i == static_cast<long long>(-9223372036854775807LL - 1))
+      return "(-9223372036854775807LL-1)";
     return "(" + std::to_string(i) + s + ")";
   }
   const bool f32 = t == DType::float32;
@@ -120,23 +131,30 @@ inline std::string c_number(double v, DType t) {
                : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::hex);
   std::string s(buf, r.ptr);
   // to_chars' hex form has no "0x": "-1.8p+1" -> "-0x1.8p+1".
-  if (s[0] == '-') s = "(-0x" + s.substr(1) + (f32 ? "f)" : ")");
-  else s = "0x" + s + (f32 ? "f" : "");
+  if (s[0] == '-')
+    s = "(-0x" + s.substr(1) + (f32 ? "f)" : ")");
+  else
+    s = "0x" + s + (f32 ? "f" : "");
   return s;
 }
 
 /// A rank-0 literal's value as C++ source.
 inline std::string c_literal(const Array& a) {
   switch (a.dtype()) {
-    case DType::bool_: return a.item<bool>() ? "true" : "false";
-    case DType::int32: return c_number(static_cast<double>(a.item<std::int32_t>()), a.dtype());
+    case DType::bool_:
+      return a.item<bool>() ? "true" : "false";
+    case DType::int32:
+      return c_number(static_cast<double>(a.item<std::int32_t>()), a.dtype());
     case DType::int64: {
       long long i = a.item<std::int64_t>();
-      if (i == static_cast<long long>(-9223372036854775807LL - 1)) return "(-9223372036854775807LL-1)";
+      if (i == static_cast<long long>(-9223372036854775807LL - 1))
+        return "(-9223372036854775807LL-1)";
       return "(" + std::to_string(i) + "LL)";
     }
-    case DType::float32: return c_number(static_cast<double>(a.item<float>()), a.dtype());
-    case DType::float64: return c_number(a.item<double>(), a.dtype());
+    case DType::float32:
+      return c_number(static_cast<double>(a.item<float>()), a.dtype());
+    case DType::float64:
+      return c_number(a.item<double>(), a.dtype());
   }
   return "0";
 }
@@ -179,10 +197,10 @@ using EmitFn = std::string (*)(const CCall&);
 template <class Op>
 struct c_expr;
 
-#define XPR_DETAIL_C_MATH(NAME)                                                              \
-  template <>                                                                                \
-  struct c_expr<op::NAME> {                                                                  \
-    static std::string emit(const CCall& c) { return c.math(#NAME, c[0]); }                  \
+#define XPR_DETAIL_C_MATH(NAME)                                             \
+  template <>                                                               \
+  struct c_expr<op::NAME> {                                                 \
+    static std::string emit(const CCall& c) { return c.math(#NAME, c[0]); } \
   };
 XPR_DETAIL_C_MATH(sin)
 XPR_DETAIL_C_MATH(cos)
@@ -217,7 +235,8 @@ struct c_expr<op::neg> {
 template <>
 struct c_expr<op::sqrt> {
   static std::string emit(const CCall& c) {
-    return c.in() == DType::float32 ? "__builtin_sqrtf(" + c[0] + ")" : "__builtin_sqrt(" + c[0] + ")";
+    return c.in() == DType::float32 ? "__builtin_sqrtf(" + c[0] + ")"
+                                    : "__builtin_sqrt(" + c[0] + ")";
   }
 };
 template <>
@@ -265,8 +284,8 @@ struct c_expr<op::max> {
   static std::string emit(const CCall& c) {
     std::string m = "(" + c[0] + " < " + c[1] + " ? " + c[1] + " : " + c[0] + ")";
     if (!c.floating()) return m;
-    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " +
-           c[1] + " : " + m + ")";
+    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " + c[1] +
+           " : " + m + ")";
   }
 };
 template <>
@@ -274,8 +293,8 @@ struct c_expr<op::min> {
   static std::string emit(const CCall& c) {
     std::string m = "(" + c[1] + " < " + c[0] + " ? " + c[1] + " : " + c[0] + ")";
     if (!c.floating()) return m;
-    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " +
-           c[1] + " : " + m + ")";
+    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " + c[1] +
+           " : " + m + ")";
   }
 };
 template <>
@@ -290,8 +309,8 @@ struct c_expr<op::integer_pow> {
     const std::int64_t n = c.params->get<std::int64_t>("y");
     const std::string& x = c[0];
     if (n == 0) return c.lit(1);
-    unsigned long long m = n < 0 ? 0ull - static_cast<unsigned long long>(n)
-                                 : static_cast<unsigned long long>(n);
+    unsigned long long m =
+        n < 0 ? 0ull - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
     std::string acc, base = x;
     bool first = true;
     // Powers of x as nested expressions; the base is re-squared textually, which GCC folds (CSE).
@@ -325,7 +344,8 @@ struct c_convert {
     DType from = c.in(), to = c.out;
     if (to == DType::bool_) return "(" + c[0] + " != 0)";
     if (core::is_floating(from) && core::is_integer(to))
-      return "xpr_cvt_" + std::string(dtype_suffix(from)) + "_" + dtype_suffix(to) + "(" + c[0] + ")";
+      return "xpr_cvt_" + std::string(dtype_suffix(from)) + "_" + dtype_suffix(to) + "(" + c[0] +
+             ")";
     return "static_cast<" + std::string(c_type(to)) + ">(" + c[0] + ")";
   }
 };
@@ -398,8 +418,8 @@ inline std::string math_declaration(const std::string& id, bool precise) {
   std::string params = fn == "pow" ? t + ", " + t : t;
   std::string attrs = precise ? "__attribute__((const, nothrow, leaf))"
                               : "__attribute__((const, nothrow, leaf, simd(\"notinbranch\")))";
-  return "extern \"C\" " + t + " xpr_" + id + "(" + params + ") __asm__(\"" + sym + "\") " +
-         attrs + ";\n";
+  return "extern \"C\" " + t + " xpr_" + id + "(" + params + ") __asm__(\"" + sym + "\") " + attrs +
+         ";\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,16 +431,15 @@ inline bool is_standalone(const Primitive* p) {
   return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
          p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
-         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
-         p == &rt::pad_p;
+         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p || p == &rt::pad_p;
 }
 
 /// Call-like primitives whose body is a sub-jaxpr applied to the operands as they are (a nested
 /// `pjit`, custom-derivative calls, whose derivative rules do not matter when evaluating, and
 /// checkpoint): inlined before lowering, so their equations fuse with their neighbours.
 inline const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
-  static const char* const names[] = {"pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint",
-                                      "remat", "closed_call", "core_call"};
+  static const char* const names[] = {"pjit",  "custom_jvp_call", "custom_vjp_call", "checkpoint",
+                                      "remat", "closed_call",     "core_call"};
   bool call = false;
   for (const char* n : names) call = call || e.primitive->name() == n;
   if (!call) return nullptr;
@@ -453,7 +472,8 @@ inline std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
     if (const Var* v = std::get_if<Var>(&a)) {
       auto it = env.find(v->id());
       if (it == env.end())
-        throw core::not_implemented_error("jit: code generation for a jaxpr using an undefined variable not implemented");
+        throw core::not_implemented_error(
+            "jit: code generation for a jaxpr using an undefined variable not implemented");
       return it->second;
     }
     return a;
@@ -463,7 +483,8 @@ inline std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
     for (const Atom& a : e.inputs) ins.push_back(read(a));
     if (const rt::ClosedJaxpr* sub = e.primitive ? inlinable_body(e) : nullptr) {
       std::vector<Atom> res = inline_into(out, sub->jaxpr, sub->consts, ins, depth + 1);
-      for (std::size_t k = 0; k < e.outputs.size(); ++k) env.insert_or_assign(e.outputs[k].id(), res[k]);
+      for (std::size_t k = 0; k < e.outputs.size(); ++k)
+        env.insert_or_assign(e.outputs[k].id(), res[k]);
       continue;
     }
     Eqn n{e.primitive, std::move(ins), e.params, {}};
@@ -527,7 +548,7 @@ class Lowering {
   };
   struct VarInfo {
     std::size_t id = 0;
-    int group = -1;  // defining group; -1 for arguments and consts
+    int group = -1;   // defining group; -1 for arguments and consts
     int buffer = -1;  // kernel buffer index, -1 when local to its group
   };
 
@@ -626,7 +647,8 @@ class Lowering {
           c.out = e.outputs[0].aval().dtype;
           c.params = &e.params;
           c.math_used = &math_used_;
-          if (c_expr<op::integer_pow>::emit(c).empty()) unsupported("integer_pow of a huge exponent");
+          if (c_expr<op::integer_pow>::emit(c).empty())
+            unsupported("integer_pow of a huge exponent");
         }
         bool join = !groups_.empty() && groups_.back().elementwise &&
                     groups_.back().shape == shape && groups_.back().eqns.size() < max_group_eqns;
@@ -707,8 +729,9 @@ class Lowering {
 
   std::string emit_group(std::size_t g) {
     const Group& grp = groups_[g];
-    std::string f = "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
-                    "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
+    std::string f =
+        "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
+        "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
     if (grp.elementwise) return f + emit_elementwise(g) + "}\n\n";
     return f + emit_standalone(jaxpr_.eqns[grp.eqns[0]]) + "}\n\n";
   }
@@ -756,7 +779,8 @@ class Lowering {
           const Var& v = std::get<Var>(a);
           const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
           std::string p = "q" + std::to_string(nbc);
-          pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(v) + ";\n";
+          pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(v) +
+                 ";\n";
           std::string idx;
           for (std::size_t k = 0; k < bd.size(); ++k) {
             if (in.shape[k] == 1) continue;
@@ -781,7 +805,8 @@ class Lowering {
           helpers_used_.insert(std::string("idiv_") + dtype_suffix(c.in()));
         if (e.primitive == &rt::convert_element_type_p && core::is_floating(c.in()) &&
             core::is_integer(c.out))
-          helpers_used_.insert(std::string("cvt_") + dtype_suffix(c.in()) + "_" + dtype_suffix(c.out));
+          helpers_used_.insert(std::string("cvt_") + dtype_suffix(c.in()) + "_" +
+                               dtype_suffix(c.out));
         if (e.primitive == &rt::select_n_p && c.arg_dtypes[0] == DType::int32 && c.args.size() < 2)
           unsupported("select_n without cases");
         expr = r->emit(c);
@@ -796,8 +821,8 @@ class Lowering {
     (void)bc_index;
     std::string loop;
     if (!nd || rank == 0) {
-      loop = "  const long long N = " + count(grp.shape) + ";\n  for (long long i = 0; i < N; ++i) {\n" +
-             body + "  }\n";
+      loop = "  const long long N = " + count(grp.shape) +
+             ";\n  for (long long i = 0; i < N; ++i) {\n" + body + "  }\n";
     } else {
       std::string open, close;
       std::string ind = "  ";
@@ -821,12 +846,14 @@ class Lowering {
 
   /// Nested loops over `shape` (indices i0, i1, ...) around `body`, which may use `i` (the flat
   /// row-major index).
-  std::string nest(const core::Shape& shape, const std::string& body, const std::string& ivar = "i") {
+  std::string nest(const core::Shape& shape, const std::string& body,
+                   const std::string& ivar = "i") {
     std::string open, close, ind = "  ";
     const std::size_t rank = shape.rank();
     for (std::size_t k = 0; k < rank; ++k) {
       std::string iv = ivar + std::to_string(k);
-      open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[k]) + "; ++" + iv + ") {\n";
+      open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[k]) + "; ++" + iv +
+              ") {\n";
       close = ind + "}\n" + close;
       ind += "  ";
     }
@@ -885,8 +912,8 @@ class Lowering {
       for (std::size_t k = 0; k < oa.ndim(); ++k) {
         bool r = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
         std::string ik = "i" + std::to_string(k);
-        idx += (k ? " + " : "") + (r ? "(" + dim(oa.shape[k]) + " - 1 - " + ik + ")" : ik) + " * (" +
-               stride(oa.shape, k) + ")";
+        idx += (k ? " + " : "") + (r ? "(" + dim(oa.shape[k]) + " - 1 - " + ik + ")" : ik) +
+               " * (" + stride(oa.shape, k) + ")";
       }
       return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
     }
@@ -900,7 +927,8 @@ class Lowering {
       for (std::size_t k = 0; k < oa.ndim(); ++k) {
         std::int64_t s = st ? (*st)[k] : 1;
         idx += (k ? " + " : "") + std::string("(") + std::to_string(start[k]) + "LL + i" +
-               std::to_string(k) + " * " + std::to_string(s) + "LL) * (" + stride(in.shape, k) + ")";
+               std::to_string(k) + " * " + std::to_string(s) + "LL) * (" + stride(in.shape, k) +
+               ")";
       }
       return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
     }
@@ -958,7 +986,8 @@ class Lowering {
     for (std::int64_t a : axes) red[static_cast<std::size_t>(a)] = true;
     std::string id, comb;
     auto combine = [&](const std::string& a, const std::string& b) -> std::string {
-      if (e.primitive == &rt::reduce_sum_p) return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
+      if (e.primitive == &rt::reduce_sum_p)
+        return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
       CCall c;
       c.args = {a, b};
       c.arg_dtypes = {dt, dt};
@@ -969,11 +998,15 @@ class Lowering {
     if (e.primitive == &rt::reduce_sum_p) {
       id = c_number(0, dt);
     } else if (e.primitive == &rt::reduce_max_p) {
-      id = fl ? c_number(-__builtin_inf(), dt)
-              : dt == DType::bool_ ? "false" : dt == DType::int32 ? "(-2147483647-1)" : "(-9223372036854775807LL-1)";
+      id = fl                   ? c_number(-__builtin_inf(), dt)
+           : dt == DType::bool_ ? "false"
+           : dt == DType::int32 ? "(-2147483647-1)"
+                                : "(-9223372036854775807LL-1)";
     } else {
-      id = fl ? c_number(__builtin_inf(), dt)
-              : dt == DType::bool_ ? "true" : dt == DType::int32 ? "2147483647" : "9223372036854775807LL";
+      id = fl                   ? c_number(__builtin_inf(), dt)
+           : dt == DType::bool_ ? "true"
+           : dt == DType::int32 ? "2147483647"
+                                : "9223372036854775807LL";
     }
     std::string pre;
     in_ptr(e.inputs[0], pre, "x");
@@ -984,26 +1017,33 @@ class Lowering {
     bool trailing = true;
     for (std::size_t k = 0; k < first_red; ++k) trailing = trailing && !red[k];
     if (trailing) {
-      core::Shape kept(std::vector<std::int64_t>(in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(first_red)));
-      core::Shape inner(std::vector<std::int64_t>(in.shape.begin() + static_cast<std::ptrdiff_t>(first_red), in.shape.end()));
-      std::string s = pre + "  const long long M = " + count(kept) + ", K = " + count(inner) + ";\n";
+      core::Shape kept(std::vector<std::int64_t>(
+          in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(first_red)));
+      core::Shape inner(std::vector<std::int64_t>(
+          in.shape.begin() + static_cast<std::ptrdiff_t>(first_red), in.shape.end()));
+      std::string s =
+          pre + "  const long long M = " + count(kept) + ", K = " + count(inner) + ";\n";
       s += "  for (long long j = 0; j < M; ++j) {\n";
       s += "    const " + t + "* __restrict r = x + j * K;\n";
-      s += "    " + t + " acc[8] = {" + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id + "};\n";
+      s += "    " + t + " acc[8] = {" + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " +
+           id + ", " + id + ", " + id + "};\n";
       s += "    long long k = 0;\n";
-      s += "    for (; k + 8 <= K; k += 8)\n      for (int l = 0; l < 8; ++l) acc[l] = " + combine("acc[l]", "r[k + l]") + ";\n";
+      s += "    for (; k + 8 <= K; k += 8)\n      for (int l = 0; l < 8; ++l) acc[l] = " +
+           combine("acc[l]", "r[k + l]") + ";\n";
       s += "    " + t + " s = " + id + ";\n";
       s += "    for (int l = 0; l < 8; ++l) s = " + combine("s", "acc[l]") + ";\n";
       s += "    for (; k < K; ++k) s = " + combine("s", "r[k]") + ";\n";
       s += "    o[j] = s;\n  }\n";
       return s;
     }
-    std::string s = pre + "  const long long M = " + count(oa.shape) + ";\n  for (long long j = 0; j < M; ++j) o[j] = " + id + ";\n";
+    std::string s = pre + "  const long long M = " + count(oa.shape) +
+                    ";\n  for (long long j = 0; j < M; ++j) o[j] = " + id + ";\n";
     std::string oidx;
     std::size_t ok = 0;
     for (std::size_t k = 0; k < in.ndim(); ++k)
       if (!red[k])
-        oidx += (oidx.empty() ? "" : " + ") + std::string("i") + std::to_string(k) + " * (" + stride(oa.shape, ok++) + ")";
+        oidx += (oidx.empty() ? "" : " + ") + std::string("i") + std::to_string(k) + " * (" +
+                stride(oa.shape, ok++) + ")";
     if (oidx.empty()) oidx = "0";
     return s + nest(in.shape, "o[" + oidx + "] = " + combine("o[" + oidx + "]", "x[i]") + ";");
   }
@@ -1017,7 +1057,8 @@ class Lowering {
       rt::Axes f;
       for (std::size_t k = 0; k < rank; ++k) {
         auto kk = static_cast<std::int64_t>(k);
-        if (std::find(c.begin(), c.end(), kk) == c.end() && std::find(b.begin(), b.end(), kk) == b.end())
+        if (std::find(c.begin(), c.end(), kk) == c.end() &&
+            std::find(b.begin(), b.end(), kk) == b.end())
           f.push_back(kk);
       }
       return f;
@@ -1037,7 +1078,8 @@ class Lowering {
     auto prod = [&](const ShapedArray& a, const rt::Axes& ds) {
       if (ds.empty()) return std::string("1LL");
       std::string r;
-      for (std::size_t k = 0; k < ds.size(); ++k) r += (k ? " * " : "") + dim(a.shape[static_cast<std::size_t>(ds[k])]);
+      for (std::size_t k = 0; k < ds.size(); ++k)
+        r += (k ? " * " : "") + dim(a.shape[static_cast<std::size_t>(ds[k])]);
       return r;
     };
     std::string s;
@@ -1046,8 +1088,14 @@ class Lowering {
                        const rt::Axes& transposed, std::string& trans) -> std::string {
       std::string nm = which == 0 ? "a" : "bb";
       in_ptr(e.inputs[which], s, nm + "0");
-      if (identity(plain)) { trans = "0"; return nm + "0"; }
-      if (identity(transposed)) { trans = "1"; return nm + "0"; }
+      if (identity(plain)) {
+        trans = "0";
+        return nm + "0";
+      }
+      if (identity(transposed)) {
+        trans = "1";
+        return nm + "0";
+      }
       trans = "0";
       // Copy into a temporary buffer in the `plain` order.
       core::Shape ps;
@@ -1057,13 +1105,14 @@ class Lowering {
       int buf = static_cast<int>(next_buffer_++);
       out_.temps.push_back(ShapedArray{ps, a.dtype, false});
       std::string tn = nm + "1";
-      s += "  " + std::string(c_type(a.dtype)) + "* __restrict " + tn + " = static_cast<" + c_type(a.dtype) +
-           "*>(b[" + std::to_string(buf) + "]);\n";
+      s += "  " + std::string(c_type(a.dtype)) + "* __restrict " + tn + " = static_cast<" +
+           c_type(a.dtype) + "*>(b[" + std::to_string(buf) + "]);\n";
       std::string idx;
       for (std::size_t k = 0; k < plain.size(); ++k)
         idx += (k ? " + " : "") + std::string("t") + std::to_string(k) + " * (" +
                stride(a.shape, static_cast<std::size_t>(plain[k])) + ")";
-      s += "  {\n" + nest(ps, tn + "[t] = " + nm + "0[" + (idx.empty() ? "0" : idx) + "];", "t") + "  }\n";
+      s += "  {\n" + nest(ps, tn + "[t] = " + nm + "0[" + (idx.empty() ? "0" : idx) + "];", "t") +
+           "  }\n";
       return tn;
     };
     std::string ta, tb;
@@ -1071,9 +1120,9 @@ class Lowering {
                             cat({&dn.lhs_batch, &dn.lhs_contracting, &lf}), ta);
     std::string B = operand(1, ra, cat({&dn.rhs_batch, &dn.rhs_contracting, &rf}),
                             cat({&dn.rhs_batch, &rf, &dn.rhs_contracting}), tb);
-    s += "  h->gemm(" + std::to_string(static_cast<int>(dt)) + ", " + prod(la, dn.lhs_batch) + ", " +
-         prod(la, lf) + ", " + prod(ra, rf) + ", " + prod(la, dn.lhs_contracting) + ", " + A + ", " +
-         ta + ", " + B + ", " + tb + ", o);\n";
+    s += "  h->gemm(" + std::to_string(static_cast<int>(dt)) + ", " + prod(la, dn.lhs_batch) +
+         ", " + prod(la, lf) + ", " + prod(ra, rf) + ", " + prod(la, dn.lhs_contracting) + ", " +
+         A + ", " + ta + ", " + B + ", " + tb + ", o);\n";
     return s;
   }
 
@@ -1085,7 +1134,8 @@ class Lowering {
         "// Buffers b[]: arguments, consts, outputs, temporaries; n[]: the arguments' sizes.\n\n"
         "struct XprHost {\n"
         "  void (*gemm)(int dtype, long long batch, long long m, long long n, long long k,\n"
-        "               const void* a, int a_transposed, const void* b, int b_transposed, void* c);\n"
+        "               const void* a, int a_transposed, const void* b, int b_transposed, void* "
+        "c);\n"
         "};\n\n";
     for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
     for (const std::string& h : helpers_used_) s += helper(h);
@@ -1096,8 +1146,8 @@ class Lowering {
     if (h.rfind("idiv_", 0) == 0) {
       std::string t = h == "idiv_i32" ? "int" : "long long";
       // XLA: x / 0 == -1, INT_MIN / -1 == INT_MIN (wraps, -fwrapv), else truncation.
-      return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t + " b) { return b == 0 ? static_cast<" + t +
-             ">(-1) : b == -1 ? -a : a / b; }\n";
+      return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
+             " b) { return b == 0 ? static_cast<" + t + ">(-1) : b == -1 ? -a : a / b; }\n";
     }
     // cvt_<from>_<to>: saturating, NaN -> 0 (core::convert_element).
     bool f32 = h.find("_f32_") != std::string::npos;
@@ -1105,16 +1155,20 @@ class Lowering {
     std::string from = f32 ? "float" : "double", to = to32 ? "int" : "long long";
     std::string lo = to32 ? "(-2147483647-1)" : "(-9223372036854775807LL-1)";
     std::string hi = to32 ? "2147483647" : "9223372036854775807LL";
-    return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? static_cast<" + to + ">(0) : x <= static_cast<" +
-           from + ">(" + lo + ") ? " + lo + " : x >= static_cast<" + from + ">(" + hi + ") ? " + hi +
-           " : static_cast<" + to + ">(x); }\n";
+    return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? static_cast<" +
+           to + ">(0) : x <= static_cast<" + from + ">(" + lo + ") ? " + lo +
+           " : x >= static_cast<" + from + ">(" + hi + ") ? " + hi + " : static_cast<" + to +
+           ">(x); }\n";
   }
 
   std::string entry() const {
-    std::string s = "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; }\n\n"
-                    "extern \"C\" __attribute__((visibility(\"default\")))\n"
-                    "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
-    for (std::size_t g = 0; g < groups_.size(); ++g) s += "  g" + std::to_string(g) + "(b, n, h);\n";
+    std::string s =
+        "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; "
+        "}\n\n"
+        "extern \"C\" __attribute__((visibility(\"default\")))\n"
+        "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      s += "  g" + std::to_string(g) + "(b, n, h);\n";
     return s + "  (void)b; (void)n; (void)h;\n}\n";
   }
 };

@@ -17,9 +17,8 @@ namespace xpr::codegen {
 namespace detail {
 inline void warn_no_compiler_once(const std::string& why) {
   static std::once_flag once;
-  std::call_once(once, [&] {
-    std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n";
-  });
+  std::call_once(once,
+                 [&] { std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n"; });
 }
 }  // namespace detail
 
@@ -55,8 +54,7 @@ inline std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt
 }
 
 /// The signature `pjit`'s impl calls: `jaxpr.consts` are the constvars' values.
-inline std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr,
-                                      std::span<const rt::Array> args,
+inline std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr, std::span<const rt::Array> args,
                                       const JitOptions& options = {}) {
   return execute(jaxpr.jaxpr, jaxpr.consts, args, options);
 }

@@ -4,8 +4,6 @@
 // or included in every kernel). `compile` caches kernels in memory by jaxpr structure and types.
 #pragma once
 
-#include <Eigen/Core>
-
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,6 +11,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <Eigen/Core>
 
 #include "xpr/codegen/cache.hpp"
 #include "xpr/codegen/emit.hpp"
@@ -46,21 +46,30 @@ void gemm_typed(long long batch, long long m, long long n, long long k, const vo
     // A is m x k row-major, or (transposed) k x m row-major; likewise B.
     Eigen::Map<const Mat> a0(A + s * m * k, ta ? k : m, ta ? m : k);
     Eigen::Map<const Mat> b0(B + s * k * n, tb ? n : k, tb ? k : n);
-    if (!ta && !tb) out.noalias() = a0 * b0;
-    else if (ta && !tb) out.noalias() = a0.transpose() * b0;
-    else if (!ta && tb) out.noalias() = a0 * b0.transpose();
-    else out.noalias() = a0.transpose() * b0.transpose();
+    if (!ta && !tb)
+      out.noalias() = a0 * b0;
+    else if (ta && !tb)
+      out.noalias() = a0.transpose() * b0;
+    else if (!ta && tb)
+      out.noalias() = a0 * b0.transpose();
+    else
+      out.noalias() = a0.transpose() * b0.transpose();
   }
 }
 
 inline void host_gemm(int dtype, long long batch, long long m, long long n, long long k,
                       const void* a, int ta, const void* b, int tb, void* c) {
   switch (static_cast<core::DType>(dtype)) {
-    case core::DType::int32: return gemm_typed<std::int32_t>(batch, m, n, k, a, ta, b, tb, c);
-    case core::DType::int64: return gemm_typed<std::int64_t>(batch, m, n, k, a, ta, b, tb, c);
-    case core::DType::float32: return gemm_typed<float>(batch, m, n, k, a, ta, b, tb, c);
-    case core::DType::float64: return gemm_typed<double>(batch, m, n, k, a, ta, b, tb, c);
-    case core::DType::bool_: return;  // not lowered (emit.hpp)
+    case core::DType::int32:
+      return gemm_typed<std::int32_t>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::int64:
+      return gemm_typed<std::int64_t>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::float32:
+      return gemm_typed<float>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::float64:
+      return gemm_typed<double>(batch, m, n, k, a, ta, b, tb, c);
+    case core::DType::bool_:
+      return;  // not lowered (emit.hpp)
   }
 }
 
@@ -74,8 +83,11 @@ inline const Host& host() {
 /// A jaxpr compiled to native code for one set of argument and const types.
 class Kernel {
  public:
-  Kernel(Lowered plan, std::shared_ptr<const Library> lib, rt::Avals in_avals, rt::Avals const_avals)
-      : plan_(std::move(plan)), lib_(std::move(lib)), in_avals_(std::move(in_avals)),
+  Kernel(Lowered plan, std::shared_ptr<const Library> lib, rt::Avals in_avals,
+         rt::Avals const_avals)
+      : plan_(std::move(plan)),
+        lib_(std::move(lib)),
+        in_avals_(std::move(in_avals)),
         const_avals_(std::move(const_avals)) {
     for (const rt::ShapedArray& t : plan_.temps) {
       // 64-byte aligned slots in one scratch block.
@@ -129,10 +141,18 @@ class Kernel {
     result.reserve(plan_.outputs.size());
     for (const OutputSpec& o : plan_.outputs) {
       switch (o.kind) {
-        case OutputSpec::kernel_buffer: result.push_back(kernel_out[o.index]); break;
-        case OutputSpec::argument: result.push_back(args[o.index]); break;
-        case OutputSpec::constant: result.push_back(consts[o.index]); break;
-        case OutputSpec::literal: result.push_back(o.value); break;
+        case OutputSpec::kernel_buffer:
+          result.push_back(kernel_out[o.index]);
+          break;
+        case OutputSpec::argument:
+          result.push_back(args[o.index]);
+          break;
+        case OutputSpec::constant:
+          result.push_back(consts[o.index]);
+          break;
+        case OutputSpec::literal:
+          result.push_back(o.value);
+          break;
       }
     }
     return result;
@@ -181,7 +201,8 @@ struct KernelKeyHash {
 /// compiled object (the source names sizes through the run-time array `n`). Throws
 /// `not_implemented_error` for a primitive codegen does not cover, `compile_error` when the
 /// compiler rejects the generated code, and `no_compiler_error` when there is no compiler.
-inline std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
+inline std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr,
+                                             const JitOptions& options = {}) {
   struct Slot {
     std::once_flag once;
     std::shared_ptr<const Kernel> kernel;

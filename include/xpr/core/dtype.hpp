@@ -29,7 +29,7 @@ constexpr std::string_view short_name(DType t) {
 /// NumPy's names, used in error messages and `dtype=` printing.
 constexpr std::string_view name(DType t) {
   constexpr std::array<std::string_view, num_dtypes> names{"bool", "int32", "int64", "float32",
-                                                         "float64"};
+                                                           "float64"};
   return names[static_cast<int>(t)];
 }
 
@@ -89,8 +89,9 @@ constexpr DType dtype_of() {
   } else if constexpr (std::is_same_v<U, double>) {
     return DType::float64;
   } else {
-    static_assert(detail::dependent_false<U>,
-                  "xpr: this C++ type has no xpr dtype; use bool, an integer type, float or double");
+    static_assert(
+        detail::dependent_false<U>,
+        "xpr: this C++ type has no xpr dtype; use bool, an integer type, float or double");
     return DType::float64;
   }
 }
@@ -116,11 +117,16 @@ namespace detail {
 // Lattice positions: 0 bool, 1 i*, 2 i32, 3 i64, 4 f*, 5 f32, 6 f64.
 constexpr int lattice_position(WeakDType t) {
   switch (t.dtype) {
-    case DType::bool_: return 0;
-    case DType::int32: return t.weak ? 1 : 2;
-    case DType::int64: return t.weak ? 1 : 3;
-    case DType::float32: return t.weak ? 4 : 5;
-    case DType::float64: return t.weak ? 4 : 6;
+    case DType::bool_:
+      return 0;
+    case DType::int32:
+      return t.weak ? 1 : 2;
+    case DType::int64:
+      return t.weak ? 1 : 3;
+    case DType::float32:
+      return t.weak ? 4 : 5;
+    case DType::float64:
+      return t.weak ? 4 : 6;
   }
   return 0;
 }
@@ -148,8 +154,9 @@ constexpr WeakDType result_type(std::initializer_list<WeakDType> ts) {
   }
   if (top != 1 && top != 4) {
     // A strong node won. bool is never weak here: a weak bool is a bool.
-    constexpr std::array<DType, 7> strong{DType::bool_, DType::int32, DType::int32, DType::int64,
-                                          DType::float64, DType::float32, DType::float64};
+    constexpr std::array<DType, 7> strong{DType::bool_,  DType::int32,   DType::int32,
+                                          DType::int64,  DType::float64, DType::float32,
+                                          DType::float64};
     return {top == 0 ? DType::bool_ : strong[static_cast<std::size_t>(top)], false};
   }
   // A weak node won over every strong operand: take the widest weak operand of that kind.
@@ -165,10 +172,10 @@ constexpr WeakDType result_type(WeakDType a, WeakDType b) { return result_type({
 
 namespace xpr {
 using core::DType;
-using core::WeakDType;
 using core::dtype_of;
 using core::promote_types;
 using core::result_type;
+using core::WeakDType;
 inline constexpr DType bool_ = DType::bool_;
 inline constexpr DType int32 = DType::int32;
 inline constexpr DType int64 = DType::int64;

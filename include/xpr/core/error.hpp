@@ -58,8 +58,8 @@ struct not_implemented_error : error {
 /// Malformed jaxpr text; `line()` and `column()` are 1-based.
 struct parse_error : error {
   parse_error(const std::string& what, std::size_t line, std::size_t column)
-      : error("parse error at line " + std::to_string(line) + ", column " +
-              std::to_string(column) + ": " + what),
+      : error("parse error at line " + std::to_string(line) + ", column " + std::to_string(column) +
+              ": " + what),
         line_(line),
         column_(column) {}
   std::size_t line() const noexcept { return line_; }

@@ -31,7 +31,9 @@ enum class Accepts { floating, numeric, any };
 /// Values that belong to a tracing family (runtime `Array`, compile-time tracers) declare a member
 /// type `xpr_traced`; everything else is a plain number.
 template <class T>
-concept Traced = requires { typename std::remove_cvref_t<T>::xpr_traced; };
+concept Traced = requires {
+  typename std::remove_cvref_t<T>::xpr_traced;
+};
 
 template <class... Ts>
 concept Numbers = (!Traced<Ts> && ...);
@@ -45,8 +47,10 @@ template <class Op>
 struct function {
   using op_type = Op;
   template <class... Args>
-    requires(Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }) ||
-            requires(Args&&... args) { xpr_apply(Op{}, static_cast<Args&&>(args)...); }
+  requires(Numbers<Args...>&& requires(const Args&... args) { Op::number(args...); }) ||
+      requires(Args&&... args) {
+    xpr_apply(Op{}, static_cast<Args&&>(args)...);
+  }
   constexpr decltype(auto) operator()(Args&&... args) const {
     if constexpr (Numbers<Args...>) {
       if constexpr (requires(const Args&... a) { Op::number(a...); })
@@ -64,13 +68,37 @@ struct function {
 // The tags, declared first: the rules below are written with the function objects (`xpr::cos`),
 // which are declared next.
 namespace xpr::op {
-struct neg; struct sin; struct cos; struct tan; struct tanh; struct exp; struct log; struct log1p;
-struct expm1; struct sqrt; struct rsqrt; struct abs; struct sign; struct logistic;
+struct neg;
+struct sin;
+struct cos;
+struct tan;
+struct tanh;
+struct exp;
+struct log;
+struct log1p;
+struct expm1;
+struct sqrt;
+struct rsqrt;
+struct abs;
+struct sign;
+struct logistic;
 struct stop_gradient;
-struct add; struct sub; struct mul; struct div; struct max; struct min; struct pow;
+struct add;
+struct sub;
+struct mul;
+struct div;
+struct max;
+struct min;
+struct pow;
 struct integer_pow;
-struct eq; struct ne; struct lt; struct le; struct gt; struct ge;
-struct select; struct cond;
+struct eq;
+struct ne;
+struct lt;
+struct le;
+struct gt;
+struct ge;
+struct select;
+struct cond;
 }  // namespace xpr::op
 
 namespace xpr {
@@ -125,7 +153,10 @@ template <class T>
 constexpr auto one_like(const T& x) {
   if constexpr (is_arith<T>) {
     return T(1);
-  } else if constexpr (requires { x.derived(); x.cwiseAbs(); }) {
+  } else if constexpr (requires {
+                         x.derived();
+                         x.cwiseAbs();
+                       }) {
     return 1;  // Eigen: scalar-op-array expressions accept a plain 1
   } else {
     return T(1);  // xsimd batches are constructible from a scalar
@@ -606,15 +637,15 @@ struct stop_gradient {
   }
 };
 
-#define XPR_DETAIL_COMPARISON(NAME, OP, COMMUTATIVE)                \
-  struct NAME {                                                     \
-    static constexpr std::string_view name = #NAME;                 \
-    static constexpr int arity = 2;                                 \
-    static constexpr bool commutative = COMMUTATIVE;                \
-    template <class A, class B>                                     \
-    static constexpr auto number(const A& a, const B& b) {          \
-      return a OP b;                                                \
-    }                                                               \
+#define XPR_DETAIL_COMPARISON(NAME, OP, COMMUTATIVE)       \
+  struct NAME {                                            \
+    static constexpr std::string_view name = #NAME;        \
+    static constexpr int arity = 2;                        \
+    static constexpr bool commutative = COMMUTATIVE;       \
+    template <class A, class B>                            \
+    static constexpr auto number(const A& a, const B& b) { \
+      return a OP b;                                       \
+    }                                                      \
   };
 XPR_DETAIL_COMPARISON(eq, ==, true)
 XPR_DETAIL_COMPARISON(ne, !=, true)
@@ -671,8 +702,8 @@ struct select {
 struct cond {
   static constexpr std::string_view name = "cond";
   template <class P, class T, class F, class... Ops>
-    requires std::is_invocable_v<const T&, const Ops&...> &&
-             std::is_invocable_v<const F&, const Ops&...>
+  requires std::is_invocable_v<const T&, const Ops&...> &&
+      std::is_invocable_v<const F&, const Ops&...>
   static constexpr auto number(const P& pred, const T& true_fn, const F& false_fn,
                                const Ops&... ops) {
     if constexpr (detail::is_arith<P>) {
@@ -687,10 +718,8 @@ struct cond {
 
 /// Plain numbers compute at once.
 template <class Op, class... Args>
-  requires core::Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }
-constexpr auto xpr_apply(Op, const Args&... args) {
-  return Op::number(args...);
-}
+requires core::Numbers<Args...> && requires(const Args&... args) { Op::number(args...); }
+constexpr auto xpr_apply(Op, const Args&... args) { return Op::number(args...); }
 
 }  // namespace xpr::op
 
@@ -706,7 +735,8 @@ concept ElementwiseOp = requires {
   { Op::name } -> std::convertible_to<std::string_view>;
   { Op::arity } -> std::convertible_to<int>;
   { Op::accepts } -> std::convertible_to<core::Accepts>;
-} && (Op::arity == 1 || Op::arity == 2);
+}
+&&(Op::arity == 1 || Op::arity == 2);
 
 /// Whether `Op`'s derivative is zero (it says `differentiable = false`).
 template <class Op>
@@ -743,10 +773,10 @@ struct user_primitives {
 };
 
 /// The library's elementwise primitives, in the order of the compile-time tier's `Prim`.
-using builtin_elementwise = boost::mp11::mp_list<
-    op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p, op::expm1, op::sqrt,
-    op::rsqrt, op::abs, op::sign, op::logistic,                    // unary
-    op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;  // binary
+using builtin_elementwise =
+    boost::mp11::mp_list<op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p,
+                         op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign, op::logistic,  // unary
+                         op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;   // binary
 
 /// Every elementwise primitive: the library's, then the program's (`user_primitives`).
 template <class V = void>  // a parameter, so that user_primitives is read where this is used

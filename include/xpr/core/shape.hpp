@@ -85,8 +85,8 @@ class Shape {
   const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
   std::span<const std::int64_t> span() const noexcept { return dims_; }
   void push_back(std::int64_t d) {
-    if (d < 0) throw value_error("shape: expected non-negative dimension sizes, found " +
-                                 std::to_string(d));
+    if (d < 0)
+      throw value_error("shape: expected non-negative dimension sizes, found " + std::to_string(d));
     dims_.push_back(d);
     try {
       check();
@@ -148,8 +148,8 @@ inline std::size_t canonicalize_axis(std::int64_t axis, std::size_t rank) {
   auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r)
     throw index_error("axis " + std::to_string(axis) + " is out of bounds for array of rank " +
-                      std::to_string(rank) + " (expected -" + std::to_string(r) +
-                      " <= axis < " + std::to_string(r) + ")");
+                      std::to_string(rank) + " (expected -" + std::to_string(r) + " <= axis < " +
+                      std::to_string(r) + ")");
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }
 
@@ -161,9 +161,10 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b) {
     std::int64_t da = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
     std::int64_t db = i < r - b.rank() ? 1 : b[i - (r - b.rank())];
     if (da != db && da != 1 && db != 1)
-      throw shape_error("operands could not be broadcast together: expected equal sizes or 1 in "
-                        "each dimension, found shapes " +
-                        a.str() + " and " + b.str());
+      throw shape_error(
+          "operands could not be broadcast together: expected equal sizes or 1 in "
+          "each dimension, found shapes " +
+          a.str() + " and " + b.str());
     out[i] = da == 1 ? db : da;
   }
   return Shape(std::move(out));

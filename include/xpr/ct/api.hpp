@@ -94,9 +94,8 @@ template <class F, class... P, class... T>
 constexpr auto jvp(F, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   static_assert(sizeof...(P) == sizeof...(T),
                 "xpr::ct::jvp: give one tangent per primal (the two tuples differ in length)");
-  return std::apply(
-      [&](const auto&... all) { return Transformed<F, detail::JvpX>{}(all...); },
-      std::tuple_cat(primals, tangents));
+  return std::apply([&](const auto&... all) { return Transformed<F, detail::JvpX>{}(all...); },
+                    std::tuple_cat(primals, tangents));
 }
 
 /// The linear function `linearize` returns: evaluates the linear jaxpr on the stored residuals
@@ -118,7 +117,8 @@ class LinearFn {
     constexpr auto offsets = leaf_offsets<T...>;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (Tree<T>::flatten(tangents, in + num_residuals + offsets[I]), ...);
-    }(std::index_sequence_for<T...>{});
+    }
+    (std::index_sequence_for<T...>{});
     S out[Compiled<Linear>::num_outs];
     Compiled<Linear>::run(in, out);
     return Tree<Out>::template unflatten<S>(out);
@@ -133,8 +133,7 @@ class LinearFn {
 template <const auto& Transposed, class S, class Out, class... Args>
 class VjpFn {
  public:
-  static constexpr std::size_t num_residuals =
-      Compiled<Transposed>::num_ins - Tree<Out>::size;
+  static constexpr std::size_t num_residuals = Compiled<Transposed>::num_ins - Tree<Out>::size;
   constexpr explicit VjpFn(const S* residuals) {
     for (std::size_t k = 0; k < num_residuals; ++k) residuals_[k] = residuals[k];
   }
@@ -150,8 +149,10 @@ class VjpFn {
     constexpr auto offsets = leaf_offsets<Args...>;
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::tuple<typename Tree<Args>::template rebind<S>...>{
-          Tree<typename Tree<Args>::template rebind<S>>::template unflatten<S>(out + offsets[I])...};
-    }(std::index_sequence_for<Args...>{});
+          Tree<typename Tree<Args>::template rebind<S>>::template unflatten<S>(out +
+                                                                               offsets[I])...};
+    }
+    (std::index_sequence_for<Args...>{});
   }
 
  private:
@@ -178,7 +179,8 @@ auto primal_and(const Args&... primals) {
     S in[offsets.back() > 0 ? offsets.back() : 1];
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (Tree<Args>::flatten(primals, in + offsets[I]), ...);
-    }(std::index_sequence_for<Args...>{});
+    }
+    (std::index_sequence_for<Args...>{});
     S out[P::num_outs];
     P::run(in, out);
     using Out = typename Tree<R>::template rebind<S>;

@@ -42,10 +42,9 @@ struct grads_of<L, std::tuple<A...>, Argnum> {
   using type = typename Tree<nth_t<static_cast<std::size_t>(Argnum), A...>>::template rebind<L>;
 };
 template <class L, class... A, int... Argnums>
-  requires(sizeof...(Argnums) > 1)
-struct grads_of<L, std::tuple<A...>, Argnums...> {
-  using type =
-      std::tuple<typename Tree<nth_t<static_cast<std::size_t>(Argnums), A...>>::template rebind<L>...>;
+requires(sizeof...(Argnums) > 1) struct grads_of<L, std::tuple<A...>, Argnums...> {
+  using type = std::tuple<
+      typename Tree<nth_t<static_cast<std::size_t>(Argnums), A...>>::template rebind<L>...>;
 };
 
 /// grad and value_and_grad: a jvp stage, then a transpose stage seeded with a literal one.
@@ -79,8 +78,7 @@ struct GradX : same_args {
     using type = std::conditional_t<Value, std::pair<L, G>, G>;
   };
   template <class L, class R, class... Args>
-    requires Aux
-  struct result_of<L, R, Args...> {
+  requires Aux struct result_of<L, R, Args...> {
     using G = typename grads_of<L, std::tuple<Args...>, Argnums...>::type;
     using AuxT = typename Tree<typename first_and_rest<R>::rest>::template rebind<L>;
     using type = std::conditional_t<Value, std::pair<std::pair<L, AuxT>, G>, std::pair<G, AuxT>>;
@@ -174,7 +172,8 @@ struct JacX : same_args {
 
   /// The output structure with each leaf replaced by the argument's structure.
   template <class L, class R, class... Args>
-  using result = typename Tree<R>::template rebind<typename arg_shape<L, std::tuple<Args...>>::type>;
+  using result =
+      typename Tree<R>::template rebind<typename arg_shape<L, std::tuple<Args...>>::type>;
 
   template <class F, class... A>
   static constexpr bool check() {
@@ -225,7 +224,8 @@ struct JvpX {
   }
 
   template <class L, class R, class... Args>
-  using result = std::pair<typename Tree<R>::template rebind<L>, typename Tree<R>::template rebind<L>>;
+  using result =
+      std::pair<typename Tree<R>::template rebind<L>, typename Tree<R>::template rebind<L>>;
 
   template <class F, class... A>
   static constexpr bool check() {

@@ -18,7 +18,8 @@ namespace xpr::ct {
 namespace detail {
 /// The comparison result type of scalar S: bool, an xsimd batch_bool, an Eigen bool array.
 template <class S>
-using mask_t = decltype(op::detail::plain(op::lt::number(std::declval<const S&>(), std::declval<const S&>())));
+using mask_t =
+    decltype(op::detail::plain(op::lt::number(std::declval<const S&>(), std::declval<const S&>())));
 
 /// A literal as a value of the evaluation's scalar type (`like` gives an Eigen array its size).
 template <class S>
@@ -129,9 +130,9 @@ constexpr auto make_layout(const P& p) {
   return l;
 }
 
-inline constexpr std::size_t block_size = 64;     // steps per fold expression
-inline constexpr std::size_t chunk_size = 128;    // steps per out-of-line function
-inline constexpr std::size_t inline_limit = 1024; // larger programs are split into chunks
+inline constexpr std::size_t block_size = 64;      // steps per fold expression
+inline constexpr std::size_t chunk_size = 128;     // steps per out-of-line function
+inline constexpr std::size_t inline_limit = 1024;  // larger programs are split into chunks
 
 /// Reads inputs from and writes outputs to flat arrays.
 template <class S>

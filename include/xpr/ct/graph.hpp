@@ -30,7 +30,7 @@ namespace detail {
 using prim_ops = boost::mp11::mp_append<
     boost::mp11::mp_list<void, void>,  // arg, lit
     builtin_elementwise,
-    boost::mp11::mp_list<op::stop_gradient, op::integer_pow,       // unary
+    boost::mp11::mp_list<op::stop_gradient, op::integer_pow,              // unary
                          op::eq, op::ne, op::lt, op::le, op::gt, op::ge,  // comparisons
                          op::select>,
     typename user_primitives<>::type>;
@@ -192,23 +192,37 @@ class Buffer {
 /// are those the tier's own code refers to; a program's primitives (`user_primitives`) have an
 /// index too, `prim_v<Op>`, without a name here.
 enum class Prim : std::uint8_t {
-  arg = 0, lit = 1,
-  neg = detail::index_of<op::neg>(), sin = detail::index_of<op::sin>(),
-  cos = detail::index_of<op::cos>(), tan = detail::index_of<op::tan>(),
-  tanh = detail::index_of<op::tanh>(), exp = detail::index_of<op::exp>(),
-  log = detail::index_of<op::log>(), log1p = detail::index_of<op::log1p>(),
-  expm1 = detail::index_of<op::expm1>(), sqrt = detail::index_of<op::sqrt>(),
-  rsqrt = detail::index_of<op::rsqrt>(), abs = detail::index_of<op::abs>(),
-  sign = detail::index_of<op::sign>(), logistic = detail::index_of<op::logistic>(),
+  arg = 0,
+  lit = 1,
+  neg = detail::index_of<op::neg>(),
+  sin = detail::index_of<op::sin>(),
+  cos = detail::index_of<op::cos>(),
+  tan = detail::index_of<op::tan>(),
+  tanh = detail::index_of<op::tanh>(),
+  exp = detail::index_of<op::exp>(),
+  log = detail::index_of<op::log>(),
+  log1p = detail::index_of<op::log1p>(),
+  expm1 = detail::index_of<op::expm1>(),
+  sqrt = detail::index_of<op::sqrt>(),
+  rsqrt = detail::index_of<op::rsqrt>(),
+  abs = detail::index_of<op::abs>(),
+  sign = detail::index_of<op::sign>(),
+  logistic = detail::index_of<op::logistic>(),
   stop_gradient = detail::index_of<op::stop_gradient>(),
   integer_pow = detail::index_of<op::integer_pow>(),
-  add = detail::index_of<op::add>(), sub = detail::index_of<op::sub>(),
-  mul = detail::index_of<op::mul>(), div = detail::index_of<op::div>(),
-  max = detail::index_of<op::max>(), min = detail::index_of<op::min>(),
+  add = detail::index_of<op::add>(),
+  sub = detail::index_of<op::sub>(),
+  mul = detail::index_of<op::mul>(),
+  div = detail::index_of<op::div>(),
+  max = detail::index_of<op::max>(),
+  min = detail::index_of<op::min>(),
   pow = detail::index_of<op::pow>(),
-  eq = detail::index_of<op::eq>(), ne = detail::index_of<op::ne>(),
-  lt = detail::index_of<op::lt>(), le = detail::index_of<op::le>(),
-  gt = detail::index_of<op::gt>(), ge = detail::index_of<op::ge>(),
+  eq = detail::index_of<op::eq>(),
+  ne = detail::index_of<op::ne>(),
+  lt = detail::index_of<op::lt>(),
+  le = detail::index_of<op::le>(),
+  gt = detail::index_of<op::gt>(),
+  ge = detail::index_of<op::ge>(),
   select = detail::index_of<op::select>(),
 };
 inline constexpr std::size_t num_prims = boost::mp11::mp_size<detail::prim_ops>::value;
@@ -383,10 +397,11 @@ class Graph {
   // compile time and memory down.
   static constexpr std::size_t hash(const Eqn& e) {
     auto lo = static_cast<std::uint32_t>(e.param), hi = static_cast<std::uint32_t>(e.param >> 32);
-    std::uint32_t h = static_cast<std::uint32_t>(e.in[0]) * 0x9e3779b1u ^
-                      static_cast<std::uint32_t>(e.in[1]) * 0x85ebca77u ^
-                      static_cast<std::uint32_t>(e.in[2]) * 0xc2b2ae3du ^ (lo ^ hi ^ (hi >> 13)) ^
-                      (static_cast<std::uint32_t>(e.prim) << 24 | static_cast<std::uint32_t>(e.dtype) << 16);
+    std::uint32_t h =
+        static_cast<std::uint32_t>(e.in[0]) * 0x9e3779b1u ^
+        static_cast<std::uint32_t>(e.in[1]) * 0x85ebca77u ^
+        static_cast<std::uint32_t>(e.in[2]) * 0xc2b2ae3du ^ (lo ^ hi ^ (hi >> 13)) ^
+        (static_cast<std::uint32_t>(e.prim) << 24 | static_cast<std::uint32_t>(e.dtype) << 16);
     return h ^ (h >> 15);
   }
   // The table holds id + 1, so that a zero-filled block is an empty table: growing it costs
@@ -517,7 +532,8 @@ constexpr Draft<E, O> freeze_draft(const Jaxpr& j) {
     if (e.prim == Prim::arg) e.param = 0;
     d.eqns[index[i]] = e;
   }
-  for (std::size_t k = 0; k < j.outs.size(); ++k) d.outs[k] = index[static_cast<std::size_t>(j.outs[k])];
+  for (std::size_t k = 0; k < j.outs.size(); ++k)
+    d.outs[k] = index[static_cast<std::size_t>(j.outs[k])];
   d.fits = true;
   return d;
 }

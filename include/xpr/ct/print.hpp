@@ -37,7 +37,8 @@ template <class P>
 constexpr void print_jaxpr(const P& p, TextWriter& w) {
   int names[P::num_eqns > 0 ? P::num_eqns : 1] = {};
   int next = 0;
-  for (std::size_t i = 0; i < P::num_eqns; ++i) names[i] = p.eqns[i].prim == Prim::lit ? -1 : next++;
+  for (std::size_t i = 0; i < P::num_eqns; ++i)
+    names[i] = p.eqns[i].prim == Prim::lit ? -1 : next++;
   auto atom = [&](int i) {
     const Eqn& e = p.eqns[i];
     if (e.prim != Prim::lit) return put_var_name(w, names[i]);

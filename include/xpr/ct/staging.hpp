@@ -48,8 +48,8 @@ template <class T>
 concept NumericArg = Structure<T> && is_float_leaf<typename Tree<T>::leaf>;
 /// An argument of a traced call: tracers, or numbers mixed in.
 template <class T>
-concept TracedArg =
-    Structure<T> && (std::is_same_v<typename Tree<T>::leaf, Tracer> || std::is_arithmetic_v<typename Tree<T>::leaf>);
+concept TracedArg = Structure<T> &&(std::is_same_v<typename Tree<T>::leaf, Tracer> ||
+                                    std::is_arithmetic_v<typename Tree<T>::leaf>);
 template <class T>
 concept HasTracer = Structure<T> && std::is_same_v<typename Tree<T>::leaf, Tracer>;
 template <class T>
@@ -231,8 +231,9 @@ constexpr int stage_count() {
       if constexpr (requires { X::template stage_count<A...>(std::size_t{}); }) {
         using BaseArgs = typename X::template base_args<A...>;
         constexpr auto base_dtypes = X::base_dtypes(D);
-        using Base = std::remove_cvref_t<decltype(stage_v<typename Fn::base, BaseArgs, base_dtypes,
-                                                          stage_count<typename Fn::base, BaseArgs, base_dtypes>() - 1>)>;
+        using Base = std::remove_cvref_t<
+            decltype(stage_v<typename Fn::base, BaseArgs, base_dtypes,
+                             stage_count<typename Fn::base, BaseArgs, base_dtypes>() - 1>)>;
         return X::template stage_count<A...>(Base::num_eqns);
       } else {
         return X::num_stages;
@@ -245,7 +246,8 @@ template <class Fn, class ArgTuple, auto D>
 inline constexpr int stage_count_v = stage_count<Fn, ArgTuple, D>();
 
 template <class Fn, class ArgTuple, auto D>
-inline constexpr const auto& program_v = stage_v<Fn, ArgTuple, D, stage_count_v<Fn, ArgTuple, D> - 1>;
+inline constexpr const auto& program_v =
+    stage_v<Fn, ArgTuple, D, stage_count_v<Fn, ArgTuple, D> - 1>;
 
 template <class Fn, auto D, int K, class... A>
 constexpr Jaxpr build_stage_impl(std::tuple<A...>*) {
@@ -301,7 +303,8 @@ constexpr Jaxpr build_live(const DType* d) {
         static_cast<typename X::template base_args<A...>*>(nullptr), bd.data());
     [&]<int... K>(std::integer_sequence<int, K...>) {
       (X::template stage<K, A...>(j, X::num_stages), ...);
-    }(std::make_integer_sequence<int, X::num_stages>{});
+    }
+    (std::make_integer_sequence<int, X::num_stages>{});
     return j;
   }
 }
@@ -310,12 +313,11 @@ constexpr Jaxpr build_live(const DType* d) {
 template <class F, class Args>
 struct traced_result_of;
 template <class F, class... A>
-  requires(!is_transformed<F>)
-struct traced_result_of<F, std::tuple<A...>> {
+requires(!is_transformed<F>) struct traced_result_of<F, std::tuple<A...>> {
   using type = traced_result_t<F, A...>;
 };
 template <class F, class... A>
-  requires is_transformed<F>
+requires is_transformed<F>
 struct traced_result_of<F, std::tuple<A...>> {
   using type = typename F::template result<Tracer, A...>;
 };
@@ -353,7 +355,8 @@ template <class Fn, class... Args>
   S in[offsets.back() > 0 ? offsets.back() : 1];
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (Tree<Args>::flatten(args, in + offsets[I]), ...);
-  }(std::index_sequence_for<Args...>{});
+  }
+  (std::index_sequence_for<Args...>{});
   S out[C::num_outs];
   C::run(in, out);
   using R = typename Fn::template result<S, Args...>;
@@ -368,7 +371,8 @@ constexpr auto call_traced(const Args&... args) {
   DType d[n > 0 ? n : 1] = {};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (Tree<Args>::flatten(args, leaves + offsets[I]), ...);
-  }(std::index_sequence_for<Args...>{});
+  }
+  (std::index_sequence_for<Args...>{});
   for (std::size_t k = 0; k < n; ++k) d[k] = leaves[k].dtype();
   Jaxpr j = build_live<Fn, traced_t<Args>...>(d);
   Buffer<Tracer> outs = inline_jaxpr(j, leaves);

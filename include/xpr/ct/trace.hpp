@@ -34,7 +34,7 @@ struct leaf_traits {
   static constexpr bool is_leaf = false;
 };
 template <class T>
-  requires std::is_arithmetic_v<T>
+requires std::is_arithmetic_v<T>
 struct leaf_traits<T> {
   static constexpr bool is_leaf = true;
   using scalar = T;
@@ -57,7 +57,9 @@ template <class T>
 struct Tree;
 
 template <class T>
-concept Structure = requires { Tree<std::remove_cvref_t<T>>::size; };
+concept Structure = requires {
+  Tree<std::remove_cvref_t<T>>::size;
+};
 
 template <Leaf T>
 struct Tree<T> {
@@ -98,7 +100,7 @@ struct ArrayTree {
 }  // namespace detail
 
 template <class T, std::size_t N>
-  requires Structure<T>
+requires Structure<T>
 struct Tree<std::array<T, N>> : detail::ArrayTree<T, std::array<T, N>, N> {
   template <class L>
   using rebind = std::array<typename Tree<T>::template rebind<L>, N>;
@@ -113,7 +115,7 @@ struct Tree<std::array<T, N>> : detail::ArrayTree<T, std::array<T, N>, N> {
 };
 
 template <class T, std::size_t N>
-  requires Structure<T>
+requires Structure<T>
 struct Tree<Vector<T, N>> : detail::ArrayTree<T, Vector<T, N>, N> {
   template <class L>
   using rebind = Vector<typename Tree<T>::template rebind<L>, N>;
@@ -141,14 +143,14 @@ struct TupleTree {
   static constexpr void flatten(const Tup& x, L* out) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (Tree<T>::flatten(std::get<I>(x), out + offsets[I]), ...);
-    }(std::index_sequence_for<T...>{});
+    }
+    (std::index_sequence_for<T...>{});
   }
 };
 }  // namespace detail
 
 template <class... T>
-  requires(Structure<T> && ...)
-struct Tree<std::tuple<T...>> : detail::TupleTree<T...> {
+requires(Structure<T>&&...) struct Tree<std::tuple<T...>> : detail::TupleTree<T...> {
   using leaf = void;
   template <class L>
   using rebind = std::tuple<typename Tree<T>::template rebind<L>...>;
@@ -160,16 +162,18 @@ struct Tree<std::tuple<T...>> : detail::TupleTree<T...> {
   static constexpr rebind<L> unflatten(const L* in) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return rebind<L>{Tree<T>::template unflatten<L>(in + detail::TupleTree<T...>::offsets[I])...};
-    }(std::index_sequence_for<T...>{});
+    }
+    (std::index_sequence_for<T...>{});
   }
 };
 
 template <class A, class B>
-  requires Structure<A> && Structure<B>
+requires Structure<A> && Structure<B>
 struct Tree<std::pair<A, B>> : detail::TupleTree<A, B> {
   using leaf = void;
   template <class L>
-  using rebind = std::pair<typename Tree<A>::template rebind<L>, typename Tree<B>::template rebind<L>>;
+  using rebind =
+      std::pair<typename Tree<A>::template rebind<L>, typename Tree<B>::template rebind<L>>;
   template <class L>
   static constexpr void flatten(const std::pair<A, B>& x, L* out) {
     detail::TupleTree<A, B>::flatten(x, out);
@@ -231,7 +235,8 @@ constexpr Jaxpr trace(const DType* dtypes) {
   using R = traced_result_t<F, A...>;
   R out = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return F{}(Tree<A>::template unflatten<Tracer>(leaves + leaf_offsets<A...>[I])...);
-  }(std::index_sequence_for<A...>{});
+  }
+  (std::index_sequence_for<A...>{});
   Tracer flat[Tree<R>::size];
   Tree<R>::flatten(out, flat);
   if (j.graph.over_cap()) {
@@ -261,7 +266,8 @@ constexpr detail::Buffer<Tracer> inline_jaxpr(const Jaxpr& j, const Tracer* args
   for (std::size_t k = 0; k < j.ins.size(); ++k)
     if (args[k].graph()) outer = args[k].graph();
   detail::Buffer<Tracer> value(g.size());
-  for (std::size_t k = 0; k < j.ins.size(); ++k) value[static_cast<std::size_t>(j.ins[k])] = args[k];
+  for (std::size_t k = 0; k < j.ins.size(); ++k)
+    value[static_cast<std::size_t>(j.ins[k])] = args[k];
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!live[i]) continue;
     const Eqn& e = g[i];

@@ -42,8 +42,9 @@ constexpr WeakDType join(WeakDType a, WeakDType b) {
   return result_type(a, b);
 }
 template <class A, class B>
-concept TracerOperands = (is_tracer_v<A> || is_tracer_v<B>) && (is_tracer_v<A> || is_number_v<A>) &&
-                         (is_tracer_v<B> || is_number_v<B>);
+concept TracerOperands = (is_tracer_v<A> || is_tracer_v<B>)&&(is_tracer_v<A> ||
+                                                              is_number_v<A>)&&(is_tracer_v<B> ||
+                                                                                is_number_v<B>);
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -59,7 +60,7 @@ class Tracer {
   /// A C++ number: a weakly typed constant. Integers are weak floats (a weak integer never wins
   /// over a float in JAX's promotion, and traced values are floats).
   template <class T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   constexpr Tracer(T value)  // NOLINT(google-explicit-constructor): numbers mix with tracers
       : value_(static_cast<double>(value)),
         dtype_(std::is_same_v<T, bool>    ? DType::bool_
@@ -129,85 +130,53 @@ class Tracer {
 
   // Operators, as templates so that C++ numbers mix in as weakly typed literals.
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator+(const A& a, const B& b) {
-    return bind2<op::add>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator+(const A& a, const B& b) { return bind2<op::add>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator-(const A& a, const B& b) {
-    return bind2<op::sub>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator-(const A& a, const B& b) { return bind2<op::sub>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator*(const A& a, const B& b) {
-    return bind2<op::mul>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator*(const A& a, const B& b) { return bind2<op::mul>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator/(const A& a, const B& b) {
-    return bind2<op::div>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator/(const A& a, const B& b) { return bind2<op::div>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator==(const A& a, const B& b) {
-    return bind2<op::eq>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator==(const A& a, const B& b) { return bind2<op::eq>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator!=(const A& a, const B& b) {
-    return bind2<op::ne>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator!=(const A& a, const B& b) { return bind2<op::ne>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator<(const A& a, const B& b) {
-    return bind2<op::lt>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator<(const A& a, const B& b) { return bind2<op::lt>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator<=(const A& a, const B& b) {
-    return bind2<op::le>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator<=(const A& a, const B& b) { return bind2<op::le>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator>(const A& a, const B& b) {
-    return bind2<op::gt>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator>(const A& a, const B& b) { return bind2<op::gt>(a, b); }
   template <class A, class B>
-    requires detail::TracerOperands<A, B>
-  friend constexpr Tracer operator>=(const A& a, const B& b) {
-    return bind2<op::ge>(a, b);
-  }
+  requires detail::TracerOperands<A, B>
+  friend constexpr Tracer operator>=(const A& a, const B& b) { return bind2<op::ge>(a, b); }
   template <class A>
-    requires detail::is_tracer_v<A>
-  friend constexpr Tracer operator-(const A& a) {
-    return bind<op::neg>(&a);
-  }
+  requires detail::is_tracer_v<A>
+  friend constexpr Tracer operator-(const A& a) { return bind<op::neg>(&a); }
   template <class A>
-    requires detail::is_tracer_v<A>
-  friend constexpr Tracer operator+(const A& a) {
-    return a;
-  }
+  requires detail::is_tracer_v<A>
+  friend constexpr Tracer operator+(const A& a) { return a; }
   template <class B>
-    requires detail::is_tracer_v<B> || detail::is_number_v<B>
-  constexpr Tracer& operator+=(const B& b) {
-    return *this = *this + b;
-  }
+  requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator+=(const B& b) { return *this = *this + b; }
   template <class B>
-    requires detail::is_tracer_v<B> || detail::is_number_v<B>
-  constexpr Tracer& operator-=(const B& b) {
-    return *this = *this - b;
-  }
+  requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator-=(const B& b) { return *this = *this - b; }
   template <class B>
-    requires detail::is_tracer_v<B> || detail::is_number_v<B>
-  constexpr Tracer& operator*=(const B& b) {
-    return *this = *this * b;
-  }
+  requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator*=(const B& b) { return *this = *this * b; }
   template <class B>
-    requires detail::is_tracer_v<B> || detail::is_number_v<B>
-  constexpr Tracer& operator/=(const B& b) {
-    return *this = *this / b;
-  }
+  requires detail::is_tracer_v<B> || detail::is_number_v<B>
+  constexpr Tracer& operator/=(const B& b) { return *this = *this / b; }
 
   template <class Op, class A, class B>
   static constexpr Tracer bind2(const A& a, const B& b) {
@@ -233,25 +202,27 @@ struct Simplified {
 // ---------------------------------------------------------------------------------------------
 namespace detail {
 template <class Op>
-constexpr bool is_ct_prim = requires { prim_v<Op>; } && static_cast<std::uint8_t>(prim_v<Op>) != 0xff;
+constexpr bool is_ct_prim = requires {
+  prim_v<Op>;
+}
+&&static_cast<std::uint8_t>(prim_v<Op>) != 0xff;
 }  // namespace detail
 
 template <class Op, class A>
-  requires detail::is_ct_prim<Op> && (arity(prim_v<Op>) == 1) &&
-           (prim_v<Op> != Prim::integer_pow) && detail::is_tracer_v<A>
-constexpr Tracer xpr_apply(Op, const A& x) {
+requires detail::is_ct_prim<Op> &&(arity(prim_v<Op>) == 1) && (prim_v<Op> != Prim::integer_pow) &&
+    detail::is_tracer_v<A> constexpr Tracer xpr_apply(Op, const A& x) {
   return bind<Op>(&x);
 }
 
 template <class A, class N>
-  requires detail::is_tracer_v<A> && std::is_integral_v<N>
+requires detail::is_tracer_v<A> && std::is_integral_v<N>
 constexpr Tracer xpr_apply(op::integer_pow, const A& x, N n) {
   return bind<op::integer_pow>(&x, static_cast<std::int64_t>(n));
 }
 
 template <class Op, class A, class B>
-  requires detail::is_ct_prim<Op> && (arity(prim_v<Op>) == 2) && detail::TracerOperands<A, B>
-constexpr Tracer xpr_apply(Op, const A& a, const B& b) {
+requires detail::is_ct_prim<Op> &&(arity(prim_v<Op>) == 2) &&
+    detail::TracerOperands<A, B> constexpr Tracer xpr_apply(Op, const A& a, const B& b) {
   // pow with an integer exponent is integer_pow: repeated multiplication, exact derivatives.
   if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>)
     return xpr_apply(op::integer_pow{}, Tracer(a), static_cast<int>(b));
@@ -261,11 +232,12 @@ constexpr Tracer xpr_apply(Op, const A& a, const B& b) {
 
 /// `where(c, a, b)` records `select_n c b a` (JAX's operand order: pred, on_false, on_true).
 template <class C, class A, class B>
-  requires(detail::is_tracer_v<C> || detail::is_tracer_v<A> || detail::is_tracer_v<B>) &&
-          (detail::is_tracer_v<C> || detail::is_number_v<C>) &&
-          (detail::is_tracer_v<A> || detail::is_number_v<A>) &&
-          (detail::is_tracer_v<B> || detail::is_number_v<B>)
-constexpr Tracer xpr_apply(op::select, const C& c, const A& a, const B& b) {
+requires(detail::is_tracer_v<C> || detail::is_tracer_v<A> || detail::is_tracer_v<B>) &&
+    (detail::is_tracer_v<C> ||
+     detail::is_number_v<C>)&&(detail::is_tracer_v<A> ||
+                               detail::is_number_v<A>)&&(detail::is_tracer_v<B> ||
+                                                         detail::is_number_v<B>)constexpr Tracer
+    xpr_apply(op::select, const C& c, const A& a, const B& b) {
   const Tracer in[3] = {Tracer(c), Tracer(b), Tracer(a)};
   return bind<op::select>(in);
 }
@@ -275,16 +247,15 @@ constexpr Tracer xpr_apply(op::select, const C& c, const A& a, const B& b) {
 /// code does anyway (a numeric predicate is true when nonzero). A C++ `bool` predicate just
 /// branches. Each function returns one value (a tracer or a number).
 template <class C, class T, class F, class... Ops>
-  requires(detail::is_tracer_v<C> ||
-           (detail::is_number_v<C> && (detail::is_tracer_v<Ops> || ...))) &&
-          std::is_invocable_v<const T&, const Ops&...> &&
-          std::is_invocable_v<const F&, const Ops&...>
-constexpr Tracer xpr_apply(op::cond, const C& pred, const T& true_fn, const F& false_fn,
-                           const Ops&... operands) {
+requires(detail::is_tracer_v<C> || (detail::is_number_v<C> && (detail::is_tracer_v<Ops> || ...))) &&
+    std::is_invocable_v<const T&, const Ops&...>&& std::is_invocable_v<
+        const F&, const Ops&...> constexpr Tracer
+    xpr_apply(op::cond, const C& pred, const T& true_fn, const F& false_fn,
+              const Ops&... operands) {
   using A = std::remove_cvref_t<std::invoke_result_t<const T&, const Ops&...>>;
   using B = std::remove_cvref_t<std::invoke_result_t<const F&, const Ops&...>>;
-  static_assert((detail::is_tracer_v<A> || detail::is_number_v<A>) &&
-                    (detail::is_tracer_v<B> || detail::is_number_v<B>),
+  static_assert((detail::is_tracer_v<A> || detail::is_number_v<A>)&&(detail::is_tracer_v<B> ||
+                                                                     detail::is_number_v<B>),
                 "xpr::cond on compile-time tracers: true_fn and false_fn must each return one "
                 "value (a traced value or a number), not a tuple");
   if constexpr (detail::is_number_v<C>) {
@@ -357,7 +328,7 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
   for (int k = 0; k < n; ++k)
     e.in[k] = x[k].materialize(*g, p == Prim::select && k == 0 ? DType::bool_ : operand.dtype);
   if (is_commutative(p) && e.in[0] != e.in[1]) {  // a*b merges with an existing b*a; the
-    Eqn swapped = e;                               // written order is kept
+    Eqn swapped = e;                              // written order is kept
     swapped.in[0] = e.in[1];
     swapped.in[1] = e.in[0];
     if (int id = g->find(swapped); id >= 0) return Tracer(g, id);
@@ -380,10 +351,10 @@ template <class Op>
 struct not_linear {
   static constexpr bool linear = false;
   template <class T>
-  static constexpr void transpose(const T&, const T*, const bool*, T*,
-                                  std::int64_t) {
-    detail::fail("xpr::ct: Transpose rule for a primitive that is not linear; a tangent jaxpr "
-                 "may only use add, sub, neg, mul, div and select_n");
+  static constexpr void transpose(const T&, const T*, const bool*, T*, std::int64_t) {
+    detail::fail(
+        "xpr::ct: Transpose rule for a primitive that is not linear; a tangent jaxpr "
+        "may only use add, sub, neg, mul, div and select_n");
   }
 };
 
@@ -398,7 +369,9 @@ struct not_differentiable {
 /// Opt-out of the simplify slot.
 struct no_simplification {
   template <class T>
-  static constexpr Simplified simplify(const T*, std::int64_t, WeakDType) { return {}; }
+  static constexpr Simplified simplify(const T*, std::int64_t, WeakDType) {
+    return {};
+  }
 };
 
 /// `x`, when it already has the type `out` (a simplification must not change a type).
@@ -522,7 +495,6 @@ constexpr Graph* graph_of(const Tracer* x, int n) {
 // ---------------------------------------------------------------------------------------------
 namespace xpr::ct {
 
-
 /// JAX's `standard_jvp`: the tangent of `ans = Op(x...)` from the tangents `t`, as the sum of the
 /// struct's per-operand rules over the operands whose tangent is not a symbolic zero (the jvp
 /// sweep never calls it when all are). `T{}` (zero) for a primitive that is not differentiable.
@@ -574,8 +546,9 @@ struct standard : not_linear<Op>, no_simplification {
 
 /// Every entry of the shared list has compile-time rules: its own specialization, or these.
 template <class Op>
-  requires ElementwiseOp<Op>
-struct Rules<Op> : rules::standard<Op> {};
+requires ElementwiseOp<Op>
+struct Rules<Op> : rules::standard<Op> {
+};
 
 }  // namespace xpr::ct
 

@@ -29,7 +29,8 @@ constexpr detail::Buffer<bool> linear_flags(const Graph& g, const int* linear_in
 /// The reverse sweep over the linear equations (`lin`, sized to the graph before the sweep):
 /// `ct[i]` holds seeds on entry and, on exit, the cotangents of the linear inputs. Each linear
 /// equation with a nonzero cotangent adds its transpose into its linear operands'.
-constexpr void transpose_sweep(Graph& g, const detail::Buffer<bool>& lin, detail::Buffer<Tracer>& ct) {
+constexpr void transpose_sweep(Graph& g, const detail::Buffer<bool>& lin,
+                               detail::Buffer<Tracer>& ct) {
   for (std::size_t i = lin.size(); i-- > 0;) {
     if (!lin[i] || ct[i].is_zero()) continue;
     const Eqn e = g[i];
@@ -76,7 +77,8 @@ constexpr void jvp_jaxpr(Jaxpr& j, const detail::Buffer<int>& which, std::size_t
   for (int t : tangent_ins) j.ins.push_back(t);
   for (std::size_t o = 0; o < num_tangent_outs; ++o) {
     int y = j.outs[o];
-    j.outs.push_back(tangent[static_cast<std::size_t>(y)].materialize(g, g[static_cast<std::size_t>(y)].dtype));
+    j.outs.push_back(
+        tangent[static_cast<std::size_t>(y)].materialize(g, g[static_cast<std::size_t>(y)].dtype));
   }
 }
 
@@ -89,11 +91,13 @@ constexpr void jacfwd_jaxpr(Jaxpr& j, const detail::Buffer<int>& which) {
   for (std::size_t c = 0; c < nw; ++c) {
     detail::Buffer<Tracer> tangent(n);
     int x = j.ins[static_cast<std::size_t>(which[c])];
-    tangent[static_cast<std::size_t>(x)] = Tracer::constant(1, g[static_cast<std::size_t>(x)].dtype, false, &g);
+    tangent[static_cast<std::size_t>(x)] =
+        Tracer::constant(1, g[static_cast<std::size_t>(x)].dtype, false, &g);
     jvp_sweep(g, tangent);
     for (std::size_t o = 0; o < m; ++o) {
       int y = j.outs[o];
-      jac[o * nw + c] = tangent[static_cast<std::size_t>(y)].materialize(g, g[static_cast<std::size_t>(y)].dtype);
+      jac[o * nw + c] =
+          tangent[static_cast<std::size_t>(y)].materialize(g, g[static_cast<std::size_t>(y)].dtype);
     }
   }
   for (int id : jac) j.outs.push_back(id);
@@ -107,10 +111,12 @@ constexpr void jacfwd_column(Jaxpr& j, int w, std::size_t ny) {
   // last of them is an output: after dead-code elimination nothing reads it.
   std::size_t primal = 0;
   for (std::size_t o = 0; o < ny; ++o)
-    if (static_cast<std::size_t>(j.outs[o]) + 1 > primal) primal = static_cast<std::size_t>(j.outs[o]) + 1;
+    if (static_cast<std::size_t>(j.outs[o]) + 1 > primal)
+      primal = static_cast<std::size_t>(j.outs[o]) + 1;
   detail::Buffer<Tracer> tangent(primal);
   const int x = j.ins[static_cast<std::size_t>(w)];
-  tangent[static_cast<std::size_t>(x)] = Tracer::constant(1, g[static_cast<std::size_t>(x)].dtype, false, &g);
+  tangent[static_cast<std::size_t>(x)] =
+      Tracer::constant(1, g[static_cast<std::size_t>(x)].dtype, false, &g);
   jvp_sweep(g, tangent);
   for (std::size_t o = 0; o < ny; ++o) {
     const auto y = static_cast<std::size_t>(j.outs[o]);
@@ -152,7 +158,8 @@ constexpr void transpose_jaxpr(Jaxpr& j, std::size_t nt, std::size_t nl, bool se
     }
     transpose_sweep(g, lin, ct);
     for (int t : t_ins)
-      new_outs.push_back(ct[static_cast<std::size_t>(t)].materialize(g, g[static_cast<std::size_t>(t)].dtype));
+      new_outs.push_back(
+          ct[static_cast<std::size_t>(t)].materialize(g, g[static_cast<std::size_t>(t)].dtype));
   }
   j.ins = static_cast<detail::Buffer<int>&&>(new_ins);
   j.outs = static_cast<detail::Buffer<int>&&>(new_outs);
@@ -207,7 +214,8 @@ constexpr Jaxpr partial_eval_linear(const Jaxpr& j, std::size_t nt, std::size_t 
   Jaxpr out;
   detail::Buffer<int> map(g.size(), -1);
   for (int r : res) {
-    int a = out.graph.new_arg(g[static_cast<std::size_t>(r)].dtype, g[static_cast<std::size_t>(r)].weak);
+    int a = out.graph.new_arg(g[static_cast<std::size_t>(r)].dtype,
+                              g[static_cast<std::size_t>(r)].weak);
     out.ins.push_back(a);
     map[static_cast<std::size_t>(r)] = a;
   }
@@ -223,7 +231,8 @@ constexpr Jaxpr partial_eval_linear(const Jaxpr& j, std::size_t nt, std::size_t 
     Eqn e = g[i];
     for (int k = 0; k < arity(e.prim); ++k) {
       auto a = static_cast<std::size_t>(e.in[k]);
-      if (map[a] < 0) detail::fail("xpr::ct internal error: linear equation reads an unmapped value");
+      if (map[a] < 0)
+        detail::fail("xpr::ct internal error: linear equation reads an unmapped value");
       e.in[k] = map[a];
     }
     map[i] = out.graph.emit(e);

@@ -4,7 +4,6 @@
 // time, the remainder as one padded batch; each scalar leaf of the result is one output array.
 #pragma once
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -13,6 +12,8 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#include <Eigen/Core>
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/core/error.hpp"
@@ -60,13 +61,14 @@ template <class C>
 concept Column = !is_std_array_v<C> && requires(const C& c) {
   std::data(c);
   std::size(c);
-} && (std::is_same_v<column_element_t<const C>, float> || std::is_same_v<column_element_t<const C>, double>) &&
-                 is_contiguous_vector<C>();
+}
+&&(std::is_same_v<column_element_t<const C>, float> ||
+   std::is_same_v<column_element_t<const C>, double>)&&is_contiguous_vector<C>();
 
 /// An output column: a column whose elements can be written.
 template <class C>
 concept OutColumn = Column<std::remove_cvref_t<C>> && requires(C& c) {
-  { *std::data(c) = column_element_t<C>{} };
+  {*std::data(c) = column_element_t<C>{}};
 };
 
 /// Whether an argument holds a column anywhere (and so is mapped).
@@ -99,12 +101,12 @@ struct first_element {
 };
 template <class S, class... Rest>
 struct first_element<S, Rest...> {
-  using type = std::conditional_t<S::has_column, typename S::element,
-                                  typename first_element<Rest...>::type>;
+  using type =
+      std::conditional_t<S::has_column, typename S::element, typename first_element<Rest...>::type>;
 };
 
 template <class A>
-  requires Column<A>
+requires Column<A>
 struct MapTree<A> {
   static constexpr std::size_t size = 1;
   static constexpr bool has_column = true;
@@ -122,8 +124,8 @@ struct MapTree<A> {
 };
 
 template <class A>
-  requires(!contains_column<A> && NumericArg<A> && std::is_arithmetic_v<typename Tree<A>::leaf>)
-struct MapTree<A> {
+requires(!contains_column<A> && NumericArg<A> &&
+         std::is_arithmetic_v<typename Tree<A>::leaf>) struct MapTree<A> {
   static constexpr std::size_t size = Tree<A>::size;
   static constexpr bool has_column = false;
   using element = void;
@@ -142,7 +144,7 @@ struct MapTree<A> {
 };
 
 template <class A, std::size_t N>
-  requires contains_column<std::array<A, N>>
+requires contains_column<std::array<A, N>>
 struct MapTree<std::array<A, N>> {
   using Sub = MapTree<std::remove_cvref_t<A>>;
   static constexpr std::size_t size = N * Sub::size;
@@ -162,7 +164,9 @@ struct MapTree<std::array<A, N>> {
 };
 
 template <class A>
-concept VmapArg = requires { MapTree<A>::size; };
+concept VmapArg = requires {
+  MapTree<A>::size;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Outputs of `into`: a column, or a std::tuple, std::pair or std::array of outputs, flattened in
@@ -178,7 +182,8 @@ constexpr std::size_t out_count() {
   } else if constexpr (requires { std::tuple_size<D>::value; }) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return (out_count<decltype(std::get<I>(std::declval<D&>()))>() + ... + 0);
-    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<D>>{});
   } else {
     return static_cast<std::size_t>(-1);  // not an output structure
   }
@@ -308,7 +313,8 @@ struct VmapPlan {
     std::array<bool, num_ins> m{};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (MapTree<Args>::mapped(m.data() + offsets[I]), ...);
-    }(std::index_sequence_for<Args...>{});
+    }
+    (std::index_sequence_for<Args...>{});
     return m;
   }();
 };
@@ -408,7 +414,8 @@ class VmapFn {
           return std::move(r[0]);
         else
           return std::tuple<detail::always_t<K, A>...>{std::move(r[K])...};
-      }(std::make_index_sequence<no>{});
+      }
+      (std::make_index_sequence<no>{});
     }
   }
 
@@ -508,7 +515,8 @@ class VmapFn {
             (detail::check_axis<std::remove_cvref_t<std::tuple_element_t<I, InAxes>>,
                                 std::remove_cvref_t<Args>>(std::get<I>(in_axes_), I),
              ...);
-          }(std::index_sequence_for<Args...>{});
+          }
+          (std::index_sequence_for<Args...>{});
         }
       }
     }
@@ -518,7 +526,8 @@ class VmapFn {
   static void collect(detail::Leaves<typename Plan::T, Plan::num_ins>& l, const Args&... args) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::MapTree<std::remove_cvref_t<Args>>::collect(args, l, Plan::offsets[I]), ...);
-    }(std::index_sequence_for<Args...>{});
+    }
+    (std::index_sequence_for<Args...>{});
   }
 
   template <class Plan>
@@ -529,10 +538,10 @@ class VmapFn {
       if (first == Plan::num_ins) {
         first = k;
       } else if (l.length[k] != l.length[first]) {
-        throw core::shape_error(
-            "xpr::ct::vmap: mapped arrays must have equal lengths, but " + where<Plan>(first) +
-            " has length " + std::to_string(l.length[first]) + " and " + where<Plan>(k) +
-            " has length " + std::to_string(l.length[k]));
+        throw core::shape_error("xpr::ct::vmap: mapped arrays must have equal lengths, but " +
+                                where<Plan>(first) + " has length " +
+                                std::to_string(l.length[first]) + " and " + where<Plan>(k) +
+                                " has length " + std::to_string(l.length[k]));
       }
     }
     return l.length[first];

@@ -6,9 +6,10 @@
 // arrays at once, elementwise.
 #pragma once
 
-#include <Eigen/Core>
 #include <cstddef>
 #include <type_traits>
+
+#include <Eigen/Core>
 
 #include "xpr/ct/trace.hpp"
 
@@ -47,20 +48,22 @@ struct EigenArrayOf {
 }  // namespace detail
 
 template <class T, int N, int Options, int MaxRows>
-  requires(N > 0 && std::is_floating_point_v<T>)
-struct Tree<Eigen::Matrix<T, N, 1, Options, MaxRows, 1>>
+requires(N > 0 &&
+         std::is_floating_point_v<T>) struct Tree<Eigen::Matrix<T, N, 1, Options, MaxRows, 1>>
     : detail::EigenVectorTree<detail::EigenMatrixOf<N>::template type,
-                              Eigen::Matrix<T, N, 1, Options, MaxRows, 1>, T, N> {};
+                              Eigen::Matrix<T, N, 1, Options, MaxRows, 1>, T, N> {
+};
 
 template <class T, int N, int Options, int MaxRows>
-  requires(N > 0 && std::is_floating_point_v<T>)
-struct Tree<Eigen::Array<T, N, 1, Options, MaxRows, 1>>
+requires(N > 0 &&
+         std::is_floating_point_v<T>) struct Tree<Eigen::Array<T, N, 1, Options, MaxRows, 1>>
     : detail::EigenVectorTree<detail::EigenArrayOf<N>::template type,
-                              Eigen::Array<T, N, 1, Options, MaxRows, 1>, T, N> {};
+                              Eigen::Array<T, N, 1, Options, MaxRows, 1>, T, N> {
+};
 
 /// `Eigen::ArrayXd` / `ArrayXf` as evaluation scalars (elementwise, like xsimd batches).
 template <class T>
-  requires std::is_floating_point_v<T>
+requires std::is_floating_point_v<T>
 struct leaf_traits<Eigen::Array<T, Eigen::Dynamic, 1>> {
   static constexpr bool is_leaf = true;
   using scalar = T;

@@ -47,8 +47,7 @@ namespace detail {
 /// `(3,)`, `(2, 3)`, `()`: a shape as Python prints a tuple, for JAX's messages.
 inline std::string python_shape(const Shape& s) {
   std::string out = "(";
-  for (std::size_t i = 0; i < s.rank(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + (s.rank() == 1 ? ",)" : ")");
 }
 
@@ -57,8 +56,9 @@ inline PyTreeDef child_def(const PyTreeDef& def, std::size_t k) {
   const auto& nodes = def.nodes();
   std::size_t i = 1;
   for (std::size_t c = 0; c < k; ++c) i += nodes[i].num_nodes;
-  return PyTreeDef(std::vector<PyTreeDef::Node>(nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                                                nodes.begin() + static_cast<std::ptrdiff_t>(i + nodes[i].num_nodes)));
+  return PyTreeDef(std::vector<PyTreeDef::Node>(
+      nodes.begin() + static_cast<std::ptrdiff_t>(i),
+      nodes.begin() + static_cast<std::ptrdiff_t>(i + nodes[i].num_nodes)));
 }
 
 /// A tuple node over `children`.
@@ -172,10 +172,10 @@ struct ArgnumsPartial {
   static constexpr auto argnums = argnums_array<Argnums...>();
 
   F& f;
-  std::vector<Array> leaves;   // all arguments' leaves
-  PyTreeDef def;               // the argument tuple's structure
+  std::vector<Array> leaves;           // all arguments' leaves
+  PyTreeDef def;                       // the argument tuple's structure
   std::vector<std::size_t> positions;  // where the differentiated leaves are in `leaves`
-  PyTreeDef wrt_def;           // the structure of the differentiated arguments
+  PyTreeDef wrt_def;                   // the structure of the differentiated arguments
   std::optional<PyTreeDef> out_def;
 
   template <class... A>
@@ -289,9 +289,11 @@ inline Array unravel_block(const Array& x, std::size_t axis, std::int64_t start,
     hi[axis] = start + n;
     block = slice(x, lo, hi);
   }
-  std::vector<std::int64_t> dims(block.shape().begin(), block.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  std::vector<std::int64_t> dims(block.shape().begin(),
+                                 block.shape().begin() + static_cast<std::ptrdiff_t>(axis));
   dims.insert(dims.end(), shape.begin(), shape.end());
-  dims.insert(dims.end(), block.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, block.shape().end());
+  dims.insert(dims.end(), block.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+              block.shape().end());
   Shape target(std::move(dims));
   return target == block.shape() ? block : reshape(block, target);
 }
@@ -354,8 +356,10 @@ auto linear_transpose(F f_lin, const P&... primals) {
   return [state](const Out& ct) -> InCts {
     auto [c_leaves, c_def] = tree_flatten(ct);
     if (static_cast<const PyTreeDef&>(c_def) != state->out_def)
-      throw core::type_error("linear_transpose: expected a cotangent of the output's tree "
-                             "structure " + state->out_def.str() + ", found " + c_def.str());
+      throw core::type_error(
+          "linear_transpose: expected a cotangent of the output's tree "
+          "structure " +
+          state->out_def.str() + ", found " + c_def.str());
     Avals out_avals = state->linear.out_avals();
     Cotangents cts;
     for (std::size_t i = 0; i < c_leaves.size(); ++i)
@@ -441,10 +445,13 @@ auto grad_impl(F f) {
         linearize_flat(partial.flat(), wrt, HasAux ? 1 : static_cast<std::size_t>(-1), fn);
     const Array& value = primals_out.front();
     if (value.ndim() != 0)
-      throw core::type_error("Gradient only defined for scalar-output functions. Output had "
-                             "shape: " + python_shape(value.shape()) + ".");
+      throw core::type_error(
+          "Gradient only defined for scalar-output functions. Output had "
+          "shape: " +
+          python_shape(value.shape()) + ".");
     if (!core::is_floating(value.dtype()))
-      throw core::type_error(std::string(fn) + " requires real-valued outputs (output dtype that "
+      throw core::type_error(std::string(fn) +
+                             " requires real-valued outputs (output dtype that "
                              "is a sub-dtype of np.floating), but got " +
                              std::string(core::name(value.dtype())) + ".");
     Cotangents cts(linear.jaxpr.outvars.size());
@@ -453,8 +460,7 @@ auto grad_impl(F f) {
     if constexpr (HasAux) {
       using Aux = std::remove_cvref_t<std::tuple_element_t<1, Out>>;
       PyTreeDef aux_def = child_def(*partial.out_def, 1);
-      Aux aux = tree_unflatten<Aux>(
-          aux_def, std::span<const Array>(primals_out).subspan(1));
+      Aux aux = tree_unflatten<Aux>(aux_def, std::span<const Array>(primals_out).subspan(1));
       if constexpr (ValueAndGrad)
         return std::pair{std::pair<Array, Aux>{value, std::move(aux)}, std::move(g)};
       else
@@ -549,8 +555,8 @@ auto jacobian_impl(F f) {
         std::size_t axis = jac[i].ndim() - 1;
         std::int64_t offset = 0;
         for (std::size_t j = 0; j < n_in; ++j) {
-          blocks.push_back(unravel_block(jac[i], axis, offset, in_avals[j].size(),
-                                         in_avals[j].shape));
+          blocks.push_back(
+              unravel_block(jac[i], axis, offset, in_avals[j].size(), in_avals[j].shape));
           offset += in_avals[j].size();
         }
       }

@@ -154,8 +154,7 @@ constexpr bool check_in_axes() {
 
 template <class S>
 concept AxisLeaf = std::is_integral_v<S> || std::is_same_v<S, NotMapped> ||
-                   std::is_same_v<S, std::optional<std::int64_t>> ||
-                   std::is_same_v<S, std::optional<int>>;
+    std::is_same_v<S, std::optional<std::int64_t>> || std::is_same_v<S, std::optional<int>>;
 
 template <AxisLeaf S>
 BatchDim axis_of(const S& s) {
@@ -226,8 +225,10 @@ auto jvp(F&& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangent
   auto [p_leaves, p_def] = tree_flatten(primals);
   auto [t_leaves, t_def] = tree_flatten(tangents);
   if (static_cast<const PyTreeDef&>(p_def) != static_cast<const PyTreeDef&>(t_def))
-    throw core::type_error("jvp: primal and tangent arguments must have the same tree structure; "
-                           "expected " + p_def.str() + ", found " + t_def.str());
+    throw core::type_error(
+        "jvp: primal and tangent arguments must have the same tree structure; "
+        "expected " +
+        p_def.str() + ", found " + t_def.str());
   std::optional<PyTreeDef> out_def;
   auto flat = detail::flat_function<std::remove_reference_t<F>, Args>(f, p_def, out_def);
   auto [primals_out, tangents_out] = jvp_flat(flat, p_leaves, t_leaves);
@@ -237,8 +238,7 @@ auto jvp(F&& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangent
 
 /// `jvp(f, primal, tangent)` for a function of one argument.
 template <class F, class P, class T>
-  requires(!detail::is_std_tuple_v<P>)
-auto jvp(F&& f, const P& primal, const T& tangent) {
+requires(!detail::is_std_tuple_v<P>) auto jvp(F&& f, const P& primal, const T& tangent) {
   return jvp(std::forward<F>(f), std::tuple<const P&>(primal), std::tuple<const T&>(tangent));
 }
 

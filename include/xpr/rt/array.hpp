@@ -4,9 +4,9 @@
 // the way JAX code sees jax.Array both eagerly and under tracing.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <concepts>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -72,8 +72,8 @@ class ArrayImpl {
 /// so arrays that outlive static destruction can still return their buffers.
 class BufferCache {
  public:
-  static constexpr std::size_t min_bytes = std::size_t{1} << 16;   // smaller ones: plain new
-  static constexpr std::size_t max_bytes = std::size_t{1} << 27;   // at most 128 MiB kept
+  static constexpr std::size_t min_bytes = std::size_t{1} << 16;  // smaller ones: plain new
+  static constexpr std::size_t max_bytes = std::size_t{1} << 27;  // at most 128 MiB kept
   static constexpr std::size_t max_entries = 8;
 
   std::byte* take(std::size_t bytes) {
@@ -176,8 +176,8 @@ class ConcreteArray final : public ArrayImpl {
 
 template <class T>
 constexpr bool is_element_type_v =
-    std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 }  // namespace detail
 
@@ -194,8 +194,8 @@ class Array {
   Array() : Array(0.0) {}
   /// A C++ number becomes a weakly typed rank-0 array, as a Python scalar does in JAX.
   template <class T>
-    requires std::is_arithmetic_v<T>
-  Array(T value) {  // NOLINT(google-explicit-constructor): numbers mix with arrays freely
+  requires std::is_arithmetic_v<T> Array(
+      T value) {  // NOLINT(google-explicit-constructor): numbers mix with arrays freely
     using E = core::element_t<core::dtype_v<T>>;
     auto impl = std::make_shared<detail::ConcreteArray>(
         ShapedArray{Shape{}, core::dtype_v<T>, !std::is_same_v<T, bool>});
@@ -255,22 +255,19 @@ class Array {
   /// rank-0 integer array (traced or not), an integer array (advanced indexing), `xpr::range`,
   /// `xpr::all`, `xpr::newaxis` or `xpr::ellipsis`. Traced in every transformation.
   template <class I>
-    requires std::constructible_from<Index, const I&>
-  Array operator[](const I& i) const {
+  requires std::constructible_from<Index, const I&> Array operator[](const I& i) const {
     return detail::Indexing<I>::get(*this, i);
   }
   /// `x(i, j, ...)`: NumPy/JAX indexing with one index per axis (`x[i, j, ...]` in Python).
   template <class... Is>
-    requires(std::constructible_from<Index, const Is&> && ...)
-  Array operator()(const Is&... is) const {
+  requires(std::constructible_from<Index, const Is&>&&...) Array operator()(const Is&... is) const {
     return detail::Indexing<Is...>::get(*this, is...);
   }
   /// `x.at(i, j, ...)`: JAX's `x.at[i, j, ...]`, a reference to the indexed elements whose
   /// `.set(v)`, `.add(v)`, `.mul(v)`, `.min(v)`, `.max(v)` return an updated copy of `x` and
   /// `.get()` reads them.
   template <class... Is>
-    requires(std::constructible_from<Index, const Is&> && ...)
-  auto at(const Is&... is) const {
+  requires(std::constructible_from<Index, const Is&>&&...) auto at(const Is&... is) const {
     return detail::Indexing<Is...>::at(*this, is...);
   }
 
@@ -278,9 +275,10 @@ class Array {
   /// `concretization_error` for tracers whose value is not known.
   explicit operator bool() const {
     if (size() != 1)
-      throw type_error("the truth value of an array with more than one element is ambiguous: "
-                       "expected an array of size 1, found shape " +
-                       shape().str() + "; use xpr::any or xpr::all");
+      throw type_error(
+          "the truth value of an array with more than one element is ambiguous: "
+          "expected an array of size 1, found shape " +
+          shape().str() + "; use xpr::any or xpr::all");
     return element_as<bool>(0, "bool");
   }
 
@@ -336,11 +334,16 @@ class ArrayBuilder {
 template <class F>
 decltype(auto) dispatch_dtype(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::bool_: return f(bool{});
-    case DType::int32: return f(std::int32_t{});
-    case DType::int64: return f(std::int64_t{});
-    case DType::float32: return f(float{});
-    case DType::float64: break;
+    case DType::bool_:
+      return f(bool{});
+    case DType::int32:
+      return f(std::int32_t{});
+    case DType::int64:
+      return f(std::int64_t{});
+    case DType::float32:
+      return f(float{});
+    case DType::float64:
+      break;
   }
   return f(double{});
 }
@@ -371,8 +374,7 @@ struct RangeBound {
   std::optional<std::int64_t> value;
   RangeBound(None) {}  // NOLINT(google-explicit-constructor)
   template <std::integral I>
-    requires(!std::is_same_v<I, bool>)
-  RangeBound(I i) {  // NOLINT(google-explicit-constructor)
+  requires(!std::is_same_v<I, bool>) RangeBound(I i) {  // NOLINT(google-explicit-constructor)
     if (!std::in_range<std::int64_t>(i))
       throw index_error("range: expected a bound that fits in int64, found " + std::to_string(i));
     value = static_cast<std::int64_t>(i);
@@ -413,8 +415,7 @@ class Index {
   enum class Kind { integer, array, range, whole_axis, new_axis, ellipsis_axes };
 
   template <std::integral I>
-    requires(!std::is_same_v<I, bool>)
-  Index(I i)  // NOLINT(google-explicit-constructor)
+  requires(!std::is_same_v<I, bool>) Index(I i)  // NOLINT(google-explicit-constructor)
       : kind_(Kind::integer),
         integer_dtype_(sizeof(I) <= 4 && std::is_signed_v<I> ? DType::int32 : DType::int64) {
     if (!std::in_range<std::int64_t>(i))
@@ -422,13 +423,13 @@ class Index {
     integer_ = static_cast<std::int64_t>(i);
   }
   template <class T>
-    requires(std::is_floating_point_v<T> || std::is_same_v<T, bool>)
-  Index(T v) : kind_(Kind::array), array_(v) {}  // NOLINT(google-explicit-constructor)
+  requires(std::is_floating_point_v<T> || std::is_same_v<T, bool>) Index(T v)
+      : kind_(Kind::array), array_(v) {}  // NOLINT(google-explicit-constructor)
   Index(Array a) : kind_(Kind::array), array_(std::move(a)) {}  // NOLINT
   Index(Range r) : kind_(Kind::range), range_(r) {}             // NOLINT
-  Index(AllIndex) : kind_(Kind::whole_axis) {}                         // NOLINT
-  Index(NewAxis) : kind_(Kind::new_axis) {}                      // NOLINT
-  Index(EllipsisIndex) : kind_(Kind::ellipsis_axes) {}               // NOLINT
+  Index(AllIndex) : kind_(Kind::whole_axis) {}                  // NOLINT
+  Index(NewAxis) : kind_(Kind::new_axis) {}                     // NOLINT
+  Index(EllipsisIndex) : kind_(Kind::ellipsis_axes) {}          // NOLINT
 
   Kind kind() const noexcept { return kind_; }
   std::int64_t integer() const noexcept { return integer_; }

@@ -34,7 +34,8 @@ inline Array broadcast_batch(const Array& x, std::int64_t n, std::int64_t axis) 
   auto a = static_cast<std::size_t>(axis);
   dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(a), n);
   Axes keep;
-  for (std::size_t i = 0; i < x.ndim(); ++i) keep.push_back(static_cast<std::int64_t>(i < a ? i : i + 1));
+  for (std::size_t i = 0; i < x.ndim(); ++i)
+    keep.push_back(static_cast<std::int64_t>(i < a ? i : i + 1));
   return broadcast_in_dim(x, Shape(std::move(dims)), keep);
 }
 
@@ -71,7 +72,8 @@ inline Arrays batch_elementwise_operands(std::span<const Array> args,
       continue;
     }
     Array x = moveaxis(args[i], *dims[i], 0);
-    if (x.shape() != full_shape) x = broadcast_in_dim(x, full_shape, Axes{0});  // per-example rank 0
+    if (x.shape() != full_shape)
+      x = broadcast_in_dim(x, full_shape, Axes{0});  // per-example rank 0
     out.push_back(std::move(x));
   }
   return out;

@@ -28,9 +28,9 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/jaxpr.hpp"
-#include "xpr/rt/primitive_table.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/primitive_table.hpp"
 
 namespace xpr::rt {
 
@@ -749,10 +749,9 @@ class Parser {
   /// the operands' own precision, the most precise choice). Read and dropped.
   static bool placement_param(std::string_view name) {
     static constexpr std::string_view names[] = {
-        "sharding",     "out_sharding", "in_shardings",  "out_shardings",
-        "in_layouts",   "out_layouts",  "donated_invars", "inline",
-        "keep_unused",  "resource_env", "ctx_mesh",      "compiler_options_kvs",
-        "precision"};
+        "sharding",    "out_sharding",         "in_shardings", "out_shardings", "in_layouts",
+        "out_layouts", "donated_invars",       "inline",       "keep_unused",   "resource_env",
+        "ctx_mesh",    "compiler_options_kvs", "precision"};
     for (std::string_view n : names)
       if (n == name) return true;
     return false;
@@ -770,11 +769,11 @@ class Parser {
           (is_punct("]") || (t.kind == Token::Kind::ident && is_punct("=", 1))))
         return;
       if (depth == 0 && n == 0 && is_punct("]")) fail(at, "a value for '" + name + "'");
-      if (t.kind == Token::Kind::punct && (t.text == "(" || t.text == "[" || t.text == "{" ||
-                                           t.text == "<"))
+      if (t.kind == Token::Kind::punct &&
+          (t.text == "(" || t.text == "[" || t.text == "{" || t.text == "<"))
         ++depth;
-      if (t.kind == Token::Kind::punct && (t.text == ")" || t.text == "]" || t.text == "}" ||
-                                           t.text == ">"))
+      if (t.kind == Token::Kind::punct &&
+          (t.text == ")" || t.text == "]" || t.text == "}" || t.text == ">"))
         --depth;
       next();
       ++n;
@@ -874,13 +873,12 @@ class Parser {
     if (const DType* d = std::get_if<DType>(v)) {
       for (const Atom& a : e.inputs)
         if (aval_of(a).dtype != *d)
-          throw type_error("parse_jaxpr: at line " + std::to_string(prim_tok.line) +
-                           ", column " + std::to_string(prim_tok.column) +
-                           ": dot_general with preferred_element_type=" +
-                           std::string(core::name(*d)) + " on operands of type " +
-                           aval_of(a).str() +
-                           " is not supported (xpr's dot_general computes in its operands' "
-                           "dtype; convert them first)");
+          throw type_error(
+              "parse_jaxpr: at line " + std::to_string(prim_tok.line) + ", column " +
+              std::to_string(prim_tok.column) + ": dot_general with preferred_element_type=" +
+              std::string(core::name(*d)) + " on operands of type " + aval_of(a).str() +
+              " is not supported (xpr's dot_general computes in its operands' "
+              "dtype; convert them first)");
     } else if (!std::holds_alternative<None>(*v)) {
       throw type_error("parse_jaxpr: expected a dtype or None for preferred_element_type");
     }

@@ -147,7 +147,8 @@ inline void print_param_value(std::ostream& os, const ParamValue& value) {
                                                         : "GatherScatterMode.PROMISE_IN_BOUNDS");
         } else if constexpr (std::is_same_v<T, BoolTuple>) {
           os << '(';
-          for (std::size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << (x[i] ? "True" : "False");
+          for (std::size_t i = 0; i < x.size(); ++i)
+            os << (i ? ", " : "") << (x[i] ? "True" : "False");
           os << (x.size() == 1 ? ",)" : ")");
         } else {
           static_assert(sizeof(T) == 0, "print_param_value: a ParamValue alternative has no print");

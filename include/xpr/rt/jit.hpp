@@ -115,9 +115,9 @@ class PjitP final : public Primitive, public PartialEvalRules {
     operands.insert(operands.end(), primals.begin(), primals.end());
     for (const Tangent& t : tangents)
       if (t) operands.push_back(*t);
-    Arrays outs = rt::bind(
-        *this, operands,
-        detail::with_param(detail::renamed(params, "jvp"), "jaxpr", jj.converted.jaxpr));
+    Arrays outs =
+        rt::bind(*this, operands,
+                 detail::with_param(detail::renamed(params, "jvp"), "jaxpr", jj.converted.jaxpr));
     const std::size_t n_out = j.jaxpr.outvars.size();
     Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
     Tangents tangents_out;
@@ -143,9 +143,9 @@ class PjitP final : public Primitive, public PartialEvalRules {
       if (c) operands.push_back(*c);
     Cotangents out(args.size());
     if (t->jaxpr.jaxpr->jaxpr.outvars.empty()) return out;
-    Arrays results = rt::bind(
-        *this, operands,
-        detail::with_param(detail::renamed(params, "transpose"), "jaxpr", t->jaxpr.jaxpr));
+    Arrays results =
+        rt::bind(*this, operands,
+                 detail::with_param(detail::renamed(params, "transpose"), "jaxpr", t->jaxpr.jaxpr));
     for (std::size_t i = 0, k = 0; i < args.size(); ++i)
       if (t->out_nonzero[i]) out[i] = results[k++];
     return out;
@@ -215,8 +215,7 @@ class PjitP final : public Primitive, public PartialEvalRules {
     PartialEvalEqn result;
     result.out_unknowns = s.out_unknowns;
     std::vector<Var> res;
-    for (std::size_t r = 0; r < s.num_res; ++r)
-      res.emplace_back(s.unknown->jaxpr.invars[r].aval());
+    for (std::size_t r = 0; r < s.num_res; ++r) res.emplace_back(s.unknown->jaxpr.invars[r].aval());
     Eqn known{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.known.jaxpr), {}};
     Eqn unknown{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.unknown), {}};
     unknown.inputs.assign(res.begin(), res.end());
@@ -361,8 +360,8 @@ constexpr std::size_t static_number_slots() {
 /// The mask `static_argnums` selects, or a type_error saying why a position cannot be static.
 template <class... A>
 std::uint32_t static_mask(const std::vector<int>& nums) {
-  constexpr std::array<bool, sizeof...(A) + 1> traceable{
-      JitTraceable<std::remove_cvref_t<A>>..., false};
+  constexpr std::array<bool, sizeof...(A) + 1> traceable{JitTraceable<std::remove_cvref_t<A>>...,
+                                                         false};
   constexpr std::array<bool, sizeof...(A) + 1> number{NumberLeaf<std::remove_cvref_t<A>>..., false};
   std::uint32_t mask = 0;
   for (int p : nums) {
@@ -373,9 +372,10 @@ std::uint32_t static_mask(const std::vector<int>& nums) {
     const auto i = static_cast<std::size_t>(p);
     if (!traceable[i]) continue;  // static anyway
     if (!number[i])
-      throw core::type_error("jit: static_argnums may name numbers and values jit cannot trace; "
-                             "argument " + std::to_string(p) +
-                             " is an Array or a container of them, which is always traced");
+      throw core::type_error(
+          "jit: static_argnums may name numbers and values jit cannot trace; "
+          "argument " +
+          std::to_string(p) + " is an Array or a container of them, which is always traced");
     std::size_t k = 0;
     for (std::size_t j = 0; j < i; ++j) k += number[j] ? 1 : 0;
     if (k >= max_static_numbers)
@@ -454,7 +454,8 @@ struct JitCall {
   static auto dynamics_of(std::index_sequence<I...>, const A&... args) {
     return std::tuple_cat(keep_if<!stat[I]>(args)...);
   }
-  using Statics = decltype(statics_of(std::index_sequence_for<A...>{}, std::declval<const A&>()...));
+  using Statics =
+      decltype(statics_of(std::index_sequence_for<A...>{}, std::declval<const A&>()...));
   using Dynamics =
       decltype(dynamics_of(std::index_sequence_for<A...>{}, std::declval<const A&>()...));
   using DynArrays = tree_of_arrays_t<tree_value_t<Dynamics>>;
@@ -473,7 +474,7 @@ struct JitCall {
     return f(arg<I>(s, d)...);
   }
 
-  static constexpr bool callable = requires(F& f, const Statics& s, const DynArrays& d) {
+  static constexpr bool callable = requires(F & f, const Statics& s, const DynArrays& d) {
     invoke(f, s, d, std::index_sequence_for<A...>{});
   };
 };
@@ -494,7 +495,8 @@ constexpr std::uint32_t first_callable_mask(std::integer_sequence<std::uint32_t,
 }
 
 template <class... A>
-using mask_sequence = std::make_integer_sequence<std::uint32_t, (1u << static_number_slots<A...>())>;
+using mask_sequence =
+    std::make_integer_sequence<std::uint32_t, (1u << static_number_slots<A...>())>;
 
 /// A call's traced jaxpr, its flat operands (constants then argument leaves).
 struct JitApplication {
@@ -636,8 +638,7 @@ class Jitted {
     auto statics = Call::statics_of(std::index_sequence_for<A...>{}, args...);
     auto dynamics = Call::dynamics_of(std::index_sequence_for<A...>{}, args...);
     auto [leaves, def] = tree_flatten(dynamics);
-    const std::string key =
-        jit_key(typeid(std::tuple<std::remove_cvref_t<A>...>), M, def, leaves);
+    const std::string key = jit_key(typeid(std::tuple<std::remove_cvref_t<A>...>), M, def, leaves);
 
     using StaticCopy = decltype(std::apply(
         [](const auto&... s) { return std::tuple<std::remove_cvref_t<decltype(s)>...>(s...); },
@@ -645,8 +646,8 @@ class Jitted {
     static_assert(std::equality_comparable<StaticCopy>,
                   "xpr::jit: static arguments are compared to find the cached trace, so their "
                   "types must have operator==");
-    auto key_value = std::make_shared<const StaticKeyOf<StaticCopy>>(std::apply(
-        [](const auto&... s) { return StaticCopy(s...); }, statics));
+    auto key_value = std::make_shared<const StaticKeyOf<StaticCopy>>(
+        std::apply([](const auto&... s) { return StaticCopy(s...); }, statics));
 
     std::lock_guard lock(state_->mutex);
     auto& entries = state_->cache[key];

@@ -5,8 +5,8 @@
 // primitive; the primitives themselves take equal dtypes and shapes only.
 #pragma once
 
-#include <cstddef>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -41,7 +41,7 @@ concept NumberArg = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 /// Operands of a jax.numpy function on arrays: arrays and C++ numbers, at least one array (plain
 /// numbers alone compute at once, core/ops.hpp).
 template <class... Ts>
-concept ArrayOperands = ((ArrayArg<Ts> || NumberArg<Ts>) && ...) && (ArrayArg<Ts> || ...);
+concept ArrayOperands = ((ArrayArg<Ts> || NumberArg<Ts>)&&...) && (ArrayArg<Ts> || ...);
 
 template <class Op>
 constexpr bool is_binary_op =
@@ -126,8 +126,8 @@ inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
 ///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
 ///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first).
 template <class Op, class A, class B>
-  requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B>
-Array xpr_apply(Op, const A& a, const B& b) {
+requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply(Op, const A& a,
+                                                                                 const B& b) {
   if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>) {
     if constexpr (detail::ArrayArg<A>) {
       if (!detail::integer_fits<std::int64_t>(b))
@@ -148,7 +148,8 @@ Array xpr_apply(Op, const A& a, const B& b) {
                               "known in C++, or astype a float dtype");
   }
   const Primitive* prim;
-  if constexpr (!std::is_null_pointer_v<std::remove_cv_t<decltype(detail::comparison_primitive<Op>)>>) {
+  if constexpr (!std::is_null_pointer_v<
+                    std::remove_cv_t<decltype(detail::comparison_primitive<Op>)>>) {
     prim = detail::comparison_primitive<Op>;
   } else {
     prim = detail::binary_primitive<Op>;
@@ -163,8 +164,8 @@ Array xpr_apply(Op, const A& a, const B& b) {
 /// `xpr::where(c, a, b)`: `a` where `c` holds, else `b`. `c` is converted to bool when it is not
 /// one (nonzero is true); `a` and `b` are promoted together; all three broadcast.
 template <class C, class A, class B>
-  requires detail::ArrayOperands<C, A, B>
-Array xpr_apply(op::select, const C& c, const A& a, const B& b) {
+requires detail::ArrayOperands<C, A, B> Array xpr_apply(op::select, const C& c, const A& a,
+                                                        const B& b) {
   Array pred = detail::promote_to(c, WeakDType{DType::bool_, false});
   WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
   return detail::bind_broadcasting(select_n_p,
@@ -174,8 +175,7 @@ Array xpr_apply(op::select, const C& c, const A& a, const B& b) {
 /// `xpr::integer_pow(x, n)` (`lax.integer_pow`; `xpr::square` is `integer_pow(x, 2)`): bools are
 /// promoted to int32 first, as jnp.square does.
 template <std::integral N>
-  requires(!std::is_same_v<N, bool>)
-Array xpr_apply(op::integer_pow, const Array& x, N n) {
+requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array& x, N n) {
   if (!detail::integer_fits<std::int64_t>(n))
     throw core::value_error("integer_pow: expected an exponent that fits in int64, found " +
                             std::to_string(n));
@@ -188,55 +188,45 @@ inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gr
 // ---- operators --------------------------------------------------------------------------------
 
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator+(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator+(const A& a, const B& b) {
   return xpr_apply(op::add{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator-(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator-(const A& a, const B& b) {
   return xpr_apply(op::sub{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator*(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator*(const A& a, const B& b) {
   return xpr_apply(op::mul{}, a, b);
 }
 /// True division, as `/` on NumPy arrays.
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator/(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator/(const A& a, const B& b) {
   return xpr_apply(op::div{}, a, b);
 }
 /// The comparisons return bool arrays, as NumPy's do; `if (x > 0.0)` works for size-1 arrays.
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator==(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator==(const A& a, const B& b) {
   return xpr_apply(op::eq{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator!=(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator!=(const A& a, const B& b) {
   return xpr_apply(op::ne{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator<(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator<(const A& a, const B& b) {
   return xpr_apply(op::lt{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator<=(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator<=(const A& a, const B& b) {
   return xpr_apply(op::le{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator>(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator>(const A& a, const B& b) {
   return xpr_apply(op::gt{}, a, b);
 }
 template <class A, class B>
-  requires detail::ArrayOperands<A, B>
-Array operator>=(const A& a, const B& b) {
+requires detail::ArrayOperands<A, B> Array operator>=(const A& a, const B& b) {
   return xpr_apply(op::ge{}, a, b);
 }
 

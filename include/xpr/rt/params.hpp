@@ -84,10 +84,10 @@ struct None {
 
 /// One parameter value. (jaxpr.hpp compares and hashes every alternative, jaxpr_print.hpp prints
 /// it and jaxpr_parse.hpp reads it: an alternative added here is added there too.)
-using ParamValue = std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes,
-                                PaddingConfig, DotDimensionNumbers, JaxprParam, JaxprTuple, Dim,
-                                None, GatherDimensionNumbers, ScatterDimensionNumbers,
-                                GatherScatterMode, BoolTuple>;
+using ParamValue =
+    std::variant<bool, std::int64_t, double, core::DType, core::Shape, Axes, PaddingConfig,
+                 DotDimensionNumbers, JaxprParam, JaxprTuple, Dim, None, GatherDimensionNumbers,
+                 ScatterDimensionNumbers, GatherScatterMode, BoolTuple>;
 
 /// The parameters of one primitive application, in the order the primitive declares them.
 class Params {

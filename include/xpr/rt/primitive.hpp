@@ -9,12 +9,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <span>
-#include <variant>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "xpr/core/error.hpp"
@@ -188,8 +188,8 @@ class Primitive {
   }
   /// batch: (values, their batch dims, the batch size) -> (outputs, their batch dims).
   virtual std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                             std::span<const BatchDim> dims,
-                                             std::int64_t axis_size, const Params& params) const {
+                                             std::span<const BatchDim> dims, std::int64_t axis_size,
+                                             const Params& params) const {
     (void)args, (void)dims, (void)axis_size, (void)params;
     throw not_implemented("Batching rule");
   }

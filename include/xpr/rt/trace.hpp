@@ -134,7 +134,8 @@ inline const Tracer& as_tracer(const Array& x) { return static_cast<const Tracer
 [[noreturn]] inline void throw_escaped(const MainTrace& main, const ShapedArray& aval) {
   throw core::escaped_tracer_error(
       "Encountered an unexpected tracer: a value of type " + aval.str() + " created by " +
-      main.name() + " was used after that transformation ended (it was stored in a closure or "
+      main.name() +
+      " was used after that transformation ended (it was stored in a closure or "
       "a global and outlived its trace); expected a concrete array or a tracer of an active "
       "transformation. Return the value from the transformed function instead");
 }

@@ -37,8 +37,9 @@ namespace xpr::rt {
 using FlatFunction = std::function<Arrays(std::span<const Array>)>;
 
 /// Forward mode with symbolic zeros: the outputs of `f` at `primals` and their directional
-/// derivatives along `tangents`, where an empty tangent (in or out) is a known zero. Transformations
-/// built on jvp (linearize, vjp) use this form so that zeros are never materialized.
+/// derivatives along `tangents`, where an empty tangent (in or out) is a known zero.
+/// Transformations built on jvp (linearize, vjp) use this form so that zeros are never
+/// materialized.
 inline std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
                                                      std::span<const Array> primals,
                                                      std::span<const Tangent> tangents) {
@@ -52,9 +53,11 @@ inline std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
   in.reserve(primals.size());
   for (std::size_t i = 0; i < primals.size(); ++i) {
     if (tangents[i] && !primals[i].aval().same_type(tangents[i]->aval()))
-      throw core::type_error("jvp: primal and tangent arguments must have equal shapes and "
-                             "dtypes: expected " + primals[i].aval().str() + " for argument " +
-                             std::to_string(i) + ", found tangent " + tangents[i]->aval().str());
+      throw core::type_error(
+          "jvp: primal and tangent arguments must have equal shapes and "
+          "dtypes: expected " +
+          primals[i].aval().str() + " for argument " + std::to_string(i) + ", found tangent " +
+          tangents[i]->aval().str());
     in.push_back(trace.make_tracer(primals[i], tangents[i]));
   }
   Arrays out = f(in);
@@ -109,8 +112,9 @@ inline Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
     axis_size = n;
   }
   if (!axis_size)
-    throw core::value_error("vmap must have at least one mapped argument: expected an integer in "
-                            "in_axes, found only not_mapped");
+    throw core::value_error(
+        "vmap must have at least one mapped argument: expected an integer in "
+        "in_axes, found only not_mapped");
   MainScope scope(std::in_place_type<BatchTrace>, "vmap", *axis_size);
   BatchTrace& trace = scope.trace<BatchTrace>();
   Arrays in;
@@ -130,7 +134,8 @@ inline Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
     if (!want) {
       if (bt.batch_dim())
         throw core::value_error("vmap has mapped output but out_axes is not_mapped for output " +
-                                std::to_string(j) + ": expected an output that does not depend "
+                                std::to_string(j) +
+                                ": expected an output that does not depend "
                                 "on the mapped axis");
       results.push_back(bt.value());
       continue;
@@ -192,7 +197,8 @@ inline std::pair<Arrays, ClosedJaxpr> linearize_flat(
   primals_out.reserve(num_out);
   for (std::size_t i = 0; i < num_out; ++i) {
     if (pe.pvals_out[i].is_unknown())
-      throw core::type_error(name + ": a primal output depends on the tangents (a primitive's jvp "
+      throw core::type_error(name +
+                             ": a primal output depends on the tangents (a primitive's jvp "
                              "rule mixed them up)");
     primals_out.push_back(*pe.pvals_out[i].value);
   }
@@ -224,7 +230,8 @@ inline Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotang
 /// The jaxpr of a function `f` that is linear in its inputs of types `in_avals`, traced with
 /// every input unknown (so work on constants is done now) for `linear_transpose`. Throws
 /// `type_error` unless inputs and outputs are all floating or all integer (JAX's condition).
-inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals) {
+inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f,
+                                         std::span<const ShapedArray> in_avals) {
   std::vector<PartialVal> pvals;
   pvals.reserve(in_avals.size());
   for (const ShapedArray& a : in_avals) pvals.push_back(PartialVal::unknown(a));
@@ -239,8 +246,10 @@ inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f, std::span<const 
   for (const ShapedArray& a : in_avals) note(in_str, a.dtype);
   for (const PartialVal& p : pe.pvals_out) note(out_str, p.aval.dtype);
   if (!all_float && !all_int)
-    throw core::type_error("linear_transpose only supports [float] -> [float] and integer -> "
-                           "integer functions, but got " + in_str + ") -> " + out_str + ")");
+    throw core::type_error(
+        "linear_transpose only supports [float] -> [float] and integer -> "
+        "integer functions, but got " +
+        in_str + ") -> " + out_str + ")");
   return std::move(pe.jaxpr);
 }
 

@@ -1,9 +1,8 @@
 // A consumer of the installed library: includes the umbrella header and computes something with
 // both tiers' functions, on plain numbers and on runtime arrays under grad.
-#include <xpr/xpr.hpp>
-
 #include <cmath>
 #include <iostream>
+#include <xpr/xpr.hpp>
 
 double header_only_part(double x);  // header_only.cpp
 

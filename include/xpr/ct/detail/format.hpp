@@ -19,7 +19,9 @@ struct FixedString {
   static constexpr std::size_t size() { return N; }
   constexpr std::string_view view() const { return {data, N}; }
   constexpr operator std::string_view() const { return view(); }  // NOLINT: a string, really
-  friend constexpr bool operator==(const FixedString& a, std::string_view b) { return a.view() == b; }
+  friend constexpr bool operator==(const FixedString& a, std::string_view b) {
+    return a.view() == b;
+  }
   friend std::ostream& operator<<(std::ostream& os, const FixedString& s) { return os << s.view(); }
 };
 

@@ -14,11 +14,11 @@
 // `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate
 // it here (GCC's constant folder, which computes the math builtins exactly); otherwise returns
 // false and the equation is kept. The test must see the expression itself, hence a macro.
-#define XPR_DETAIL_FOLD(EXPR, R) \
+#define XPR_DETAIL_FOLD(EXPR, R)    \
   if (__builtin_constant_p(EXPR)) { \
-    (R) = (EXPR);                 \
-    return true;                  \
-  }                               \
+    (R) = (EXPR);                   \
+    return true;                    \
+  }                                 \
   return false
 
 namespace xpr::ct {
@@ -171,8 +171,8 @@ struct Rules<op::mul> : rules::standard<op::mul> {
     return rules::reuse_scaled(x, out);
   }
   template <class T>
-  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
-                                  T* ct_x, std::int64_t) {
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear, T* ct_x,
+                                  std::int64_t) {
     if (linear[0] && linear[1]) detail::fail("xpr::ct: mul of two tangents is not linear");
     if (linear[0]) ct_x[0] = ct * x[1];
     if (linear[1]) ct_x[1] = x[0] * ct;
@@ -205,8 +205,8 @@ struct Rules<op::div> : rules::standard<op::div> {
     return (t[0] - t[1] * ans) / x[1];
   }
   template <class T>
-  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
-                                  T* ct_x, std::int64_t) {
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear, T* ct_x,
+                                  std::int64_t) {
     if (linear[1]) detail::fail("xpr::ct: div is not linear in its denominator");
     ct_x[0] = ct / x[1];
   }

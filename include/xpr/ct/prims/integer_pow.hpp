@@ -11,11 +11,11 @@
 // `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate
 // it here (GCC's constant folder, which computes the math builtins exactly); otherwise returns
 // false and the equation is kept. The test must see the expression itself, hence a macro.
-#define XPR_DETAIL_FOLD(EXPR, R) \
+#define XPR_DETAIL_FOLD(EXPR, R)    \
   if (__builtin_constant_p(EXPR)) { \
-    (R) = (EXPR);                 \
-    return true;                  \
-  }                               \
+    (R) = (EXPR);                   \
+    return true;                    \
+  }                                 \
   return false
 
 namespace xpr::ct {

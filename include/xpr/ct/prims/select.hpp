@@ -40,8 +40,8 @@ struct Rules<op::select> {
   }
   // transpose: on_false gets where(p, 0, ct), on_true where(p, ct, 0).
   template <class T>
-  static constexpr void transpose(const T& ct, const T* x, const bool* linear,
-                                  T* ct_x, std::int64_t) {
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear, T* ct_x,
+                                  std::int64_t) {
     if (linear[0]) detail::fail("xpr::ct: select_n is not linear in its predicate");
     if (linear[1]) ct_x[1] = xpr::where(x[0], 0, ct);
     if (linear[2]) ct_x[2] = xpr::where(x[0], ct, 0);

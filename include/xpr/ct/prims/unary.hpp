@@ -13,11 +13,11 @@
 // `XPR_DETAIL_FOLD(expr, r)`: stores `expr` in `r` and returns true when the compiler can evaluate
 // it here (GCC's constant folder, which computes the math builtins exactly); otherwise returns
 // false and the equation is kept. The test must see the expression itself, hence a macro.
-#define XPR_DETAIL_FOLD(EXPR, R) \
+#define XPR_DETAIL_FOLD(EXPR, R)    \
   if (__builtin_constant_p(EXPR)) { \
-    (R) = (EXPR);                 \
-    return true;                  \
-  }                               \
+    (R) = (EXPR);                   \
+    return true;                    \
+  }                                 \
   return false
 
 namespace xpr::ct {
@@ -32,7 +32,9 @@ using unary = standard<Op>;
 template <>
 struct Rules<op::neg> : rules::standard<op::neg> {
   static constexpr bool linear = true;
-  static constexpr bool fold(const double* x, std::int64_t, double& r) { XPR_DETAIL_FOLD(-x[0], r); }
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(-x[0], r);
+  }
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     T z;
@@ -49,8 +51,7 @@ struct Rules<op::neg> : rules::standard<op::neg> {
     return {};
   }
   template <class T>
-  static constexpr void transpose(const T& ct, const T*, const bool*, T* ct_x,
-                                  std::int64_t) {
+  static constexpr void transpose(const T& ct, const T*, const bool*, T* ct_x, std::int64_t) {
     ct_x[0] = -ct;
   }
 };

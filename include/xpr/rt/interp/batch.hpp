@@ -48,11 +48,11 @@ class BatchTrace final : public Trace {
   Array make_tracer(Array value, BatchDim batch_dim) {
     if (batch_dim) {
       auto nd = static_cast<std::int64_t>(value.ndim());
-      if (*batch_dim < 0 || *batch_dim >= nd || value.shape()[static_cast<std::size_t>(*batch_dim)] != axis_size_)
-        throw core::shape_error("vmap: a batched value must have an axis " +
-                                std::to_string(*batch_dim) + " of size " +
-                                std::to_string(axis_size_) + ", found shape " +
-                                value.shape().str());
+      if (*batch_dim < 0 || *batch_dim >= nd ||
+          value.shape()[static_cast<std::size_t>(*batch_dim)] != axis_size_)
+        throw core::shape_error(
+            "vmap: a batched value must have an axis " + std::to_string(*batch_dim) + " of size " +
+            std::to_string(axis_size_) + ", found shape " + value.shape().str());
     }
     return Array(std::make_shared<const BatchTracer>(shared_main(), std::move(value), batch_dim));
   }

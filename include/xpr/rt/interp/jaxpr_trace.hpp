@@ -138,7 +138,9 @@ class JaxprTrace final : public Trace {
   }
 
  private:
-  Array make_tracer(Var v) { return Array(std::make_shared<const JaxprTracer>(shared_main(), std::move(v))); }
+  Array make_tracer(Var v) {
+    return Array(std::make_shared<const JaxprTracer>(shared_main(), std::move(v)));
+  }
 
   /// The constvar holding `value` (one per distinct array object).
   const Var& const_var(const Array& value) {

@@ -54,8 +54,8 @@ class JvpTrace final : public Trace {
     if (tangent && !primal.aval().same_type(tangent->aval()))
       throw core::type_error("jvp: a tangent must have its primal's shape and dtype: expected " +
                              primal.aval().str() + ", found " + tangent->aval().str());
-    return Array(std::make_shared<const JvpTracer>(shared_main(), std::move(primal),
-                                                   std::move(tangent)));
+    return Array(
+        std::make_shared<const JvpTracer>(shared_main(), std::move(primal), std::move(tangent)));
   }
   /// Values from outside the transformation have zero tangents, symbolically: no zero array is
   /// built, and no rule ever multiplies by one.

@@ -181,8 +181,7 @@ class PartialEvalRules {
     return std::nullopt;
   }
   /// dce: the equation pruned to the outputs `used_outputs` (at least one is used).
-  virtual std::optional<DceEqn> dce(const std::vector<bool>& used_outputs,
-                                    const Eqn& eqn) const {
+  virtual std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const {
     (void)used_outputs, (void)eqn;
     return std::nullopt;
   }
@@ -271,8 +270,8 @@ class PartialEvalTrace final : public Trace {
 
  private:
   Array make_tracer(PartialVal pval, JaxprRecipe recipe) {
-    return Array(
-        std::make_shared<const PartialEvalTracer>(shared_main(), std::move(pval), std::move(recipe)));
+    return Array(std::make_shared<const PartialEvalTracer>(shared_main(), std::move(pval),
+                                                           std::move(recipe)));
   }
 };
 
@@ -376,13 +375,16 @@ inline ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
       for (const auto& in : recipe.tracers_in) eqn.inputs.emplace_back(var_of(in.get()));
       for (std::size_t i = 0; i < recipe.avals_out.size(); ++i) {
         Var v(recipe.avals_out[i]);
-        if (auto out = recipe.tracer_refs_out[i].lock()) tracer_to_var.insert_or_assign(out.get(), v);
+        if (auto out = recipe.tracer_refs_out[i].lock())
+          tracer_to_var.insert_or_assign(out.get(), v);
         eqn.outputs.push_back(std::move(v));
       }
       jaxpr.eqns.push_back(std::move(eqn));
     } else {
-      throw core::type_error("tracers_to_jaxpr: expected unknown tracers, found a known value of "
-                             "type " + t->aval().str());
+      throw core::type_error(
+          "tracers_to_jaxpr: expected unknown tracers, found a known value of "
+          "type " +
+          t->aval().str());
     }
   }
   for (const PartialEvalTracer* t : outs) jaxpr.outvars.emplace_back(var_of(t));
@@ -424,8 +426,7 @@ inline PartialEvalResult partial_eval_flat(const std::function<Arrays(std::span<
   tracers_out.reserve(outs.size());
   for (std::size_t i = 0; i < outs.size(); ++i) {
     Array t = full_raise(trace, outs[i]);
-    bool inst = instantiate.size() == 1 ? instantiate[0]
-                                        : (!instantiate.empty() && instantiate[i]);
+    bool inst = instantiate.size() == 1 ? instantiate[0] : (!instantiate.empty() && instantiate[i]);
     tracers_out.push_back(inst ? trace.instantiate_const(t) : t);
   }
   PartialEvalResult result;
@@ -469,7 +470,8 @@ inline std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& jaxpr,
     const Eqn& e = *it;
     std::vector<bool> used(e.outputs.size());
     bool any = false;
-    for (std::size_t k = 0; k < e.outputs.size(); ++k) any |= (used[k] = live.count(e.outputs[k].id()) > 0);
+    for (std::size_t k = 0; k < e.outputs.size(); ++k)
+      any |= (used[k] = live.count(e.outputs[k].id()) > 0);
     if (!any) continue;
     std::optional<DceEqn> custom;
     if (const PartialEvalRules* rules = e.primitive ? partial_eval_rules(*e.primitive) : nullptr)
@@ -564,7 +566,8 @@ inline PartialEvalJaxpr partial_eval_jaxpr(const ClosedJaxpr& closed,
       if (is_residual.insert(v->id()).second) residuals.push_back(*v);
   };
   for (const Var& v : jaxpr.constvars) unknown[v.id()] = false;
-  for (std::size_t i = 0; i < jaxpr.invars.size(); ++i) unknown[jaxpr.invars[i].id()] = in_unknowns[i];
+  for (std::size_t i = 0; i < jaxpr.invars.size(); ++i)
+    unknown[jaxpr.invars[i].id()] = in_unknowns[i];
 
   std::vector<Eqn> eqns1, eqns2;
   for (const Eqn& e : jaxpr.eqns) {

@@ -147,8 +147,7 @@ inline Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> const
   Cotangents result;
   result.reserve(args.size());
   for (std::size_t i = 0; i < args.size(); ++i)
-    result.push_back(is_undefined_primal(args[i]) ? pop_cotangent(jaxpr.invars[i])
-                                                  : Cotangent{});
+    result.push_back(is_undefined_primal(args[i]) ? pop_cotangent(jaxpr.invars[i]) : Cotangent{});
   return result;
 }
 

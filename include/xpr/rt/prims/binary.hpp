@@ -40,8 +40,8 @@ namespace detail {
 template <class Op>
 inline constexpr std::nullptr_t binary_primitive = nullptr;
 template <class Op>
-  requires ElementwiseOp<Op> && (Op::arity == 2)
-inline constexpr const Primitive* binary_primitive<Op> = &elementwise_p<Op>;
+requires ElementwiseOp<Op> &&
+    (Op::arity == 2) inline constexpr const Primitive* binary_primitive<Op> = &elementwise_p<Op>;
 }  // namespace detail
 
 }  // namespace xpr::rt

@@ -13,9 +13,9 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
-#include "xpr/rt/zeros.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
+#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -52,8 +52,7 @@ class Comparison final : public Primitive {
   }
 
   /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent>,
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
                                            const Params& params) const override {
     return {rt::bind(*this, primals, params), {std::nullopt}};
   }
@@ -103,12 +102,18 @@ namespace detail {
 // The primitive behind each comparison `xpr::op` tag.
 template <class Op>
 inline constexpr std::nullptr_t comparison_primitive = nullptr;  // not a comparison
-template <> inline constexpr const Primitive* comparison_primitive<op::eq> = &eq_p;
-template <> inline constexpr const Primitive* comparison_primitive<op::ne> = &ne_p;
-template <> inline constexpr const Primitive* comparison_primitive<op::lt> = &lt_p;
-template <> inline constexpr const Primitive* comparison_primitive<op::le> = &le_p;
-template <> inline constexpr const Primitive* comparison_primitive<op::gt> = &gt_p;
-template <> inline constexpr const Primitive* comparison_primitive<op::ge> = &ge_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::eq> = &eq_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::ne> = &ne_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::lt> = &lt_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::le> = &le_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::gt> = &gt_p;
+template <>
+inline constexpr const Primitive* comparison_primitive<op::ge> = &ge_p;
 }  // namespace detail
 
 }  // namespace xpr::rt

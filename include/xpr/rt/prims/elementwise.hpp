@@ -72,8 +72,10 @@ inline ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArra
     }
     if (a.ndim() == 0) continue;
     if (big && big->shape != a.shape)
-      throw core::shape_error(prim + " requires arguments to have the same shape (or rank 0), "
-                              "found shapes " + big->shape.str() + " and " + a.shape.str());
+      throw core::shape_error(prim +
+                              " requires arguments to have the same shape (or rank 0), "
+                              "found shapes " +
+                              big->shape.str() + " and " + a.shape.str());
     big = &a;
   }
   ShapedArray out = big ? *big : args[first_same_dtype];
@@ -121,8 +123,7 @@ void map_unary(const T* in, R* out, std::size_t n, F f) {
 
 /// out[i] = f(a[i or 0], b[i or 0]): a rank-0 operand is broadcast.
 template <class T, class R = T, class F>
-void map_binary(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, std::size_t n,
-                F f) {
+void map_binary(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, std::size_t n, F f) {
   if constexpr (simd_element_v<T> && std::is_same_v<T, R>) {
     using B = xsimd::batch<T>;
     // Only a rank-0 operand is read at index 0 here: an empty array has no element 0.

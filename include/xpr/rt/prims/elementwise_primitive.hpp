@@ -101,7 +101,6 @@ T binary_element(const T& a, const T& b) {
   }
 }
 
-
 /// The element function of `Op`, by its arity.
 template <class Op, class... T>
 auto element(const T&... x) {
@@ -148,25 +147,46 @@ struct elementwise_transpose {
 template <>
 struct elementwise_transpose<op::add> {
   static constexpr bool in_x = true, in_y = true, jointly = true;
-  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
-  template <class A> static A ct_y(const A& ct, const A&) { return ct; }
+  template <class A>
+  static A ct_x(const A& ct, const A&) {
+    return ct;
+  }
+  template <class A>
+  static A ct_y(const A& ct, const A&) {
+    return ct;
+  }
 };
 template <>
 struct elementwise_transpose<op::sub> {
   static constexpr bool in_x = true, in_y = true, jointly = true;
-  template <class A> static A ct_x(const A& ct, const A&) { return ct; }
-  template <class A> static A ct_y(const A& ct, const A&) { return -ct; }
+  template <class A>
+  static A ct_x(const A& ct, const A&) {
+    return ct;
+  }
+  template <class A>
+  static A ct_y(const A& ct, const A&) {
+    return -ct;
+  }
 };
 template <>
 struct elementwise_transpose<op::mul> {  // mul(t, y)^T ct = ct * y
   static constexpr bool in_x = true, in_y = true, jointly = false;
-  template <class A> static A ct_x(const A& ct, const A& y) { return ct * y; }
-  template <class A> static A ct_y(const A& ct, const A& x) { return x * ct; }
+  template <class A>
+  static A ct_x(const A& ct, const A& y) {
+    return ct * y;
+  }
+  template <class A>
+  static A ct_y(const A& ct, const A& x) {
+    return x * ct;
+  }
 };
 template <>
 struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
   static constexpr bool in_x = true, in_y = false, jointly = false;
-  template <class A> static A ct_x(const A& ct, const A& y) { return ct / y; }
+  template <class A>
+  static A ct_x(const A& ct, const A& y) {
+    return ct / y;
+  }
 };
 
 // ---- the primitive ------------------------------------------------------------------------------
@@ -177,8 +197,9 @@ struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
 /// or rank 0; the result is weakly typed when every operand is (JAX's `defbroadcasting`).
 template <class Op>
 class Elementwise final : public Primitive {
-  static_assert(ElementwiseOp<Op>, "xpr::rt::Elementwise<Op>: Op must have a name, an arity of 1 "
-                                   "or 2 and accepted dtypes (see docs/primitives.md)");
+  static_assert(ElementwiseOp<Op>,
+                "xpr::rt::Elementwise<Op>: Op must have a name, an arity of 1 "
+                "or 2 and accepted dtypes (see docs/primitives.md)");
   static constexpr int arity = Op::arity;
 
  public:
@@ -318,18 +339,17 @@ class Elementwise final : public Primitive {
   }
 };
 
-/// The primitive of each elementwise `Op` (`sin_p` is `elementwise_p<op::sin>`). Constant-initialized
-/// (no code runs at start-up), so a translation unit that never names it emits none of its rules;
-/// the parser finds every entry of the list by name (rt/primitive_table.hpp), a program's own
-/// primitives included, with no registration line.
+/// The primitive of each elementwise `Op` (`sin_p` is `elementwise_p<op::sin>`).
+/// Constant-initialized (no code runs at start-up), so a translation unit that never names it emits
+/// none of its rules; the parser finds every entry of the list by name (rt/primitive_table.hpp), a
+/// program's own primitives included, with no registration line.
 template <class Op>
 inline constinit const Elementwise<Op> elementwise_p{};
 
 /// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
 /// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array).
 template <class Op>
-  requires ElementwiseOp<Op> && (Op::arity == 1)
-Array xpr_apply(Op, const Array& x) {
+requires ElementwiseOp<Op> &&(Op::arity == 1) Array xpr_apply(Op, const Array& x) {
   Array in = x;
   if (Op::accepts == detail::Accepts::floating && !core::is_floating(x.dtype()))
     in = convert_element_type(x, DType::float64, x.weak_type());

@@ -459,14 +459,13 @@ class Gather final : public Primitive {
   /// Transpose (JAX's `_gather_transpose_rule`): the cotangent scatter-added into zeros of the
   /// operand's type at the same windows (defined below, after scatter-add).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// Batched operand: its batch axis becomes a leading window dimension taken whole. Batched
   /// indices: a leading batch dimension of the indices. Both: a batching dimension pair
   /// (operand_batching_dims / start_indices_batching_dims), so example k reads operand k.
   inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims,
-                                            std::int64_t axis_size,
+                                            std::span<const BatchDim> dims, std::int64_t axis_size,
                                             const Params& params) const override;
 
   /// The parameters of the tangent's gather: fill value 0 where the primal fills.
@@ -677,18 +676,17 @@ class Scatter final : public Primitive {
   }
 
   inline std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+                                                  std::span<const Tangent> tangents,
+                                                  const Params& params) const override;
 
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// Operand and updates get the batch axis first (broadcast when unbatched). Unbatched indices:
   /// the batch axis is a leading window dimension of the updates taken whole. Batched indices: a
   /// batching dimension pair, so example k's updates go to operand k.
   inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims,
-                                            std::int64_t axis_size,
+                                            std::span<const BatchDim> dims, std::int64_t axis_size,
                                             const Params& params) const override;
 
  private:

@@ -29,7 +29,7 @@ struct element_of {
   using type = typename T::value_type;
 };
 template <class T>
-  requires std::is_arithmetic_v<T>
+requires std::is_arithmetic_v<T>
 struct element_of<T> {
   using type = T;
 };
@@ -38,8 +38,8 @@ struct element_of<T> {
 /// NaN), negative `y` gives `1 / x ** -y`. Integers wrap around on overflow, as in XLA.
 template <class T>
 T integer_power(const T& x, std::int64_t y) {
-  const std::uint64_t m0 = y < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(y)
-                                 : static_cast<std::uint64_t>(y);
+  const std::uint64_t m0 =
+      y < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(y) : static_cast<std::uint64_t>(y);
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     U acc = 1, base = static_cast<U>(x);
@@ -120,9 +120,10 @@ class IntegerPow final : public Primitive {
     ShapedArray out = detail::unary_aval(name(), args, detail::Accepts::numeric);
     const std::int64_t y = params.get<std::int64_t>("y");
     if (y < 0 && core::is_integer(out.dtype))
-      throw core::dtype_error("integer_pow: integers cannot be raised to negative powers: expected "
-                              "y >= 0 for dtype " + std::string(core::name(out.dtype)) +
-                              ", found y=" + std::to_string(y));
+      throw core::dtype_error(
+          "integer_pow: integers cannot be raised to negative powers: expected "
+          "y >= 0 for dtype " +
+          std::string(core::name(out.dtype)) + ", found y=" + std::to_string(y));
     return out;
   }
 };

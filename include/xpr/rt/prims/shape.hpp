@@ -218,7 +218,7 @@ class BroadcastInDim final : public Primitive {
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// The batch axis stays where it is in the operand and is placed in the result right after the
   /// dimension that receives the operand dimension before it (first if there is none), so
@@ -303,7 +303,7 @@ class Transpose final : public Primitive {
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// The batch axis keeps its position; the permutation moves the other axes around it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -383,7 +383,7 @@ class Reshape final : public Primitive {
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
   /// `dimensions` (when given) keeps it first.
@@ -456,7 +456,7 @@ class Squeeze final : public Primitive {
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -526,7 +526,7 @@ class ExpandDims final : public Primitive {
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// The batch axis is placed in the result right after the operand dimension before it (first
   /// if there is none), and the inserted dimensions skip it.
@@ -671,14 +671,14 @@ inline Cotangents Transpose::transpose(std::span<const Cotangent> cts,
   Axes inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i)
     inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
-  return {detail::fit_cotangent(detail::transpose_axes(*cts[0], std::move(inverse)), aval_of(args[0]))};
+  return {
+      detail::fit_cotangent(detail::transpose_axes(*cts[0], std::move(inverse)), aval_of(args[0]))};
 }
 
 /// reshape: the cotangent reshaped back; with `dimensions`, reshaped to the transposed operand's
 /// shape and transposed back (JAX's `_reshape_transpose_rule`).
 inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
-                                     std::span<const LinearArg> args,
-                                     const Params& params) const {
+                                     std::span<const LinearArg> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   const Axes* dims = dimensions(params);
@@ -695,8 +695,7 @@ inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
 
 /// squeeze: the removed dimensions inserted back (expand_dims).
 inline Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
-                                     std::span<const LinearArg> args,
-                                     const Params& params) const {
+                                     std::span<const LinearArg> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   Axes dims;

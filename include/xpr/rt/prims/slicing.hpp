@@ -148,7 +148,7 @@ class Slice final : public Primitive {
   /// Transpose (JAX's `_slice_transpose_rule`): the cotangent padded with zeros back to the
   /// operand's shape, strides becoming interior padding (defined below, after pad).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// The batch axis stays in place and is taken whole (start 0, limit its size, stride 1).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -288,9 +288,10 @@ class Pad final : public Primitive {
     Array unpadded = bind1(*this, {ct, zero}, {{"padding_config", std::move(unpad)}});
     Axes start(ct.ndim(), 0), limit(unpadded.shape().begin(), unpadded.shape().end()), strides;
     for (const auto& d : cfg.dims) strides.push_back(d[2] + 1);
-    Array operand_ct = bind1(slice_p, {unpadded}, {{"start_indices", std::move(start)},
-                                                   {"limit_indices", std::move(limit)},
-                                                   {"strides", std::move(strides)}});
+    Array operand_ct = bind1(slice_p, {unpadded},
+                             {{"start_indices", std::move(start)},
+                              {"limit_indices", std::move(limit)},
+                              {"strides", std::move(strides)}});
     if (is_undefined_primal(args[1]))
       out[1] = detail::fit_cotangent(
           bind1(sub_p, {detail::sum_all(ct), detail::sum_all(operand_ct)}), aval_of(args[1]));
@@ -302,8 +303,7 @@ class Pad final : public Primitive {
   /// rule too): the operand is padded with zeros and a mask of the padding positions (the same
   /// pad of a false operand with true) selects each example's padding value there.
   inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims,
-                                            std::int64_t axis_size,
+                                            std::span<const BatchDim> dims, std::int64_t axis_size,
                                             const Params& params) const override;
 
  private:
@@ -394,13 +394,12 @@ class DynamicSlice final : public Primitive {
   /// Transpose: the cotangent written into zeros of the operand's type at the same (clamped)
   /// indices, by dynamic_update_slice (defined below, after it).
   inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+                              const Params& params) const override;
 
   /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
   /// Batched indices: a gather of one window per example (JAX's rule).
   inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims,
-                                            std::int64_t axis_size,
+                                            std::span<const BatchDim> dims, std::int64_t axis_size,
                                             const Params& params) const override;
 
  private:
@@ -507,8 +506,7 @@ class DynamicUpdateSlice final : public Primitive {
   /// broadcast) and a start index 0 for it. Batched indices: a scatter of one window per example
   /// (JAX's rule).
   inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims,
-                                            std::int64_t axis_size,
+                                            std::span<const BatchDim> dims, std::int64_t axis_size,
                                             const Params& params) const override;
 
  private:
@@ -605,8 +603,8 @@ class Concatenate final : public Primitive {
         start[dim] = offset;
         limit[dim] = offset + size;
         out[i] = detail::fit_cotangent(
-            bind1(slice_p, {ct}, {{"start_indices", std::move(start)},
-                                  {"limit_indices", std::move(limit)}}),
+            bind1(slice_p, {ct},
+                  {{"start_indices", std::move(start)}, {"limit_indices", std::move(limit)}}),
             a);
       }
       offset += size;
@@ -692,8 +690,7 @@ inline Cotangents Slice::transpose(std::span<const Cotangent> cts, std::span<con
 }
 
 inline Cotangents DynamicSlice::transpose(std::span<const Cotangent> cts,
-                                          std::span<const LinearArg> args,
-                                          const Params&) const {
+                                          std::span<const LinearArg> args, const Params&) const {
   if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
   const ShapedArray& x = aval_of(args[0]);
   Arrays ops{zeros_like_aval(x), *cts[0]};
@@ -789,10 +786,10 @@ inline std::pair<Arrays, BatchDims> Pad::batch(std::span<const Array> args,
   detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
   if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
   const auto& cfg = params.get<PaddingConfig>("padding_config");
-  const ShapedArray example = dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0])
-                                      : args[0].aval();
-  const ShapedArray value = dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1])
-                                    : args[1].aval();
+  const ShapedArray example =
+      dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0]) : args[0].aval();
+  const ShapedArray value =
+      dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1]) : args[1].aval();
   const ShapedArray out = abstract_eval_one(example, value, cfg);
   auto with_batch_axis = [&](std::int64_t b) {
     PaddingConfig c = cfg;
@@ -808,9 +805,9 @@ inline std::pair<Arrays, BatchDims> Pad::batch(std::span<const Array> args,
   Array padded = bind1(*this, {x, zero}, {{"padding_config", with_batch_axis(0)}});
   ArrayBuilder yes(ShapedArray{Shape{}, DType::bool_, false});
   yes.data<bool>()[0] = true;
-  Array mask = bind1(*this, {zeros_like_aval({example.shape, DType::bool_, false}),
-                             std::move(yes).finish()},
-                     params);
+  Array mask =
+      bind1(*this, {zeros_like_aval({example.shape, DType::bool_, false}), std::move(yes).finish()},
+            params);
   Shape full = detail::insert_dim(out.shape, 0, axis_size);
   Array values = broadcast_in_dim(moveaxis(args[1], *dims[1], 0), full, Axes{0});
   return {{bind1(select_n_p, {broadcast_batch(mask, axis_size, 0), padded, values})}, {0}};
@@ -859,8 +856,7 @@ inline std::pair<Arrays, BatchDims> DynamicUpdateSlice::batch(std::span<const Ar
     if (dims[i]) examples[i] = detail::unbatched_aval(examples[i], *dims[i]);
   (void)abstract_eval_one(examples);
   Arrays operands{bdim_at_front(args[0], dims[0], axis_size),
-                  bdim_at_front(args[1], dims[1], axis_size),
-                  detail::zero_index(args.subspan(2))};
+                  bdim_at_front(args[1], dims[1], axis_size), detail::zero_index(args.subspan(2))};
   operands.insert(operands.end(), args.begin() + 2, args.end());
   return {rt::bind(*this, operands, params), {0}};
 }

@@ -42,8 +42,7 @@ class StopGradient final : public Primitive {
   }
 
   /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent>,
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
                                            const Params& params) const override {
     return {rt::bind(*this, primals, params), {std::nullopt}};
   }
