@@ -213,11 +213,13 @@ def report(args):
     for key, name in rows:
         if key in before or key in after:
             lines.append(f"| {name} | {cell(before.get(key))} | {cell(after.get(key))} |")
-    lines.append("")
-    lines.append("| 20-file project, `make -j2` | before: CPU, wall, peak | after: CPU, wall, peak |")
-    lines.append("|---|---:|---:|")
-    for key, name in [("project_header_only", "header-only"),
-                      ("project_compiled", "compiled library (library built once, not counted)")]:
+    projects = [("project_header_only", "header-only"),
+                ("project_compiled", "compiled library (library built once, not counted)")]
+    if any(key in before or key in after for key, _ in projects):
+        lines.append("")
+        lines.append("| 20-file project, `make -j2` | before: CPU, wall, peak | after: CPU, wall, peak |")
+        lines.append("|---|---:|---:|")
+    for key, name in projects:
         def c(r):
             return f"{r['cpu']:.0f} s, {r['wall']:.0f} s, {r['mb']:.0f} MB" if r else "–"
         if key in before or key in after:
