@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A compiled jaxpr (the "program" of tinygrad's split): the lowered plan, the loaded kernel and the
-// host services handed to it (a GEMM compiled once into the host with Eigen, rather than emitted
-// or included in every kernel). `compile` caches kernels in memory by jaxpr structure and types.
+// host services handed to it (the eager dot_general's GEMM, compiled into the host rather than
+// emitted or included in every kernel). `compile` caches kernels in memory by jaxpr structure and
+// types.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +13,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "xpr/codegen/cache.hpp"
 #include "xpr/codegen/emit.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
+#include "xpr/rt/prims/dot_general.hpp"
 
 namespace xpr::codegen {
 
@@ -30,31 +30,39 @@ struct Host {
                int a_transposed, const void* b, int b_transposed, void* c);
 };
 
+/// Row-major `rows x cols` matrices, `batch` of them, transposed into `out` (cols x rows each).
+template <class T>
+const T* transposed(const T* data, long long batch, long long rows, long long cols,
+                    std::vector<T>& out) {
+  out.resize(static_cast<std::size_t>(batch * rows * cols));
+  for (long long s = 0; s < batch; ++s) {
+    const T* src = data + s * rows * cols;
+    T* dst = out.data() + s * rows * cols;
+    for (long long i = 0; i < rows; ++i)
+      for (long long j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+  }
+  return out.data();
+}
+
+/// The kernels' GEMM is the eager `dot_general`'s (`rt::detail::batched_gemm`: Eigen for floats,
+/// a wrap-around loop for integers), fed row-major operands; a transposed operand is copied
+/// (O(size), against the product's O(size · free size)). Sharing that one instantiation of
+/// Eigen's GEMM per dtype is what keeps this header cheap to include: a second set (one per
+/// combination of transposes) cost every includer about 3 s of compile time.
 template <class T>
 void gemm_typed(long long batch, long long m, long long n, long long k, const void* a, int ta,
                 const void* b, int tb, void* c) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const T* A = static_cast<const T*>(a);
   const T* B = static_cast<const T*>(b);
-  T* C = static_cast<T*>(c);
-  for (long long s = 0; s < batch; ++s) {
-    Eigen::Map<Mat> out(C + s * m * n, m, n);
-    if (k == 0) {
-      out.setZero();
-      continue;
-    }
-    // A is m x k row-major, or (transposed) k x m row-major; likewise B.
-    Eigen::Map<const Mat> a0(A + s * m * k, ta ? k : m, ta ? m : k);
-    Eigen::Map<const Mat> b0(B + s * k * n, tb ? n : k, tb ? k : n);
-    if (!ta && !tb)
-      out.noalias() = a0 * b0;
-    else if (ta && !tb)
-      out.noalias() = a0.transpose() * b0;
-    else if (!ta && tb)
-      out.noalias() = a0 * b0.transpose();
-    else
-      out.noalias() = a0.transpose() * b0.transpose();
-  }
+  std::vector<T> abuf, bbuf;
+  if (ta) A = transposed(A, batch, k, m, abuf);  // stored k x m
+  if (tb) B = transposed(B, batch, n, k, bbuf);  // stored n x k
+  rt::detail::DotLayout l;
+  l.batch = batch;
+  l.m = m;
+  l.n = n;
+  l.k = k;
+  rt::detail::batched_gemm(A, B, static_cast<T*>(c), l);
 }
 
 inline void host_gemm(int dtype, long long batch, long long m, long long n, long long k,
