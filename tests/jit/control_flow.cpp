@@ -159,20 +159,20 @@ TEST(JitControlFlow, WhileCarryPermutationIsStaged) {
   // (a, b, i) -> (b, a + b, i + 1): Fibonacci; the new `a` is the old `b`, another carry.
   using S = std::tuple<Array, Array, Array>;
   auto fib = [](Array n) {
-    return std::get<0>(xpr::while_loop(
-        [&](const S& s) { return std::get<2>(s) < n; },
-        [](const S& s) {
-          auto [a, b, i] = s;
-          return S{b, a + b, i + 1};
-        },
-        S{Array(0.0), Array(1.0), Array(0)}));
+    return std::get<0>(xpr::while_loop([&](const S& s) { return std::get<2>(s) < n; },
+                                       [](const S& s) {
+                                         auto [a, b, i] = s;
+                                         return S{b, a + b, i + 1};
+                                       },
+                                       S{Array(0.0), Array(1.0), Array(0)}));
   };
   auto swap = [](Array x, Array y, Array n) {
     using T = std::tuple<Array, Array, Array>;
-    return xpr::while_loop(
-        [&](const T& s) { return std::get<2>(s) < n; },
-        [](const T& s) { return T{std::get<1>(s), std::get<0>(s), std::get<2>(s) + 1}; },
-        T{x, y, Array(0)});
+    return xpr::while_loop([&](const T& s) { return std::get<2>(s) < n; },
+                           [](const T& s) {
+                             return T{std::get<1>(s), std::get<0>(s), std::get<2>(s) + 1};
+                           },
+                           T{x, y, Array(0)});
   };
   EXPECT_EQ(compiled(fib)(Array(30)).item<double>(), 832040.0);
   Array x = xpr::array({1.0, 2.0}), y = xpr::array({3.0, 4.0});
@@ -265,8 +265,11 @@ TEST(JitControlFlow, ScanWithXsYsAndReverse) {
   // Rows of a matrix as xs: slices of rank 1.
   Array m = xpr::reshape(xpr::arange(0.0, 6.0), {3, 2});
   auto rowsum = [](Array a) {
-    return xpr::scan([](Array acc, Array row) { return std::pair{acc + row, xpr::sum(row)}; },
-                     xpr::zeros({2}), a);
+    return xpr::scan(
+        [](Array acc, Array row) {
+          return std::pair{acc + row, xpr::sum(row)};
+        },
+        xpr::zeros({2}), a);
   };
   auto [acc, sums] = compiled(rowsum)(m);
   expect_close(acc, xpr::array({6.0, 9.0}));

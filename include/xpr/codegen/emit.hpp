@@ -480,9 +480,9 @@ inline bool is_standalone(const Primitive* p) {
   return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
          p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
-         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p || p == &rt::pad_p ||
-         p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p || p == &rt::gather_p ||
-         is_scatter(p);
+         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
+         p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
+         p == &rt::gather_p || is_scatter(p);
 }
 
 /// Control flow: sub-jaxprs lowered over the kernel's buffers, run by native `switch`/`for`.
@@ -631,8 +631,8 @@ class Lowering {
   Lowered out_;
   std::unordered_map<const void*, VarInfo> vars_;
   std::vector<Group> groups_;
-  std::vector<std::size_t> top_;                  // the top-level jaxpr's groups, in order
-  std::deque<std::vector<Eqn>> sub_eqns_;         // instantiated sub-jaxprs (stable addresses)
+  std::vector<std::size_t> top_;           // the top-level jaxpr's groups, in order
+  std::deque<std::vector<Eqn>> sub_eqns_;  // instantiated sub-jaxprs (stable addresses)
   std::vector<std::pair<long long, std::size_t>> dim_symbols_;  // value -> index into n
   std::set<std::string> math_used_;
   std::set<std::string> helpers_used_;
@@ -842,8 +842,8 @@ class Lowering {
         const ShapedArray& xs = aval_of(e.inputs[i]);
         if (xs.ndim() == 0 || xs.shape[0] != length) unsupported("scan's xs");
         slices.emplace_back(ShapedArray{
-            core::Shape(std::vector<std::int64_t>(xs.shape.begin() + 1, xs.shape.end())),
-            xs.dtype, xs.weak_type});
+            core::Shape(std::vector<std::int64_t>(xs.shape.begin() + 1, xs.shape.end())), xs.dtype,
+            xs.weak_type});
         def(slices.back(), static_cast<int>(g));
         args.emplace_back(slices.back());
         reads.push_back(e.inputs[i]);
@@ -975,13 +975,14 @@ class Lowering {
                    const std::string& ind, const std::string& dst_off = "0",
                    const std::string& src_off = "0") {
     const std::string t = c_type(da.dtype);
+    auto at = [](const std::string& off) { return off == "0" ? "[i]" : "[" + off + " + i]"; };
     std::string from;
     if (const Literal* l = std::get_if<Literal>(&src))
       from = c_literal(l->value);
     else
-      from = ptr(std::get<Var>(src)) + "[" + src_off + " + i]";
-    return ind + "for (long long i = 0, N = " + count(da.shape) + "; i < N; ++i) static_cast<" + t +
-           "*>(" + dst + ")[" + dst_off + " + i] = " + from + ";\n";
+      from = ptr(std::get<Var>(src)) + at(src_off);
+    return ind + "for (long long i = 0; i < " + count(da.shape) + "; ++i)\n" + ind +
+           "  static_cast<" + t + "*>(" + dst + ")" + at(dst_off) + " = " + from + ";\n";
   }
   std::string buf(const Var& v) { return "b[" + std::to_string(info(v).buffer) + "]"; }
 
@@ -997,9 +998,9 @@ class Lowering {
   /// Counts one loop iteration against the LoopIterationLimit's budget; `code` says which
   /// primitive ran out (the host raises its exception).
   static std::string count_iteration(int code, const std::string& ind) {
-    return ind + "if (ctl[0]) {\n" + ind + "  if (ctl[1] == 0) {\n" + ind + "    ctl[2] = " +
-           std::to_string(code) + ";\n" + ind + "    return;\n" + ind + "  }\n" + ind +
-           "  --ctl[1];\n" + ind + "}\n";
+    return ind + "if (ctl[0]) {\n" + ind + "  if (ctl[1] == 0) {\n" + ind +
+           "    ctl[2] = " + std::to_string(code) + ";\n" + ind + "    return;\n" + ind + "  }\n" +
+           ind + "  --ctl[1];\n" + ind + "}\n";
   }
 
   /// The new carry `outs` written into the carry buffers `carry`. A result that is another carry
@@ -1091,8 +1092,8 @@ class Lowering {
     }
     // check_max_trips: the status names this equation; the host calls its impl for the message.
     checks_.push_back(&e);
-    s += "  if (" + scalar(e.inputs[0]) + ") {\n    ctl[2] = " + std::to_string(2 + checks_.size()) +
-         ";\n    return;\n  }\n";
+    s += "  if (" + scalar(e.inputs[0]) +
+         ") {\n    ctl[2] = " + std::to_string(2 + checks_.size()) + ";\n    return;\n  }\n";
     for (std::size_t k = 0; k < e.outputs.size(); ++k)
       s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[k + 1], "  ");
     return s;
@@ -1424,13 +1425,13 @@ class Lowering {
   std::string emit_gather(const Eqn& e) {
     const auto& dn = e.params.get<rt::GatherDimensionNumbers>("dimension_numbers");
     const rt::Axes& ss = e.params.get<rt::Axes>("slice_sizes");
-    const bool drop = e.params.get<rt::GatherScatterMode>("mode") ==
-                      rt::GatherScatterMode::fill_or_drop;
+    const bool drop =
+        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
     const ShapedArray& x = aval_of(e.inputs[0]);
     const ShapedArray& ia = aval_of(e.inputs[1]);
     const ShapedArray& oa = e.outputs[0].aval();
-    const auto window = rt::detail::gs::window_dims(x.ndim(), dn.collapsed_slice_dims,
-                                                    dn.operand_batching_dims);
+    const auto window =
+        rt::detail::gs::window_dims(x.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
     std::vector<std::size_t> bpos;  // output dimension of each batch dimension of the indices
     for (std::size_t o = 0; o < oa.ndim(); ++o)
       if (!rt::detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o)))
@@ -1476,13 +1477,13 @@ class Lowering {
 
   std::string emit_scatter(const Eqn& e) {
     const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
-    const bool drop = e.params.get<rt::GatherScatterMode>("mode") ==
-                      rt::GatherScatterMode::fill_or_drop;
+    const bool drop =
+        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
     const ShapedArray& x = aval_of(e.inputs[0]);
     const ShapedArray& ia = aval_of(e.inputs[1]);
     const ShapedArray& ua = aval_of(e.inputs[2]);
-    const auto window = rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims,
-                                                    dn.operand_batching_dims);
+    const auto window =
+        rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
     std::vector<std::int64_t> size(x.ndim(), 1);  // the window's extent in each operand dim
     for (std::size_t k = 0; k < window.size(); ++k)
       size[window[k]] = ua.shape[static_cast<std::size_t>(dn.update_window_dims[k])];
