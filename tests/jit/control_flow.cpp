@@ -217,6 +217,65 @@ TEST(JitControlFlow, RunawayWhileStopsAtTheIterationLimit) {
   EXPECT_THROW((void)jc(Array(600)), xpr::value_error);
 }
 
+TEST(JitControlFlow, RunawayScanStopsAtTheIterationLimit) {
+  auto f = [](Array x) {
+    return xpr::fori_loop(
+        0, 5000, [](Array, Array v) { return v * 0.5 + 1.0; }, x);
+  };
+  auto jf = compiled(f);
+  std::string eager, jitted;
+  {
+    LoopIterationLimit guard(1000);
+    try {
+      (void)f(1.0);
+    } catch (const xpr::value_error& e) {
+      eager = e.what();
+    }
+  }
+  {
+    LoopIterationLimit guard(1000);
+    try {
+      (void)jf(1.0);
+    } catch (const xpr::value_error& e) {
+      jitted = e.what();
+    }
+  }
+  EXPECT_FALSE(eager.empty());
+  EXPECT_EQ(jitted, eager);
+  // Exactly the budget: 5000 compiled and 5000 interpreted iterations, then none is left.
+  LoopIterationLimit guard(10000);
+  expect_close(jf(1.0), f(1.0));
+  EXPECT_THROW((void)jf(1.0), xpr::value_error);
+}
+
+TEST(JitControlFlow, NestedLoopsAndBranches) {
+  // For each a in xs (a scan), sqrt(a) by a while loop whose body branches (a cond): step up by
+  // one while below the root, Newton steps above it.
+  auto f = [](Array xs) {
+    auto root = [](Array a) {
+      return xpr::while_loop([&](const Array& x) { return xpr::abs(x * x - a) > 1e-14 * a; },
+                             [&](const Array& x) {
+                               return xpr::cond(
+                                   x * x > a, [&](Array v) { return 0.5 * (v + a / v); },
+                                   [](Array v) { return v + 1.0; }, x);
+                             },
+                             Array(0.5));
+    };
+    return xpr::scan(
+        [&](Array acc, Array a) {
+          Array r = root(a);
+          return std::pair{acc + r, r};
+        },
+        0.0, xs);
+  };
+  Array xs = xpr::array({2.0, 9.0, 30.0, 0.25});
+  auto [total, roots] = compiled(f)(xs);
+  auto [te, re] = f(xs);
+  expect_close(roots, re, 0);
+  expect_close(total, te, 0);
+  expect_close(roots, xpr::sqrt(xs), 1e-14);
+}
+
 TEST(JitControlFlow, MaxTripsErrorIsTheInterpretersError) {
   auto cbrt = [](Array a, int trips) {
     return xpr::while_loop([&](const Array& x) { return xpr::abs(x * x * x - a) > 1e-12 * a; },

@@ -1073,7 +1073,8 @@ class Lowering {
       s += "  const long long L = " + dim(length) + ";\n";
       s += "  for (long long step = 0; step < L; ++step) {\n";
       s += count_iteration(2, "    ");
-      s += std::string("    const long long it = ") + (reverse ? "L - 1 - step" : "step") + ";\n";
+      s += std::string("    const long long it = ") + (reverse ? "L - 1 - step" : "step") +
+           ";\n    (void)it;\n";
       for (std::size_t j = 0; j < grp.slices.size(); ++j) {
         const Var& x = grp.slices[j];
         s += copy(buf(x), x.aval(), e.inputs[nconst + ncarry + j], "    ", "0",
@@ -1444,7 +1445,7 @@ class Lowering {
       row += (b ? " + " : "") + std::string("i") + std::to_string(bpos[b]) + " * (" +
              stride(ia.shape, b) + ")";
     if (row.empty()) row = "0";
-    std::string body = "const long long r = " + row + ";\n";
+    std::string body = "const long long r = " + row + ";\n(void)r;\n";
     if (drop) body += "bool oob = false;\n";
     std::string src;
     for (std::size_t k = 0; k < dn.start_index_map.size(); ++k) {
@@ -1506,7 +1507,7 @@ class Lowering {
       row += (b ? " + " : "") + std::string("j") + std::to_string(sd[b]) + " * (" +
              stride(ia.shape, b) + ")";
     if (row.empty()) row = "0";
-    std::string body = "const long long r = " + row + ";\n";
+    std::string body = "const long long r = " + row + ";\n(void)r;\n";
     if (drop) body += "bool oob = false;\n";
     std::string dst;
     for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
