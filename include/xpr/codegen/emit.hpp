@@ -824,6 +824,7 @@ class Lowering {
           aval_of(blocks[0].outs[0]).ndim() != 0)
         unsupported("while with a predicate that is not a bool scalar");
       check_types(blocks[1].outs, e.outputs);
+      scatter_in_place(blocks[1], e.outputs);
       reads = init;
       reads.push_back(blocks[0].outs[0]);
       reads.insert(reads.end(), blocks[1].outs.begin(), blocks[1].outs.end());
@@ -859,6 +860,9 @@ class Lowering {
                           y.size() * length != o.size()))
           unsupported("scan's result types");
       }
+      scatter_in_place(body,
+                       std::vector<Var>(e.outputs.begin(),
+                                        e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry)));
       reads.insert(reads.end(), init.begin(), init.end());
       reads.insert(reads.end(), body.outs.begin(), body.outs.end());
     } else {  // check_max_trips
@@ -870,6 +874,47 @@ class Lowering {
     grp.slices = std::move(slices);
     grp.reads = std::move(reads);
   }
+
+  /// Whether anything in `blk` (nested blocks included) reads `v`, except operand 0 of `except`.
+  bool block_reads(const Block& blk, const Var& v, const Eqn* except) const {
+    auto is_v = [&](const Atom& a) {
+      const Var* w = std::get_if<Var>(&a);
+      return w && w->id() == v.id();
+    };
+    for (std::size_t g : blk.groups) {
+      const Group& grp = groups_[g];
+      for (const Eqn* e : grp.eqns)
+        for (std::size_t i = 0; i < e->inputs.size(); ++i)
+          if (is_v(e->inputs[i]) && !(e == except && i == 0)) return true;
+      for (const Atom& a : grp.reads)
+        if (is_v(a)) return true;
+      for (const Block& b : grp.blocks)
+        if (block_reads(b, v, except)) return true;
+    }
+    return false;
+  }
+
+  /// A loop body's scatter whose operand is carry k and whose result is the new carry k, with
+  /// nothing else reading carry k, updates the carry's buffer in place (XLA's in-place
+  /// dynamic-update/scatter in loops): no copy of the operand, no copy back into the carry.
+  void scatter_in_place(const Block& body, const std::vector<Var>& carry) {
+    for (std::size_t k = 0; k < carry.size() && k < body.outs.size(); ++k) {
+      const Var* out = std::get_if<Var>(&body.outs[k]);
+      if (!out) continue;
+      for (std::size_t g : body.groups) {
+        const Group& grp = groups_[g];
+        if (grp.kind != Kind::standalone || !is_scatter(grp.eqns[0]->primitive)) continue;
+        const Eqn& e = *grp.eqns[0];
+        const Var* x = std::get_if<Var>(&e.inputs[0]);
+        if (e.outputs[0].id() != out->id() || !x || x->id() != carry[k].id()) continue;
+        bool other = block_reads(body, carry[k], &e);
+        for (const Atom& a : body.outs)
+          if (const Var* w = std::get_if<Var>(&a); w && w->id() == carry[k].id()) other = true;
+        if (!other) in_place_.emplace_back(*out, carry[k]);
+      }
+    }
+  }
+  std::vector<std::pair<Var, Var>> in_place_;  // (scatter result, carry it updates in place)
 
   void assign_buffers() {
     next_buffer_ = out_.num_args + out_.num_consts;
@@ -910,6 +955,10 @@ class Lowering {
         out_.temps.push_back(v.aval());
       }
     };
+    for (const auto& [result, carry] : in_place_) {
+      buffer(carry);
+      info(result).buffer = info(carry).buffer;
+    }
     // A value used by another group than its own lives in a buffer.
     for (std::size_t g = 0; g < groups_.size(); ++g) {
       auto read = [&](const Atom& a) {
@@ -1010,7 +1059,7 @@ class Lowering {
     std::string s, later;
     for (std::size_t k = 0; k < carry.size(); ++k) {
       const Var* v = std::get_if<Var>(&outs[k]);
-      if (v && v->id() == carry[k].id()) continue;  // unchanged
+      if (v && info(*v).buffer == info(carry[k]).buffer) continue;  // unchanged, or in place
       bool is_carry = false;
       for (const Var& c : carry) is_carry = is_carry || (v && v->id() == c.id());
       if (is_carry) {
@@ -1497,11 +1546,14 @@ class Lowering {
     order = sd;
     for (std::int64_t d : dn.update_window_dims) order.push_back(static_cast<std::size_t>(d));
     std::string s;
-    in_ptr(e.inputs[0], s, "x");
+    const Var* xv = std::get_if<Var>(&e.inputs[0]);
+    const bool in_place = xv && info(*xv).buffer == info(e.outputs[0]).buffer;
+    if (!in_place) in_ptr(e.inputs[0], s, "x");
     in_ptr(e.inputs[1], s, "id");
     in_ptr(e.inputs[2], s, "u");
     s += "  const long long N = " + count(x.shape) + ";\n";
-    s += "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n  if (N == 0) return;\n";
+    if (!in_place) s += "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
+    s += "  if (N == 0) return;\n";
     std::string row;
     for (std::size_t b = 0; b < sd.size(); ++b)
       row += (b ? " + " : "") + std::string("j") + std::to_string(sd[b]) + " * (" +
