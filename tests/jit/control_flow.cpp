@@ -484,4 +484,31 @@ TEST(JitIndexing, FiniteElementAssemblyByScatterAdd) {
   expect_close(xpr::grad(tr)(k), xpr::full({5}, 2.0));
 }
 
+TEST(JitIndexing, ScatterOfACarryInPlaceOnlyWhenNothingElseReadsIt) {
+  // In place: the carry is only the scatter's operand (the source says so where it skips the
+  // operand's copy).
+  auto inplace = [](Array x) {
+    return xpr::fori_loop(
+        0, 4, [](Array i, Array v) { return v.at(i).add(1.0); }, x);
+  };
+  // Not in place: the old carry is also read (its sum) and also returned as another carry.
+  using S = std::tuple<Array, Array, Array>;
+  auto shared = [](Array x) {
+    auto body = [](Array i, S s) {
+      auto [v, old, t] = s;
+      return S{v.at(i).add(t), v, t + xpr::sum(v)};
+    };
+    return xpr::fori_loop(0, 4, body, S{x, x, Array(1.0)});
+  };
+  Array x = xpr::arange(0.0, 5.0);
+  expect_close(compiled(inplace)(x), inplace(x), 0);
+  auto [a, b, c] = compiled(shared)(x);
+  auto [ae, be, ce] = shared(x);
+  expect_close(a, ae, 0);
+  expect_close(b, be, 0);
+  expect_close(c, ce, 0);
+  EXPECT_NE(compiled(inplace).lower(x).as_text().find("// in place"), std::string::npos);
+  EXPECT_EQ(compiled(shared).lower(x).as_text().find("// in place"), std::string::npos);
+}
+
 }  // namespace test_jit_control_flow

@@ -1552,7 +1552,8 @@ class Lowering {
     in_ptr(e.inputs[1], s, "id");
     in_ptr(e.inputs[2], s, "u");
     s += "  const long long N = " + count(x.shape) + ";\n";
-    if (!in_place) s += "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
+    s += in_place ? "  // in place: o is the operand's buffer, a loop carry\n"
+                  : "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
     s += "  if (N == 0) return;\n";
     std::string row;
     for (std::size_t b = 0; b < sd.size(); ++b)
