@@ -13,7 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -27,10 +29,12 @@
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/jit_options.hpp"
+#include "xpr/rt/loop_iteration_limit.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/dot_general.hpp"
+#include "xpr/rt/prims/gather.hpp"
 #include "xpr/rt/prims/integer_pow.hpp"
 #include "xpr/rt/prims/iota.hpp"
 #include "xpr/rt/prims/reduce.hpp"
@@ -64,6 +68,46 @@ struct Lowered {
   std::vector<rt::ShapedArray> temps;
   std::vector<OutputSpec> outputs;
   std::vector<long long> dims;
+  /// The buffer of the loop-control block (a temporary of 4 int64) when the kernel runs loops or
+  /// check_max_trips, else -1: `LoopControl` fills and reads it around the call.
+  int control = -1;
+  /// The check_max_trips equations the kernel's status may name (status 3 + k is checks[k]).
+  std::vector<std::pair<const rt::Primitive*, rt::Params>> checks;
+};
+
+/// What the host does around a kernel call with a loop-control block: hands the kernel the
+/// iterations the thread's `LoopIterationLimit` allows (the kernel counts locally, with no call
+/// per iteration), then charges what ran and turns the kernel's status into the exception the
+/// interpreter throws at the same point. A zero-filled block means "no limit, no error".
+class LoopControl {
+ public:
+  /// The block to put in the kernel's buffer `plan.control`.
+  void* begin() {
+    const std::optional<std::int64_t> b = rt::LoopIterationLimit::budget();
+    block_[0] = b ? 1 : 0;
+    block_[1] = b ? *b : 0;
+    start_ = block_[1];
+    return block_;
+  }
+  /// After the call (and after the kernel's scratch memory is released).
+  void end(const Lowered& plan) const {
+    if (plan.control < 0) return;
+    if (block_[0]) rt::LoopIterationLimit::spend(start_ - block_[1]);
+    const long long status = block_[2];
+    if (status == 1) rt::LoopIterationLimit::count("while");  // the budget is 0: throws
+    if (status == 2) rt::LoopIterationLimit::count("scan");
+    if (status >= 3 && static_cast<std::size_t>(status - 3) < plan.checks.size()) {
+      const auto& [prim, params] = plan.checks[static_cast<std::size_t>(status - 3)];
+      const rt::Array unfinished[] = {rt::Array(true)};
+      (void)prim->impl(unfinished, params);  // throws check_max_trips' value_error
+    }
+    if (status != 0)
+      throw core::value_error("jit: the kernel stopped with status " + std::to_string(status));
+  }
+
+ private:
+  long long block_[4] = {0, 0, 0, 0};
+  long long start_ = 0;
 };
 
 namespace detail {
@@ -426,12 +470,26 @@ inline std::string math_declaration(const std::string& id, bool precise) {
 // The lowering
 // ---------------------------------------------------------------------------------------------
 
+inline bool is_scatter(const Primitive* p) {
+  return p == &rt::scatter_p || p == &rt::scatter_add_p || p == &rt::scatter_mul_p ||
+         p == &rt::scatter_min_p || p == &rt::scatter_max_p;
+}
+
 /// The primitives with a loop nest of their own.
 inline bool is_standalone(const Primitive* p) {
   return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
          p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
-         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p || p == &rt::pad_p;
+         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
+         p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
+         p == &rt::gather_p || is_scatter(p);
+}
+
+/// Control flow: sub-jaxprs lowered over the kernel's buffers, run by native `switch`/`for`.
+/// Matched by name, so this header needs not include the control-flow primitives' headers.
+inline bool is_control(const Primitive* p) {
+  const std::string& n = p->name();
+  return n == "cond" || n == "while" || n == "scan" || n == "check_max_trips";
 }
 
 /// Call-like primitives whose body is a sub-jaxpr applied to the operands as they are (a nested
@@ -532,19 +590,35 @@ class Lowering {
   Lowered run() {
     number_vars();
     collect_dims();
-    form_groups();
+    form_groups(jaxpr_.eqns, top_, 0);
     assign_buffers();
-    std::string body;
-    for (std::size_t g = 0; g < groups_.size(); ++g) body += emit_group(g);
-    out_.source = preamble() + body + entry();
+    std::string decls, body;
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      decls += "static void g" + std::to_string(g) +
+               "(void* const* b, const long long* n, const XprHost* h);\n";
+      body += emit_group(g);
+    }
+    out_.source = preamble() + decls + "\n" + body + entry();
+    for (const Eqn* e : checks_) out_.checks.emplace_back(e->primitive, e->params);
     return std::move(out_);
   }
 
  private:
+  /// A sub-jaxpr of a control-flow equation instantiated over the kernel's buffers: its groups
+  /// (emitted as functions the control group calls) and its results.
+  struct Block {
+    std::vector<std::size_t> groups;
+    std::vector<Atom> outs;
+  };
+  enum class Kind { elementwise, standalone, control };
   struct Group {
-    bool elementwise = false;
+    Kind kind = Kind::standalone;
     core::Shape shape;
-    std::vector<std::size_t> eqns;
+    std::vector<const Eqn*> eqns;
+    std::vector<Block> blocks;  // control: cond's branches; while's cond and body; scan's body
+    std::vector<Var> slices;    // scan: the per-iteration slices of the xs
+    std::vector<Atom> reads;    // control: what the group itself reads
+    bool elementwise() const { return kind == Kind::elementwise; }
   };
   struct VarInfo {
     std::size_t id = 0;
@@ -557,10 +631,13 @@ class Lowering {
   Lowered out_;
   std::unordered_map<const void*, VarInfo> vars_;
   std::vector<Group> groups_;
+  std::vector<std::size_t> top_;           // the top-level jaxpr's groups, in order
+  std::deque<std::vector<Eqn>> sub_eqns_;  // instantiated sub-jaxprs (stable addresses)
   std::vector<std::pair<long long, std::size_t>> dim_symbols_;  // value -> index into n
   std::set<std::string> math_used_;
   std::set<std::string> helpers_used_;
   std::size_t next_buffer_ = 0;
+  std::size_t next_var_ = 0;
 
   [[noreturn]] static void unsupported(const std::string& what) {
     throw core::not_implemented_error("jit: code generation for " + what + " not implemented");
@@ -572,18 +649,16 @@ class Lowering {
     return it->second;
   }
 
+  void def(const Var& v, int group) {
+    // Each aval's byte count must fit (Shape checks element counts; this checks bytes).
+    (void)core::checked_nbytes(v.aval().size(), core::itemsize(v.aval().dtype));
+    if (!vars_.emplace(v.id(), VarInfo{next_var_++, group, -1}).second)
+      unsupported("a jaxpr defining a variable twice");
+  }
+
   void number_vars() {
-    std::size_t k = 0;
-    auto def = [&](const Var& v, int group) {
-      // Each aval's byte count must fit (Shape checks element counts; this checks bytes).
-      (void)core::checked_nbytes(v.aval().size(), core::itemsize(v.aval().dtype));
-      if (!vars_.emplace(v.id(), VarInfo{k++, group, -1}).second)
-        unsupported("a jaxpr defining a variable twice");
-    };
     for (const Var& v : jaxpr_.invars) def(v, -1);
     for (const Var& v : jaxpr_.constvars) def(v, -1);
-    for (const Eqn& e : jaxpr_.eqns)
-      for (const Var& v : e.outputs) def(v, -2);  // group assigned later
   }
 
   void collect_dims() {
@@ -625,15 +700,31 @@ class Lowering {
     return true;
   }
 
-  void form_groups() {
-    for (std::size_t i = 0; i < jaxpr_.eqns.size(); ++i) {
-      const Eqn& e = jaxpr_.eqns[i];
+  /// Groups the equations `eqns` of one scope (the top-level jaxpr or an instantiated
+  /// sub-jaxpr), appending the new groups' indices to `scope`.
+  void form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
+                   std::size_t depth) {
+    if (depth > rt::max_jaxpr_nesting)
+      unsupported("control flow nested deeper than " + std::to_string(rt::max_jaxpr_nesting));
+    int last = -1;  // this scope's latest group
+    for (const Eqn& e : eqns) {
       if (!e.primitive) unsupported("an equation without a primitive");
+      if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
+      for (const Atom& a : e.inputs)
+        if (const Var* v = std::get_if<Var>(&a)) (void)info(*v);  // defined before its use
+      if (is_control(e.primitive)) {
+        groups_.push_back(Group{Kind::control, {}, {&e}, {}, {}, {}});
+        const auto g = static_cast<int>(groups_.size() - 1);
+        scope.push_back(groups_.size() - 1);
+        last = g;
+        for (const Var& v : e.outputs) def(v, g);
+        instantiate_control(static_cast<std::size_t>(g), depth);
+        continue;
+      }
       const bool bcast = e.primitive == &rt::broadcast_in_dim_p;
       const ElementwiseRow* r = bcast ? nullptr : find_elementwise(e.primitive);
       if (!r && !bcast && !is_standalone(e.primitive)) unsupported("'" + e.primitive->name() + "'");
       if (e.outputs.size() != 1) unsupported("'" + e.primitive->name() + "' with several results");
-      if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
       if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
         unsupported("'" + e.primitive->name() + "' on integers");
       if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
@@ -650,16 +741,180 @@ class Lowering {
           if (c_expr<op::integer_pow>::emit(c).empty())
             unsupported("integer_pow of a huge exponent");
         }
-        bool join = !groups_.empty() && groups_.back().elementwise &&
-                    groups_.back().shape == shape && groups_.back().eqns.size() < max_group_eqns;
-        if (!join) groups_.push_back(Group{true, shape, {}});
+        bool join = last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
+                    groups_[static_cast<std::size_t>(last)].shape == shape &&
+                    groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns;
+        if (!join) {
+          groups_.push_back(Group{Kind::elementwise, shape, {}, {}, {}, {}});
+          scope.push_back(groups_.size() - 1);
+          last = static_cast<int>(groups_.size() - 1);
+        }
       } else {
-        groups_.push_back(Group{false, shape, {}});
+        groups_.push_back(Group{Kind::standalone, shape, {}, {}, {}, {}});
+        scope.push_back(groups_.size() - 1);
+        last = static_cast<int>(groups_.size() - 1);
       }
-      groups_.back().eqns.push_back(i);
-      info(e.outputs[0]).group = static_cast<int>(groups_.size() - 1);
+      groups_[static_cast<std::size_t>(last)].eqns.push_back(&e);
+      def(e.outputs[0], last);
     }
   }
+
+  /// `body` applied to `args` as a new scope of groups.
+  Block instantiate(const rt::ClosedJaxpr& body, std::span<const Atom> args, std::size_t depth) {
+    if (body.jaxpr.invars.size() != args.size())
+      unsupported("a sub-jaxpr called with the wrong number of operands");
+    sub_eqns_.emplace_back();
+    std::vector<Eqn>& eqns = sub_eqns_.back();
+    Block blk;
+    blk.outs = inline_into(eqns, body.jaxpr, body.consts, args, depth);
+    form_groups(eqns, blk.groups, depth + 1);
+    return blk;
+  }
+
+  static std::vector<Atom> atoms(std::span<const Atom> a, std::size_t from, std::size_t n) {
+    if (from > a.size() || n > a.size() - from) unsupported("a control-flow equation's operands");
+    return std::vector<Atom>(a.begin() + static_cast<std::ptrdiff_t>(from),
+                             a.begin() + static_cast<std::ptrdiff_t>(from + n));
+  }
+  static void check_types(std::span<const Atom> outs, std::span<const Var> to) {
+    if (outs.size() != to.size()) unsupported("a sub-jaxpr returning the wrong number of results");
+    for (std::size_t k = 0; k < to.size(); ++k)
+      if (!aval_of(outs[k]).same_type(to[k].aval()))
+        unsupported("a sub-jaxpr returning the wrong types");
+  }
+
+  /// The sub-jaxprs of a control-flow group, over the equation's operands: cond's branches read
+  /// the operands where they are; while's and scan's bodies read the carry from the equation's
+  /// result buffers, which the loop updates in place.
+  void instantiate_control(std::size_t g, std::size_t depth) {
+    const Eqn& e = *groups_[g].eqns[0];
+    const std::string& p = e.primitive->name();
+    std::vector<Atom> reads;
+    std::vector<Block> blocks;
+    std::vector<Var> slices;
+    std::vector<Atom> outs_as_atoms;
+    for (const Var& v : e.outputs) outs_as_atoms.emplace_back(v);
+    if (p == "cond") {
+      if (e.inputs.empty()) unsupported("cond without an index");
+      const rt::JaxprTuple& bs = e.params.get<rt::JaxprTuple>("branches");
+      if (bs.empty()) unsupported("cond without branches");
+      const std::vector<Atom> ops = atoms(e.inputs, 1, e.inputs.size() - 1);
+      for (const rt::JaxprParam& br : bs) {
+        if (!br) unsupported("cond with a missing branch");
+        blocks.push_back(instantiate(*br, ops, depth));
+        check_types(blocks.back().outs, e.outputs);
+        reads.insert(reads.end(), blocks.back().outs.begin(), blocks.back().outs.end());
+      }
+      reads.push_back(e.inputs[0]);
+    } else if (p == "while") {
+      auto nc = static_cast<std::size_t>(e.params.get<std::int64_t>("cond_nconsts"));
+      auto nb = static_cast<std::size_t>(e.params.get<std::int64_t>("body_nconsts"));
+      const std::vector<Atom> cc = atoms(e.inputs, 0, nc), bc = atoms(e.inputs, nc, nb);
+      const std::vector<Atom> init = atoms(e.inputs, nc + nb, e.outputs.size());
+      if (nc + nb + e.outputs.size() != e.inputs.size()) unsupported("while's operands");
+      std::vector<Atom> cargs = cc, bargs = bc;
+      cargs.insert(cargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
+      bargs.insert(bargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
+      for (const char* key : {"cond_jaxpr", "body_jaxpr"}) {
+        const rt::JaxprParam& j = e.params.get<rt::JaxprParam>(key);
+        if (!j) unsupported("while without a sub-jaxpr");
+        blocks.push_back(instantiate(*j, key[0] == 'c' ? cargs : bargs, depth));
+      }
+      if (blocks[0].outs.size() != 1 || aval_of(blocks[0].outs[0]).dtype != DType::bool_ ||
+          aval_of(blocks[0].outs[0]).ndim() != 0)
+        unsupported("while with a predicate that is not a bool scalar");
+      check_types(blocks[1].outs, e.outputs);
+      scatter_in_place(blocks[1], e.outputs);
+      reads = init;
+      reads.push_back(blocks[0].outs[0]);
+      reads.insert(reads.end(), blocks[1].outs.begin(), blocks[1].outs.end());
+    } else if (p == "scan") {
+      const rt::JaxprParam& j = e.params.get<rt::JaxprParam>("jaxpr");
+      if (!j) unsupported("scan without a body");
+      auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
+      auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
+      const std::int64_t length = e.params.get<std::int64_t>("length");
+      if (length < 0 || ncarry > e.outputs.size()) unsupported("scan's parameters");
+      std::vector<Atom> args = atoms(e.inputs, 0, nconst);
+      const std::vector<Atom> init = atoms(e.inputs, nconst, ncarry);
+      args.insert(args.end(), outs_as_atoms.begin(),
+                  outs_as_atoms.begin() + static_cast<std::ptrdiff_t>(ncarry));
+      for (std::size_t i = nconst + ncarry; i < e.inputs.size(); ++i) {
+        const ShapedArray& xs = aval_of(e.inputs[i]);
+        if (xs.ndim() == 0 || xs.shape[0] != length) unsupported("scan's xs");
+        slices.emplace_back(ShapedArray{
+            core::Shape(std::vector<std::int64_t>(xs.shape.begin() + 1, xs.shape.end())), xs.dtype,
+            xs.weak_type});
+        def(slices.back(), static_cast<int>(g));
+        args.emplace_back(slices.back());
+        reads.push_back(e.inputs[i]);
+      }
+      blocks.push_back(instantiate(*j, args, depth));
+      const Block& body = blocks[0];
+      if (body.outs.size() != e.outputs.size()) unsupported("scan's results");
+      for (std::size_t k = 0; k < body.outs.size(); ++k) {
+        const ShapedArray& o = e.outputs[k].aval();
+        const ShapedArray& y = aval_of(body.outs[k]);
+        if (k < ncarry ? !y.same_type(o)
+                       : (o.ndim() == 0 || o.shape[0] != length || y.dtype != o.dtype ||
+                          y.size() * length != o.size()))
+          unsupported("scan's result types");
+      }
+      scatter_in_place(body,
+                       std::vector<Var>(e.outputs.begin(),
+                                        e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry)));
+      reads.insert(reads.end(), init.begin(), init.end());
+      reads.insert(reads.end(), body.outs.begin(), body.outs.end());
+    } else {  // check_max_trips
+      if (e.inputs.size() != e.outputs.size() + 1) unsupported("check_max_trips' operands");
+      reads = e.inputs;
+    }
+    Group& grp = groups_[g];
+    grp.blocks = std::move(blocks);
+    grp.slices = std::move(slices);
+    grp.reads = std::move(reads);
+  }
+
+  /// Whether anything in `blk` (nested blocks included) reads `v`, except operand 0 of `except`.
+  bool block_reads(const Block& blk, const Var& v, const Eqn* except) const {
+    auto is_v = [&](const Atom& a) {
+      const Var* w = std::get_if<Var>(&a);
+      return w && w->id() == v.id();
+    };
+    for (std::size_t g : blk.groups) {
+      const Group& grp = groups_[g];
+      for (const Eqn* e : grp.eqns)
+        for (std::size_t i = 0; i < e->inputs.size(); ++i)
+          if (is_v(e->inputs[i]) && !(e == except && i == 0)) return true;
+      for (const Atom& a : grp.reads)
+        if (is_v(a)) return true;
+      for (const Block& b : grp.blocks)
+        if (block_reads(b, v, except)) return true;
+    }
+    return false;
+  }
+
+  /// A loop body's scatter whose operand is carry k and whose result is the new carry k, with
+  /// nothing else reading carry k, updates the carry's buffer in place (XLA's in-place
+  /// dynamic-update/scatter in loops): no copy of the operand, no copy back into the carry.
+  void scatter_in_place(const Block& body, const std::vector<Var>& carry) {
+    for (std::size_t k = 0; k < carry.size() && k < body.outs.size(); ++k) {
+      const Var* out = std::get_if<Var>(&body.outs[k]);
+      if (!out) continue;
+      for (std::size_t g : body.groups) {
+        const Group& grp = groups_[g];
+        if (grp.kind != Kind::standalone || !is_scatter(grp.eqns[0]->primitive)) continue;
+        const Eqn& e = *grp.eqns[0];
+        const Var* x = std::get_if<Var>(&e.inputs[0]);
+        if (e.outputs[0].id() != out->id() || !x || x->id() != carry[k].id()) continue;
+        bool other = block_reads(body, carry[k], &e);
+        for (const Atom& a : body.outs)
+          if (const Var* w = std::get_if<Var>(&a); w && w->id() == carry[k].id()) other = true;
+        if (!other) in_place_.emplace_back(*out, carry[k]);
+      }
+    }
+  }
+  std::vector<std::pair<Var, Var>> in_place_;  // (scatter result, carry it updates in place)
 
   void assign_buffers() {
     next_buffer_ = out_.num_args + out_.num_consts;
@@ -693,30 +948,42 @@ class Lowering {
       }
       out_.outputs.push_back(std::move(o));
     }
-    // A value used by another group than its own lives in a buffer.
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      for (std::size_t i : groups_[g].eqns)
-        for (const Atom& a : jaxpr_.eqns[i].inputs)
-          if (const Var* v = std::get_if<Var>(&a)) {
-            VarInfo& vi = info(*v);
-            if (vi.group == -2) unsupported("a variable used before its definition");
-            if (vi.buffer < 0 && vi.group != static_cast<int>(g)) {
-              vi.buffer = static_cast<int>(next_buffer_++);
-              out_.temps.push_back(v->aval());
-            }
-          }
-    // Standalone primitives read and write buffers only.
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      if (!groups_[g].elementwise) {
-        const Var& o = jaxpr_.eqns[groups_[g].eqns[0]].outputs[0];
-        VarInfo& vi = info(o);
-        if (vi.buffer < 0) {
-          vi.buffer = static_cast<int>(next_buffer_++);
-          out_.temps.push_back(o.aval());
-        }
+    auto buffer = [&](const Var& v) {
+      VarInfo& vi = info(v);
+      if (vi.buffer < 0) {
+        vi.buffer = static_cast<int>(next_buffer_++);
+        out_.temps.push_back(v.aval());
       }
+    };
+    for (const auto& [result, carry] : in_place_) {
+      buffer(carry);
+      info(result).buffer = info(carry).buffer;
+    }
+    // A value used by another group than its own lives in a buffer.
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      auto read = [&](const Atom& a) {
+        if (const Var* v = std::get_if<Var>(&a); v && info(*v).group != static_cast<int>(g))
+          buffer(*v);
+      };
+      for (const Eqn* e : groups_[g].eqns)
+        for (const Atom& a : e->inputs) read(a);
+      for (const Atom& a : groups_[g].reads) read(a);
+    }
+    // Standalone primitives and control flow read and write buffers only.
+    for (const Group& grp : groups_)
+      if (!grp.elementwise()) {
+        for (const Var& o : grp.eqns[0]->outputs) buffer(o);
+        for (const Var& s : grp.slices) buffer(s);
+        if (grp.kind == Kind::control && grp.eqns[0]->primitive->name() != "cond")
+          uses_control_ = true;  // a loop, or check_max_trips
+      }
+    // The loop-control block (see `LoopControl`).
+    if (uses_control_) {
+      out_.control = static_cast<int>(next_buffer_++);
+      out_.temps.push_back(ShapedArray{core::Shape{4}, DType::int64, false});
+    }
   }
-
+  bool uses_control_ = false;
   std::string ptr(const Var& v, bool mut = false) {
     const VarInfo& vi = info(v);
     std::string t = c_type(v.aval().dtype);
@@ -725,16 +992,166 @@ class Lowering {
   }
   std::string name(const Var& v) { return "v" + std::to_string(info(v).id); }
 
-  // ---- elementwise groups ----
+  // ---- groups ----
 
   std::string emit_group(std::size_t g) {
     const Group& grp = groups_[g];
     std::string f =
         "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
         "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
-    if (grp.elementwise) return f + emit_elementwise(g) + "}\n\n";
-    return f + emit_standalone(jaxpr_.eqns[grp.eqns[0]]) + "}\n\n";
+    if (grp.kind == Kind::elementwise) return f + emit_elementwise(g) + "}\n\n";
+    if (grp.kind == Kind::control) return f + emit_control(grp) + "}\n\n";
+    return f + emit_standalone(*grp.eqns[0]) + "}\n\n";
   }
+
+  // ---- control flow ----
+
+  /// The kernel's loop-control block: [0] whether a LoopIterationLimit bounds the loops, [1] the
+  /// iterations left, [2] a status the host turns into the interpreter's exception, [3] unused.
+  std::string control_ptr() const {
+    return "static_cast<long long*>(b[" + std::to_string(out_.control) + "])";
+  }
+
+  /// A rank-0 atom's value.
+  std::string scalar(const Atom& a) {
+    if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
+    return ptr(std::get<Var>(a)) + "[0]";
+  }
+
+  /// Copies `src` (a literal scalar or a buffer) into the buffer `dst` at element offset
+  /// `dst_off`, reading `src` from element `src_off`.
+  std::string copy(const std::string& dst, const ShapedArray& da, const Atom& src,
+                   const std::string& ind, const std::string& dst_off = "0",
+                   const std::string& src_off = "0") {
+    const std::string t = c_type(da.dtype);
+    auto at = [](const std::string& off) { return off == "0" ? "[i]" : "[" + off + " + i]"; };
+    std::string from;
+    if (const Literal* l = std::get_if<Literal>(&src))
+      from = c_literal(l->value);
+    else
+      from = ptr(std::get<Var>(src)) + at(src_off);
+    return ind + "for (long long i = 0; i < " + count(da.shape) + "; ++i)\n" + ind +
+           "  static_cast<" + t + "*>(" + dst + ")" + at(dst_off) + " = " + from + ";\n";
+  }
+  std::string buf(const Var& v) { return "b[" + std::to_string(info(v).buffer) + "]"; }
+
+  std::string call(const Block& blk, const std::string& ind) {
+    std::string s;
+    for (std::size_t g : blk.groups) {
+      s += ind + "g" + std::to_string(g) + "(b, n, h);\n";
+      if (groups_[g].kind == Kind::control && uses_control_) s += ind + "if (ctl[2]) return;\n";
+    }
+    return s;
+  }
+
+  /// Counts one loop iteration against the LoopIterationLimit's budget; `code` says which
+  /// primitive ran out (the host raises its exception).
+  static std::string count_iteration(int code, const std::string& ind) {
+    return ind + "if (ctl[0]) {\n" + ind + "  if (ctl[1] == 0) {\n" + ind +
+           "    ctl[2] = " + std::to_string(code) + ";\n" + ind + "    return;\n" + ind + "  }\n" +
+           ind + "  --ctl[1];\n" + ind + "}\n";
+  }
+
+  /// The new carry `outs` written into the carry buffers `carry`. A result that is another carry
+  /// (a permutation of the carries) is staged first, so no carry is read after it is overwritten.
+  std::string update_carry(const std::vector<Atom>& outs, const std::vector<Var>& carry,
+                           const std::string& ind) {
+    std::string s, later;
+    for (std::size_t k = 0; k < carry.size(); ++k) {
+      const Var* v = std::get_if<Var>(&outs[k]);
+      if (v && info(*v).buffer == info(carry[k]).buffer) continue;  // unchanged, or in place
+      bool is_carry = false;
+      for (const Var& c : carry) is_carry = is_carry || (v && v->id() == c.id());
+      if (is_carry) {
+        std::string st = "b[" + std::to_string(next_buffer_++) + "]";
+        out_.temps.push_back(carry[k].aval());
+        s += copy(st, carry[k].aval(), outs[k], ind);
+        staged_.emplace_back(carry[k].aval());  // the staged value, read back from its buffer
+        def(staged_.back(), -1);
+        info(staged_.back()).buffer = static_cast<int>(next_buffer_ - 1);
+        later += copy(buf(carry[k]), carry[k].aval(), Atom(staged_.back()), ind);
+      } else {
+        later += copy(buf(carry[k]), carry[k].aval(), outs[k], ind);
+      }
+    }
+    return s + later;
+  }
+
+  std::string emit_control(const Group& grp) {
+    const Eqn& e = *grp.eqns[0];
+    const std::string& p = e.primitive->name();
+    std::string s;
+    if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n  (void)ctl;\n";
+    if (p == "cond") {
+      const std::string nb = std::to_string(grp.blocks.size() - 1);
+      s += "  long long k = " + scalar(e.inputs[0]) + ";\n";
+      s += "  k = k < 0 ? 0 : k > " + nb + " ? " + nb + " : k;\n";  // clamped, as cond's impl
+      s += "  switch (k) {\n";
+      for (std::size_t br = 0; br < grp.blocks.size(); ++br) {
+        s += br + 1 == grp.blocks.size() ? "    default: {\n"
+                                         : "    case " + std::to_string(br) + ": {\n";
+        s += call(grp.blocks[br], "      ");
+        for (std::size_t k = 0; k < e.outputs.size(); ++k)
+          s += copy(buf(e.outputs[k]), e.outputs[k].aval(), grp.blocks[br].outs[k], "      ");
+        s += "      break;\n    }\n";
+      }
+      return s + "  }\n";
+    }
+    if (p == "while") {
+      const Block &c = grp.blocks[0], &body = grp.blocks[1];
+      const std::size_t n0 = e.inputs.size() - e.outputs.size();
+      for (std::size_t k = 0; k < e.outputs.size(); ++k)
+        s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[n0 + k], "  ");
+      s += "  for (;;) {\n" + call(c, "    ");
+      s += "    if (!" + scalar(c.outs[0]) + ") break;\n";
+      s += count_iteration(1, "    ");
+      s += call(body, "    ");
+      s += update_carry(body.outs, e.outputs, "    ");
+      return s + "  }\n";
+    }
+    if (p == "scan") {
+      const Block& body = grp.blocks[0];
+      auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
+      auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
+      const std::int64_t length = e.params.get<std::int64_t>("length");
+      const bool reverse = e.params.get<bool>("reverse");
+      std::vector<Var> carry(e.outputs.begin(),
+                             e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry));
+      for (std::size_t k = 0; k < ncarry; ++k)
+        s += copy(buf(carry[k]), carry[k].aval(), e.inputs[nconst + k], "  ");
+      s += "  const long long L = " + dim(length) + ";\n";
+      s += "  for (long long step = 0; step < L; ++step) {\n";
+      s += count_iteration(2, "    ");
+      s += std::string("    const long long it = ") + (reverse ? "L - 1 - step" : "step") +
+           ";\n    (void)it;\n";
+      for (std::size_t j = 0; j < grp.slices.size(); ++j) {
+        const Var& x = grp.slices[j];
+        s += copy(buf(x), x.aval(), e.inputs[nconst + ncarry + j], "    ", "0",
+                  "it * (" + count(x.aval().shape) + ")");
+      }
+      s += call(body, "    ");
+      // The ys first: they may read a carry the update below overwrites.
+      for (std::size_t k = ncarry; k < e.outputs.size(); ++k) {
+        const ShapedArray ya = aval_of(body.outs[k]);
+        s += copy(buf(e.outputs[k]), ya, body.outs[k], "    ", "it * (" + count(ya.shape) + ")");
+      }
+      std::vector<Atom> couts(body.outs.begin(),
+                              body.outs.begin() + static_cast<std::ptrdiff_t>(ncarry));
+      s += update_carry(couts, carry, "    ");
+      return s + "  }\n";
+    }
+    // check_max_trips: the status names this equation; the host calls its impl for the message.
+    checks_.push_back(&e);
+    s += "  if (" + scalar(e.inputs[0]) +
+         ") {\n    ctl[2] = " + std::to_string(2 + checks_.size()) + ";\n    return;\n  }\n";
+    for (std::size_t k = 0; k < e.outputs.size(); ++k)
+      s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[k + 1], "  ");
+    return s;
+  }
+  std::vector<const Eqn*> checks_;
+  std::deque<Var> staged_;
+
+  // ---- elementwise groups ----
 
   std::string emit_elementwise(std::size_t g) {
     const Group& grp = groups_[g];
@@ -764,8 +1181,8 @@ class Lowering {
       read_name.emplace(vi.id, expr);
       return expr;
     };
-    for (std::size_t i : grp.eqns) {
-      const Eqn& e = jaxpr_.eqns[i];
+    for (const Eqn* ep : grp.eqns) {
+      const Eqn& e = *ep;
       const Var& o = e.outputs[0];
       std::string t = c_type(o.aval().dtype);
       std::string expr;
@@ -972,7 +1389,215 @@ class Lowering {
     if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
       return pre + emit_reduce(e);
     if (p == &rt::dot_general_p) return pre + emit_dot(e);
+    if (p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p)
+      return pre + emit_dynamic_slice(e, p == &rt::dynamic_update_slice_p);
+    if (p == &rt::gather_p) return pre + emit_gather(e);
+    if (is_scatter(p)) return pre + emit_scatter(e);
     unsupported("'" + p->name() + "'");
+  }
+
+  // ---- indexing ----
+
+  /// A rank-0 integer operand as a `long long` expression.
+  std::string index_scalar(const Atom& a) { return "static_cast<long long>(" + scalar(a) + ")"; }
+
+  /// Loops over the dimensions of `shape` in the order `order` (indices `<ivar><d>`) around
+  /// `body`.
+  std::string loops(const core::Shape& shape, const std::vector<std::size_t>& order,
+                    const std::string& body, const std::string& ivar) {
+    std::string open, close, ind = "  ";
+    for (std::size_t d : order) {
+      std::string iv = ivar + std::to_string(d);
+      open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[d]) + "; ++" + iv +
+              ") {\n";
+      close = ind + "}\n" + close;
+      ind += "  ";
+    }
+    std::string b, line;
+    for (char c : body) {
+      line += c;
+      if (c == '\n') {
+        b += ind + line;
+        line.clear();
+      }
+    }
+    if (!line.empty()) b += ind + line + "\n";
+    return open + b + close;
+  }
+
+  /// dynamic_slice and dynamic_update_slice: each start clamped into [0, dim - window size], as
+  /// the interpreter's `clamp_start` does (and lax.dynamic_slice).
+  std::string emit_dynamic_slice(const Eqn& e, bool update) {
+    const ShapedArray& x = aval_of(e.inputs[0]);
+    const ShapedArray& w = update ? aval_of(e.inputs[1]) : e.outputs[0].aval();
+    const std::size_t first = update ? 2 : 1;
+    if (e.inputs.size() != first + x.ndim()) unsupported("'" + e.primitive->name() + "' operands");
+    std::string s;
+    in_ptr(e.inputs[0], s, "x");
+    if (update) in_ptr(e.inputs[1], s, "u");
+    std::string idx;
+    for (std::size_t k = 0; k < x.ndim(); ++k) {
+      const std::string sk = "s" + std::to_string(k), hi = "hi" + std::to_string(k);
+      s += "  const long long " + hi + " = " + dim(x.shape[k]) + " - " + dim(w.shape[k]) + ";\n";
+      s += "  long long " + sk + " = " + index_scalar(e.inputs[first + k]) + ";\n";
+      s += "  " + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk +
+           ";\n";
+      idx += (k ? " + " : "") + std::string("(") + sk + " + j" + std::to_string(k) + ") * (" +
+             stride(x.shape, k) + ")";
+    }
+    if (idx.empty()) idx = "0";
+    if (!update) return s + nest(w.shape, "o[j] = x[" + idx + "];", "j");
+    s += "  for (long long i = 0, N = " + count(x.shape) + "; i < N; ++i) o[i] = x[i];\n";
+    return s + nest(w.shape, "o[" + idx + "] = u[j];", "j");
+  }
+
+  /// gather's fill value for out-of-bounds windows under fill_or_drop, as the interpreter's
+  /// `fill_value_as` computes it.
+  static std::string fill_literal(const rt::Params& params, DType t) {
+    std::string r;
+    rt::dispatch_dtype(t, [&](auto tag) {
+      using T = decltype(tag);
+      r = c_literal(Array(rt::detail::gs::fill_value_as<T>(params)));
+    });
+    return r;
+  }
+
+  /// The start of the window along operand dimension `d` read from index element `elem`: clamped
+  /// into [0, dim - size]; under fill_or_drop `oob` records whether it was outside.
+  std::string window_start(const std::string& sk, const std::string& elem, std::int64_t xdim,
+                           std::int64_t size, bool drop) {
+    std::string hi = "(" + dim(xdim) + " - " + dim(size) + ")";
+    std::string s = "long long " + sk + " = static_cast<long long>(" + elem + ");\n";
+    if (drop) s += "oob = oob || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
+    return s + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
+  }
+
+  std::string emit_gather(const Eqn& e) {
+    const auto& dn = e.params.get<rt::GatherDimensionNumbers>("dimension_numbers");
+    const rt::Axes& ss = e.params.get<rt::Axes>("slice_sizes");
+    const bool drop =
+        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+    const ShapedArray& x = aval_of(e.inputs[0]);
+    const ShapedArray& ia = aval_of(e.inputs[1]);
+    const ShapedArray& oa = e.outputs[0].aval();
+    const auto window =
+        rt::detail::gs::window_dims(x.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
+    std::vector<std::size_t> bpos;  // output dimension of each batch dimension of the indices
+    for (std::size_t o = 0; o < oa.ndim(); ++o)
+      if (!rt::detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o)))
+        bpos.push_back(o);
+    std::string s;
+    in_ptr(e.inputs[0], s, "x");
+    in_ptr(e.inputs[1], s, "id");
+    std::string row;  // the index vector's first element
+    for (std::size_t b = 0; b < bpos.size(); ++b)
+      row += (b ? " + " : "") + std::string("i") + std::to_string(bpos[b]) + " * (" +
+             stride(ia.shape, b) + ")";
+    if (row.empty()) row = "0";
+    std::string body = "const long long r = " + row + ";\n(void)r;\n";
+    if (drop) body += "bool oob = false;\n";
+    std::string src;
+    for (std::size_t k = 0; k < dn.start_index_map.size(); ++k) {
+      const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
+      const std::string sk = "s" + std::to_string(k);
+      body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], ss[d], drop);
+      src += (src.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+    }
+    for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+      src += (src.empty() ? "" : " + ") + std::string("i") +
+             std::to_string(bpos[static_cast<std::size_t>(dn.start_indices_batching_dims[i])]) +
+             " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
+    for (std::size_t w = 0; w < window.size(); ++w)
+      src += (src.empty() ? "" : " + ") + std::string("i") + std::to_string(dn.offset_dims[w]) +
+             " * (" + stride(x.shape, window[w]) + ")";
+    if (src.empty()) src = "0";
+    std::string flat;
+    for (std::size_t k = 0; k < oa.ndim(); ++k)
+      flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
+              stride(oa.shape, k) + ")";
+    if (flat.empty()) flat = "0";
+    body += "o[" + flat + "] = " +
+            (drop ? "oob ? " + fill_literal(e.params, oa.dtype) + " : x[" + src + "]"
+                  : "x[" + src + "]") +
+            ";\n";
+    std::vector<std::size_t> order(oa.ndim());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    return s + loops(oa.shape, order, body, "i");
+  }
+
+  std::string emit_scatter(const Eqn& e) {
+    const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
+    const bool drop =
+        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+    const ShapedArray& x = aval_of(e.inputs[0]);
+    const ShapedArray& ia = aval_of(e.inputs[1]);
+    const ShapedArray& ua = aval_of(e.inputs[2]);
+    const auto window =
+        rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
+    std::vector<std::int64_t> size(x.ndim(), 1);  // the window's extent in each operand dim
+    for (std::size_t k = 0; k < window.size(); ++k)
+      size[window[k]] = ua.shape[static_cast<std::size_t>(dn.update_window_dims[k])];
+    std::vector<std::size_t> sd, order;  // the updates' scatter dimensions; loop order
+    for (std::size_t d = 0; d < ua.ndim(); ++d)
+      if (!rt::detail::gs::contains(dn.update_window_dims, static_cast<std::int64_t>(d)))
+        sd.push_back(d);
+    // The interpreter's order: index vectors in row-major order, then each window's elements
+    // (so repeated indices combine in the same order, and scatter's last update wins alike).
+    order = sd;
+    for (std::int64_t d : dn.update_window_dims) order.push_back(static_cast<std::size_t>(d));
+    std::string s;
+    const Var* xv = std::get_if<Var>(&e.inputs[0]);
+    const bool in_place = xv && info(*xv).buffer == info(e.outputs[0]).buffer;
+    if (!in_place) in_ptr(e.inputs[0], s, "x");
+    in_ptr(e.inputs[1], s, "id");
+    in_ptr(e.inputs[2], s, "u");
+    s += "  const long long N = " + count(x.shape) + ";\n";
+    s += in_place ? "  // in place: o is the operand's buffer, a loop carry\n"
+                  : "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
+    s += "  if (N == 0) return;\n";
+    std::string row;
+    for (std::size_t b = 0; b < sd.size(); ++b)
+      row += (b ? " + " : "") + std::string("j") + std::to_string(sd[b]) + " * (" +
+             stride(ia.shape, b) + ")";
+    if (row.empty()) row = "0";
+    std::string body = "const long long r = " + row + ";\n(void)r;\n";
+    if (drop) body += "bool oob = false;\n";
+    std::string dst;
+    for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
+      const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
+      const std::string sk = "s" + std::to_string(k);
+      body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], size[d], drop);
+      dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+    }
+    if (drop) body += "if (oob) continue;\n";
+    for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+      dst += (dst.empty() ? "" : " + ") + std::string("j") +
+             std::to_string(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[i])]) +
+             " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
+    for (std::size_t w = 0; w < window.size(); ++w)
+      dst += (dst.empty() ? "" : " + ") + std::string("j") +
+             std::to_string(dn.update_window_dims[w]) + " * (" + stride(x.shape, window[w]) + ")";
+    if (dst.empty()) dst = "0";
+    std::string usrc;
+    for (std::size_t d = 0; d < ua.ndim(); ++d)
+      usrc += (d ? " + " : "") + std::string("j") + std::to_string(d) + " * (" +
+              stride(ua.shape, d) + ")";
+    if (usrc.empty()) usrc = "0";
+    body += "const long long t = " + dst + ";\n";
+    CCall c;
+    c.args = {"o[t]", "u[" + usrc + "]"};
+    c.arg_dtypes = {x.dtype, x.dtype};
+    c.out = x.dtype;
+    c.math_used = &math_used_;
+    const Primitive* p = e.primitive;
+    std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
+                    : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
+                    : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
+                    : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
+                                              : c[1];
+    body += "o[t] = " + v + ";\n";
+    // do/while(0): a dropped window's `continue` skips one element, loops or none.
+    return s + loops(ua.shape, order, "do {\n" + body + "} while (false);\n", "j");
   }
 
   std::string emit_reduce(const Eqn& e) {
@@ -1167,8 +1792,11 @@ class Lowering {
         "}\n\n"
         "extern \"C\" __attribute__((visibility(\"default\")))\n"
         "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
-    for (std::size_t g = 0; g < groups_.size(); ++g)
+    if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n";
+    for (std::size_t g : top_) {
       s += "  g" + std::to_string(g) + "(b, n, h);\n";
+      if (groups_[g].kind == Kind::control && uses_control_) s += "  if (ctl[2]) return;\n";
+    }
     return s + "  (void)b; (void)n; (void)h;\n}\n";
   }
 };

@@ -140,8 +140,11 @@ class Kernel {
       for (std::size_t i = 0; i < plan_.temps.size(); ++i)
         b[nin + plan_.kernel_outputs.size() + i] = scratch.get() + temp_offsets_[i];
     }
+    LoopControl loops;  // loops and check_max_trips report through it (emit.hpp)
+    if (plan_.control >= 0) b[plan_.control] = loops.begin();
     lib_->fn(b, plan_.dims.data(), &detail::host());
     if (scratch) ::operator delete[](scratch.release(), std::align_val_t{64});
+    loops.end(plan_);
     rt::Arrays kernel_out;
     kernel_out.reserve(outs.size());
     for (auto& o : outs) kernel_out.push_back(std::move(o).finish());

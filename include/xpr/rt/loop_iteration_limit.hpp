@@ -37,6 +37,17 @@ class LoopIterationLimit {
     limit() = outer_limit_;
   }
 
+  /// The iterations the guards on this thread still allow, or none when no guard is alive.
+  /// Compiled loops (codegen/emit.hpp) count locally against this budget and report back with
+  /// `spend`, so a kernel pays no call per iteration.
+  static std::optional<std::int64_t> budget() noexcept { return remaining(); }
+
+  /// Counts `n` iterations (at most `budget()`) that ran without calling `count`.
+  static void spend(std::int64_t n) noexcept {
+    std::optional<std::int64_t>& r = remaining();
+    if (r) *r -= n < *r ? n : *r;
+  }
+
   /// Called by a loop primitive's impl before each iteration: throws once the bound is reached.
   static void count(const char* primitive) {
     std::optional<std::int64_t>& r = remaining();
