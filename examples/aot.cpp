@@ -32,9 +32,9 @@ xpr::Array data_w(long long d) {
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "aot_export";
 
-  // The mean squared error of a one-layer model, and its gradient in the weights.
+  // Half the summed squared error of a one-layer model, and its gradient in the weights.
   auto loss = [](const xpr::Array& w, const xpr::Array& x, const xpr::Array& y) {
-    return xpr::mean(xpr::integer_pow(xpr::tanh(xpr::matmul(x, w)) - y, 2));
+    return xpr::sum(xpr::integer_pow(xpr::tanh(xpr::matmul(x, w)) - y, 2)) * 0.5;
   };
   auto loss_grad = xpr::grad(loss);
 

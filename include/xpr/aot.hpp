@@ -788,39 +788,50 @@ inline Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& avals,
   return fixed_plan(f, avals, o);
 }
 
-/// A jaxpr as a function of arrays of any shapes: its equations bound one by one (eval_jaxpr
-/// checks the arguments' types against the invars'; tracing at other sizes must not).
-inline rt::FlatFunction jaxpr_function(const rt::ClosedJaxpr& j) {
-  return [&j](std::span<const Array> in) -> Arrays {
-    if (in.size() != j.jaxpr.invars.size())
-      throw core::type_error("aot: expected " + std::to_string(j.jaxpr.invars.size()) +
-                             " arguments, found " + std::to_string(in.size()));
-    std::unordered_map<const void*, Array> env;
-    for (std::size_t i = 0; i < j.consts.size(); ++i)
-      env.insert_or_assign(j.jaxpr.constvars[i].id(), j.consts[i]);
-    for (std::size_t i = 0; i < in.size(); ++i) env.insert_or_assign(j.jaxpr.invars[i].id(), in[i]);
-    auto read = [&](const rt::Atom& a) -> Array {
-      if (const rt::Literal* l = std::get_if<rt::Literal>(&a)) return l->value;
-      auto it = env.find(std::get<rt::Var>(a).id());
-      if (it == env.end()) throw core::type_error("aot: a variable is used but never defined");
-      return it->second;
-    };
-    for (const rt::Eqn& e : j.jaxpr.eqns) {
-      if (!e.primitive) throw core::type_error("aot: expected a primitive in every equation");
-      Arrays ins;
-      for (const rt::Atom& a : e.inputs) ins.push_back(read(a));
-      Arrays outs = rt::bind(*e.primitive, std::span<const Array>(ins), e.params);
-      if (outs.size() != e.outputs.size())
-        throw core::type_error("aot: expected " + std::to_string(e.outputs.size()) +
-                               " results from " + e.primitive->name() + ", found " +
-                               std::to_string(outs.size()));
-      for (std::size_t k = 0; k < outs.size(); ++k)
-        env.insert_or_assign(e.outputs[k].id(), std::move(outs[k]));
-    }
-    Arrays out;
-    for (const rt::Atom& a : j.jaxpr.outvars) out.push_back(read(a));
-    return out;
+/// `jaxpr` applied to `in`, its equations bound one by one (eval_jaxpr checks the arguments'
+/// types against the invars'; tracing at other sizes must not). Calls the code generator inlines
+/// (`pjit`, custom-derivative calls) are evaluated from their bodies the same way, since their
+/// sub-jaxprs are typed at the text's sizes.
+inline Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,
+                             std::span<const Array> in, std::size_t depth = 0) {
+  if (depth > rt::max_jaxpr_nesting)
+    throw core::not_implemented_error("aot: calls nested deeper than " +
+                                      std::to_string(rt::max_jaxpr_nesting));
+  if (in.size() != jaxpr.invars.size() || consts.size() != jaxpr.constvars.size())
+    throw core::type_error("aot: expected " + std::to_string(jaxpr.invars.size()) +
+                           " arguments, found " + std::to_string(in.size()));
+  std::unordered_map<const void*, Array> env;
+  for (std::size_t i = 0; i < consts.size(); ++i)
+    env.insert_or_assign(jaxpr.constvars[i].id(), consts[i]);
+  for (std::size_t i = 0; i < in.size(); ++i) env.insert_or_assign(jaxpr.invars[i].id(), in[i]);
+  auto read = [&](const rt::Atom& a) -> Array {
+    if (const rt::Literal* l = std::get_if<rt::Literal>(&a)) return l->value;
+    auto it = env.find(std::get<rt::Var>(a).id());
+    if (it == env.end()) throw core::type_error("aot: a variable is used but never defined");
+    return it->second;
   };
+  for (const rt::Eqn& e : jaxpr.eqns) {
+    if (!e.primitive) throw core::type_error("aot: expected a primitive in every equation");
+    Arrays ins;
+    for (const rt::Atom& a : e.inputs) ins.push_back(read(a));
+    const rt::ClosedJaxpr* body = codegen::detail::inlinable_body(e);
+    Arrays outs = body ? eval_any_shape(body->jaxpr, body->consts, ins, depth + 1)
+                       : rt::bind(*e.primitive, std::span<const Array>(ins), e.params);
+    if (outs.size() != e.outputs.size())
+      throw core::type_error("aot: expected " + std::to_string(e.outputs.size()) +
+                             " results from " + e.primitive->name() + ", found " +
+                             std::to_string(outs.size()));
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      env.insert_or_assign(e.outputs[k].id(), std::move(outs[k]));
+  }
+  Arrays out;
+  for (const rt::Atom& a : jaxpr.outvars) out.push_back(read(a));
+  return out;
+}
+
+inline rt::FlatFunction jaxpr_function(const rt::ClosedJaxpr& j) {
+  return
+      [&j](std::span<const Array> in) -> Arrays { return eval_any_shape(j.jaxpr, j.consts, in); };
 }
 
 }  // namespace detail
