@@ -282,7 +282,7 @@ TEST(Xprc, JaxCustomDerivativeCalls) {
       "custom_jvp_call[\n      name=f\n      call_jaxpr=" + body +
           "\n      jvp_jaxpr_fun=<function _memoize.<locals>.memoized at 0x7f3c8c1b1e40>\n"
           "      num_consts=0\n      symbolic_zeros=False\n    ]",
-      "custom_jvp_call[name=f call_jaxpr=" + body +
+      "custom_jvp_call[name=<lambda> call_jaxpr=" + body +
           " jvp_jaxpr_thunk=f_jvp num_consts=0 symbolic_zeros=False]",
       "custom_vjp_call[\n      name=f\n      bwd=f_bwd\n      call_jaxpr=" + body +
           "\n      fwd_jaxpr_thunk=<function _memoize.<locals>.memoized at 0x7f3c8c1b1e40>\n"

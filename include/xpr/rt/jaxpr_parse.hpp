@@ -821,8 +821,9 @@ class Parser {
         skip_param_value(k, name);
         continue;
       }
-      if (is_punct("<") || (rule_param(name) && peek().kind == Token::Kind::ident &&
-                            !is_ident("None") && !is_punct("=", 1))) {
+      if (name != "name" &&  // a call's name may be `<lambda>`: call_name reads it
+          (is_punct("<") || (rule_param(name) && peek().kind == Token::Kind::ident &&
+                             !is_ident("None") && !is_punct("=", 1)))) {
         // A Python callable as JAX prints it (`<function f_bwd at 0x7f...>`, or a bare name in
         // newer JAX): a custom derivative's rule, which the text cannot carry. Kept as the empty
         // stub xpr prints for its own rules (`{ lambda ; . let  in () }`): the call evaluates
