@@ -1,7 +1,8 @@
 # Every line of every ```cpp block in README.md and docs/*.md must appear (whitespace-trimmed) in
-# a program under examples/, which ctest builds and runs: documentation cannot drift from code.
+# a program under examples/ (or in a project in a subdirectory of it), which ctest builds and
+# runs: documentation cannot drift from code.
 # A line `...` marks lines left out of the quote.
-file(GLOB examples ${ROOT}/examples/*.cpp)
+file(GLOB examples ${ROOT}/examples/*.cpp ${ROOT}/examples/*/*.cpp)
 set(corpus "")
 foreach(e IN LISTS examples)
   file(STRINGS ${e} lines)

@@ -2,6 +2,7 @@
 // The umbrella header: everything xpr offers.
 #pragma once
 
+#include "xpr/aot.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"

@@ -585,7 +585,8 @@ inline constexpr std::size_t max_group_eqns = 200;
 
 class Lowering {
  public:
-  Lowering(const Jaxpr& j, const JitOptions& o) : jaxpr_(j), opts_(o) {}
+  Lowering(const Jaxpr& j, const JitOptions& o, bool standalone = false)
+      : jaxpr_(j), opts_(o), standalone_(standalone) {}
 
   Lowered run() {
     number_vars();
@@ -628,6 +629,7 @@ class Lowering {
 
   const Jaxpr& jaxpr_;
   const JitOptions& opts_;
+  bool standalone_ = false;  // see lower_standalone
   Lowered out_;
   std::unordered_map<const void*, VarInfo> vars_;
   std::vector<Group> groups_;
@@ -1787,17 +1789,27 @@ class Lowering {
   }
 
   std::string entry() const {
+    if (standalone_)
+      return "static void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n" +
+             calls() + "  (void)b; (void)n; (void)h;\n}\n";
     std::string s =
         "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; "
         "}\n\n"
         "extern \"C\" __attribute__((visibility(\"default\")))\n"
         "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
+    return s + calls() + "  (void)b; (void)n; (void)h;\n}\n";
+  }
+
+  // The top-level groups in order; after a control-flow group, a set status word in the loop
+  // control block (a runaway loop) stops the kernel so the host can throw.
+  std::string calls() const {
+    std::string s;
     if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n";
     for (std::size_t g : top_) {
       s += "  g" + std::to_string(g) + "(b, n, h);\n";
       if (groups_[g].kind == Kind::control && uses_control_) s += "  if (ctl[2]) return;\n";
     }
-    return s + "  (void)b; (void)n; (void)h;\n}\n";
+    return s;
   }
 };
 
@@ -1809,6 +1821,15 @@ class Lowering {
 inline Lowered lower(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
   const rt::Jaxpr flat = detail::inline_calls(jaxpr);
   return detail::Lowering(flat, options).run();
+}
+
+/// `lower` for ahead-of-time export (xpr/aot.hpp): the same source, except that the entry point
+/// is `static void xpr_kernel(...)`, not an exported `extern "C"` symbol (several exported
+/// functions link into one program) and there is no `xpr_abi_version`; the caller supplies the
+/// `XprHost` (its GEMM) and the exported wrapper.
+inline Lowered lower_standalone(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
+  const rt::Jaxpr flat = detail::inline_calls(jaxpr);
+  return detail::Lowering(flat, options, true).run();
 }
 
 }  // namespace xpr::codegen

@@ -780,6 +780,35 @@ class Parser {
     }
   }
 
+  /// The parameters of JAX's custom-derivative calls that hold Python callables.
+  static bool rule_param(std::string_view name) {
+    static constexpr std::string_view names[] = {
+        "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "jvp", "fwd_jaxpr_thunk", "bwd", "out_trees"};
+    for (std::string_view n : names)
+      if (n == name) return true;
+    return false;
+  }
+
+  /// Skips `<...>` (balanced) or a dotted name such as `f_bwd` or `module.f`.
+  void skip_python_object(const Token& at, const std::string& name) {
+    if (!is_punct("<")) {
+      next();
+      while (is_punct(".") && peek(1).kind == Token::Kind::ident) {
+        next();
+        next();
+      }
+      return;
+    }
+    int depth = 0;
+    do {
+      const Token& t = peek();
+      if (t.kind == Token::Kind::end) fail(at, "'>' closing the value of '" + name + "'");
+      if (is_punct("<")) ++depth;
+      if (is_punct(">")) --depth;
+      next();
+    } while (depth > 0);
+  }
+
   Params params() {
     Params ps;
     next();  // [
@@ -790,6 +819,17 @@ class Parser {
       expect("=", "'=' after the parameter name '" + name + "'");
       if (placement_param(name)) {
         skip_param_value(k, name);
+        continue;
+      }
+      if (name != "name" &&  // a call's name may be `<lambda>`: call_name reads it
+          (is_punct("<") || (rule_param(name) && peek().kind == Token::Kind::ident &&
+                             !is_ident("None") && !is_punct("=", 1)))) {
+        // A Python callable as JAX prints it (`<function f_bwd at 0x7f...>`, or a bare name in
+        // newer JAX): a custom derivative's rule, which the text cannot carry. Kept as the empty
+        // stub xpr prints for its own rules (`{ lambda ; . let  in () }`): the call evaluates
+        // and compiles; differentiating it says it has no rule.
+        skip_python_object(k, name);
+        ps.set(name, JaxprParam(std::make_shared<const ClosedJaxpr>()));
         continue;
       }
       if (name == "accumulation_type") {
@@ -820,12 +860,21 @@ class Parser {
     }
     const Token& prim_tok = expect_ident("a primitive name");
     // Newer JAX prints its jit primitive as `jit`, older as `pjit`: the same call.
-    const Primitive* prim =
-        find_primitive(prim_tok.text == "jit" ? std::string_view("pjit") : prim_tok.text);
+    // JAX before 0.4.36 printed custom_vjp calls as `custom_vjp_call_jaxpr[fun_jaxpr=...]`.
+    const bool old_vjp = prim_tok.text == "custom_vjp_call_jaxpr";
+    const Primitive* prim = find_primitive(prim_tok.text == "jit" ? std::string_view("pjit")
+                                           : old_vjp ? std::string_view("custom_vjp_call")
+                                                     : prim_tok.text);
     if (!prim)
       fail(prim_tok, "a primitive name", "unknown primitive '" + std::string(prim_tok.text) + "'");
     Eqn e{prim, {}, {}, {}};
     if (is_punct("[")) e.params = params();
+    if (old_vjp && e.params.contains("fun_jaxpr") && !e.params.contains("call_jaxpr")) {
+      Params renamed;
+      for (const auto& [key, val] : e.params)
+        renamed.set(key == "fun_jaxpr" ? "call_jaxpr" : key, val);
+      e.params = std::move(renamed);
+    }
     while (!operands_end(scope)) e.inputs.push_back(atom(scope));
     if (is_punct(";")) next();
     preferred_element_type(prim_tok, e);
