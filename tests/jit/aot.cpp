@@ -133,6 +133,41 @@ TEST(Aot, GradOfAFunctionEqualsEager) {
   }
 }
 
+TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
+  // A Newton iteration for sqrt(a) elementwise (a while loop on the residual) and a fixed-step
+  // Euler integration of x' = -x (fori_loop, a scan): the exported wrapper sets up the loop
+  // control block the jit host would fill.
+  auto newton = [](const Array& a) {
+    auto state = xpr::while_loop(
+        [](const std::tuple<Array, Array>& s) { return std::get<1>(s) > 0.5; },
+        [&a](const std::tuple<Array, Array>& s) {
+          const Array& x = std::get<0>(s);
+          Array next = (x + a / x) * 0.5;
+          return std::tuple{next, xpr::max(xpr::abs(next - x)) * 1e12};
+        },
+        std::tuple{a + 1.0, xpr::array(1.0)});
+    return std::get<0>(state);
+  };
+  fs::path dir = fresh_dir("loops");
+  aot::export_source(newton, std::tuple{ramp({6}, 0.3, 0.5)}, dir, "newton");
+  CallFn fn = load(aot::compile_library(dir, "newton"), "newton");
+  for (long long n : {6LL, 1LL, 40LL}) {
+    Arrays args{ramp({n}, 0.3, 0.5)};
+    expect_matches(fn, args, {n}, {newton(args[0])}, "newton n=" + std::to_string(n));
+    const Array got = newton(args[0]);
+    for (std::int64_t i = 0; i < n; ++i)  // and the closed form
+      EXPECT_NEAR(got.data<double>()[i], std::sqrt(args[0].data<double>()[i]), 1e-13);
+  }
+  auto euler = [](const Array& x0) {
+    return xpr::fori_loop(0, 100, [](const Array&, const Array& x) { return x - 0.01 * x; }, x0);
+  };
+  fs::path dir2 = fresh_dir("euler");
+  aot::export_source(euler, std::tuple{ramp({3})}, dir2, "euler");
+  CallFn fe = load(aot::compile_library(dir2, "euler"), "euler");
+  Arrays args{ramp({3})};
+  expect_matches(fe, args, {3}, {euler(args[0])}, "euler");
+}
+
 TEST(Aot, DotUsesTheExportedGemm) {
   // A matrix product, a product with a transposed operand, and a batched one.
   auto f = [](const Array& a, const Array& b, const Array& c) {
