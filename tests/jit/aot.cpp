@@ -145,7 +145,7 @@ TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
           Array next = (x + a / x) * 0.5;
           return std::tuple{next, xpr::max(xpr::abs(next - x)) * 1e12};
         },
-        std::tuple{a + 1.0, xpr::array(1.0)});
+        std::tuple{a + 1.0, Array(1.0)});
     return std::get<0>(state);
   };
   fs::path dir = fresh_dir("loops");
