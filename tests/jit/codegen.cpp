@@ -440,8 +440,9 @@ TEST(JitCodegen, JitRetracesWhereTheTraceReadASize) {
   EXPECT_EQ(mean_traces, 2);
 }
 
-// A constant of fixed shape fits one size only: at another the rebound trace fails and `f` is
-// traced again, giving the error the function itself gives.
+// A constant of fixed shape fits one size only: a trace holding one is for its size, and `f` is
+// traced again at another, giving the error (or the broadcast) the function itself gives. A
+// constant made from the input's size (zeros of its shape, returned) is not reused either.
 TEST(JitCodegen, JitWithAFixedShapeConstantTracesAgainAtAnotherSize) {
   const Array c = xpr::array({1.0, 2.0, 3.0});
   int traces = 0;
@@ -455,6 +456,14 @@ TEST(JitCodegen, JitWithAFixedShapeConstantTracesAgainAtAnotherSize) {
   EXPECT_EQ(traces, 2);
   Array one = f(xpr::array({2.0}));  // broadcast by jax.numpy's rules: traced for this size
   EXPECT_NEAR(one.data<double>()[1], 2 * std::sin(2.0), 1e-12);
+  auto z = xpr::jit([](const Array& x) { return xpr::zeros_like(x) + 1.0; });
+  EXPECT_EQ(z(xpr::array({1.0, 2.0, 3.0})).shape(), Shape{3});
+  EXPECT_EQ(z(xpr::array({1.0, 2.0})).shape(), Shape{2});
+  auto grad_sum = xpr::jit(xpr::grad([](const Array& x) { return xpr::sum(xpr::sin(x)); }));
+  for (std::int64_t n : {3, 5}) {
+    Array x = xpr::linspace(0.0, 1.0, n);
+    expect_close(grad_sum(x), xpr::cos(x), "grad of sum, size " + std::to_string(n));
+  }
 }
 
 // Many threads calling jitted functions on rank-0 inputs (the fast path): one trace each, the

@@ -613,9 +613,9 @@ inline std::string jit_key(const std::type_info& statics, std::uint32_t mask, co
 /// Whether a traced jaxpr holds for inputs of any sizes (of the same ranks), given that the
 /// function read no size while it was traced: no equation has a parameter that may hold a size
 /// (only those listed here, which name axes, dtypes and exponents, are known not to), no
-/// sub-jaxpr, and no literal but scalars. Binding its equations on inputs of other sizes then
-/// gives the trace of the function at those sizes; constants of a fixed shape that no longer fit
-/// fail there, and the function is traced again.
+/// sub-jaxpr, and no literal but scalars (and, checked by the caller, no constant but scalars).
+/// Binding its equations on inputs of other sizes then gives the trace of the function at those
+/// sizes; operands whose sizes no longer agree fail there, and the function is traced again.
 inline bool names_no_size(const ClosedJaxpr& j) {
   static constexpr std::string_view size_free[] = {"axes", "axis",        "new_dtype", "weak_type",
                                                    "y",    "index_dtype", "reverse",   "accuracy"};
@@ -901,7 +901,12 @@ class Jitted {
     // A trace closing over tracers of an enclosing transformation is good for this call only.
     if (all_concrete(t->traced.consts)) {
       entries.push_back(t);
-      if (reads == 0 && names_no_size(*t->traced.jaxpr)) state_->any_size[any_key].push_back(t);
+      // An array constant has a size of its own (f may have made it from a size it read through
+      // aval(): zeros of the input's shape), so a trace holding one is for this size only.
+      const bool scalar_consts = std::all_of(t->traced.consts.begin(), t->traced.consts.end(),
+                                             [](const Array& c) { return c.ndim() == 0; });
+      if (reads == 0 && scalar_consts && names_no_size(*t->traced.jaxpr))
+        state_->any_size[any_key].push_back(t);
     }
     return {std::move(t), std::move(leaves)};
   }
