@@ -16,7 +16,8 @@ int main() {
   xpr::Array x = xpr::array({0.0, 1.0, 2.0});
   std::cout << f(x) << "\n";
   std::cout << f(x + 1.0) << "\n";  // same shape and dtype: no tracing
-  std::cout << f(xpr::array({1.0, 2.0})) << "\n";  // another shape: traced again
+  std::cout << f(xpr::array({1.0, 2.0})) << "\n";  // another size: f read none, no tracing
+  std::cout << f(xpr::array({1.0f, 2.0f})) << "\n";  // another dtype: traced again
 
   // jit composes with the transformations, in either order.
   std::cout << xpr::grad(f)(x) << "\n";

@@ -4,6 +4,7 @@
 // allocates its output array per call, as the jitted and eager calls do. Figures:
 // docs/benchmarks.md.
 #include <cstddef>
+#include <cstdlib>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -140,6 +141,19 @@ void BM_jit_scalar_execute(benchmark::State& s) {
   std::vector<Array> args{x};
   for (auto _ : s) benchmark::DoNotOptimize(xpr::codegen::execute(j, args));
 }
+// What a user writes: the jitted function called on a rank-0 Array (trace and kernel cached).
+void BM_jit_scalar_call(benchmark::State& s) {
+  Array x(0.5);
+  auto f = xpr::jit(small);
+  if (f(x).item<double>() != 2.0) std::abort();
+  for (auto _ : s) benchmark::DoNotOptimize(f(x));
+}
+// The same through the interpreter backend (the jaxpr evaluated per call).
+void BM_jit_scalar_call_interpreter(benchmark::State& s) {
+  Array x(0.5);
+  auto f = xpr::jit(small, {.backend = xpr::JitBackend::interpreter});
+  for (auto _ : s) benchmark::DoNotOptimize(f(x));
+}
 void BM_eager_scalar(benchmark::State& s) {
   Array x(0.5);
   for (auto _ : s) benchmark::DoNotOptimize(small(x));
@@ -157,5 +171,7 @@ BENCHMARK(BM_stream_triad)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_hand_scalar);
 BENCHMARK(BM_jit_scalar_kernel);
 BENCHMARK(BM_jit_scalar_execute);
+BENCHMARK(BM_jit_scalar_call);
+BENCHMARK(BM_jit_scalar_call_interpreter);
 BENCHMARK(BM_eager_scalar);
 BENCHMARK_MAIN();

@@ -2,11 +2,13 @@
 // Tests of include/xpr/codegen/{emit,kernel,execute}.hpp: compiled jaxprs give the interpreter's
 // results (every lowered primitive, then seeded random compositions), kernels are shared across
 // sizes, the generated source is header-free and holds only generated names.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -375,6 +377,120 @@ TEST(JitCodegen, OneCompileForManySizes) {
   // a few extra compiles are allowed for those; the rest share.
   EXPECT_LE(after.compiles - before.compiles, 2u + 13u);
   EXPECT_GE(after.compiles - before.compiles, 2u);
+}
+
+// The user-level path: `jit(f)` called on sizes 1..1000 traces `f` once (it reads no size, and
+// its jaxpr names none) and compiles once per function (a few more for sizes that coincide).
+TEST(JitCodegen, JitOfFunctionTracesAndCompilesOnceForManySizes) {
+  const double nonce = static_cast<double>(std::random_device{}() % 100000) + 0.75;
+  int ew_traces = 0, red_traces = 0;
+  auto ew = xpr::jit([&](const Array& x) {
+    ++ew_traces;
+    return xpr::sin(x) * nonce - x;
+  });
+  auto red = xpr::jit([&](const Array& x) {
+    ++red_traces;
+    return xpr::sum(x * nonce, 1);
+  });
+  auto before = jit_cache_stats();
+  std::mt19937 g(7);
+  for (std::int64_t n = 1; n <= 1000; ++n) {
+    Array x = random_array(g, Shape{n}, DType::float64);
+    Array got = ew(x);
+    Array m = random_array(g, Shape{n % 13 + 2, n}, DType::float64);
+    Array gr = red(m);
+    if (n % 97 == 1 || n == 1000) {
+      expect_close(got, xpr::sin(x) * nonce - x, "size " + std::to_string(n));
+      expect_close(gr, xpr::sum(m * nonce, 1), "reduce size " + std::to_string(n));
+    }
+  }
+  auto after = jit_cache_stats();
+  EXPECT_EQ(ew_traces, 1);
+  EXPECT_EQ(red_traces, 1);
+  EXPECT_EQ(ew.trace_count(), 1u);
+  EXPECT_LE(after.compiles - before.compiles, 2u + 13u);
+  EXPECT_GE(after.compiles - before.compiles, 2u);
+}
+
+// Where the function reads a size, its trace holds for that size only: a new size traces again,
+// and each size takes its own branch.
+TEST(JitCodegen, JitRetracesWhereTheTraceReadASize) {
+  int traces = 0;
+  auto f = xpr::jit([&](const Array& x) {
+    ++traces;
+    if (x.shape()[0] > 3) return x * 2.0;
+    return x * 3.0 + 1.0;
+  });
+  for (std::int64_t n : {2, 5, 3, 7, 2, 5}) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * static_cast<double>(i) - 1.0;
+    Array y = f(xpr::array(v));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      EXPECT_DOUBLE_EQ(y.data<double>()[i], n > 3 ? 2 * v[i] : 3 * v[i] + 1) << "n " << n;
+  }
+  EXPECT_EQ(traces, 4);  // sizes 2, 5, 3, 7; the repeats are cached
+  // A mean divides by the size: the library reads it, so the trace is per size too.
+  int mean_traces = 0;
+  auto mean = xpr::jit([&](const Array& x) {
+    ++mean_traces;
+    return xpr::mean(x);
+  });
+  EXPECT_DOUBLE_EQ(mean(xpr::array({1.0, 2.0, 6.0})).item<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(mean(xpr::array({1.0, 3.0})).item<double>(), 2.0);
+  EXPECT_EQ(mean_traces, 2);
+}
+
+// A constant of fixed shape fits one size only: a trace holding one is for its size, and `f` is
+// traced again at another, giving the error (or the broadcast) the function itself gives. A
+// constant made from the input's size (zeros of its shape, returned) is not reused either.
+TEST(JitCodegen, JitWithAFixedShapeConstantTracesAgainAtAnotherSize) {
+  const Array c = xpr::array({1.0, 2.0, 3.0});
+  int traces = 0;
+  auto f = xpr::jit([&](const Array& x) {
+    ++traces;
+    return xpr::sin(x) * c;
+  });
+  Array y = f(xpr::array({0.5, 1.0, 1.5}));
+  EXPECT_NEAR(y.data<double>()[2], 3 * std::sin(1.5), 1e-12);
+  EXPECT_THROW(f(xpr::array({0.5, 1.0})), xpr::error);
+  EXPECT_EQ(traces, 2);
+  Array one = f(xpr::array({2.0}));  // broadcast by jax.numpy's rules: traced for this size
+  EXPECT_NEAR(one.data<double>()[1], 2 * std::sin(2.0), 1e-12);
+  auto z = xpr::jit([](const Array& x) { return xpr::zeros_like(x) + 1.0; });
+  EXPECT_EQ(z(xpr::array({1.0, 2.0, 3.0})).shape(), Shape{3});
+  EXPECT_EQ(z(xpr::array({1.0, 2.0})).shape(), Shape{2});
+  auto grad_sum = xpr::jit(xpr::grad([](const Array& x) { return xpr::sum(xpr::sin(x)); }));
+  for (std::int64_t n : {3, 5}) {
+    Array x = xpr::linspace(0.0, 1.0, n);
+    expect_close(grad_sum(x), xpr::cos(x), "grad of sum, size " + std::to_string(n));
+  }
+}
+
+// Many threads calling jitted functions on rank-0 inputs (the fast path): one trace each, the
+// values right.
+TEST(JitCodegen, JitFastPathManyThreads) {
+  std::atomic<int> traces{0};
+  auto f = xpr::jit([&](const Array& x) {
+    ++traces;
+    return x * 2.0 + 1.0;
+  });
+  auto g = xpr::jit([&](const Array& x, const Array& y) {
+    ++traces;
+    return xpr::exp(x) - y;
+  });
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const double v = 0.25 * t + 0.01 * i;
+        if (f(Array(v)).item<double>() != v * 2.0 + 1.0) ++wrong;
+        if (std::abs(g(Array(v), 0.5).item<double>() - (std::exp(v) - 0.5)) > 1e-12) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(traces.load(), 2);
 }
 
 TEST(JitCodegen, SourceIsHeaderFreeWithGeneratedNames) {

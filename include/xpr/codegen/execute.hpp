@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -22,13 +23,30 @@ inline void warn_no_compiler_once(const std::string& why) {
 }
 }  // namespace detail
 
-/// Runs `jaxpr` on `args` (with `consts` the values of its constvars) as `options.backend` says:
-/// `interpreter` runs `eval_jaxpr`; `compiled` runs native code and lets every failure through
-/// (`compile_error`, `not_implemented_error` naming an uncovered primitive, a missing compiler);
-/// `automatic` runs native code where it can and falls back to the interpreter when an argument
-/// is traced, when the jaxpr holds a primitive codegen does not cover (docs/codegen.md lists
-/// them), or when no compiler works (said once on stderr). A compiler that rejects the generated
-/// code is a bug in the generator, so it is `compile_error` under every backend.
+/// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
+/// where it interprets instead: `interpreter` always; `automatic` when the jaxpr holds a primitive
+/// codegen does not cover (docs/codegen.md lists them) or when no compiler works (said once on
+/// stderr). Under `compiled` every failure is let through (`compile_error`,
+/// `not_implemented_error` naming an uncovered primitive, a missing compiler). A compiler that
+/// rejects the generated code is a bug in the generator, so it is `compile_error` under every
+/// backend. `jit` keeps the result per input signature, so a repeat call skips this lookup.
+inline std::shared_ptr<const Kernel> kernel_for(const rt::Jaxpr& jaxpr,
+                                                const JitOptions& options = {}) {
+  if (options.backend == rt::JitBackend::interpreter) return nullptr;
+  if (options.backend == rt::JitBackend::compiled) return compile(jaxpr, options);
+  try {
+    return compile(jaxpr, options);
+  } catch (const no_compiler_error& e) {
+    detail::warn_no_compiler_once(e.what());
+  } catch (const core::not_implemented_error& e) {
+    detail::log_line(std::string("interpreting: ") + e.what());
+  }
+  return nullptr;
+}
+
+/// Runs `jaxpr` on `args` (with `consts` the values of its constvars) through `kernel_for`'s
+/// kernel, or the interpreter where it gives none or an argument is traced (under `compiled`, a
+/// traced argument is a `type_error`).
 inline std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
                                       std::span<const rt::Array> args,
                                       const JitOptions& options = {}) {
@@ -36,20 +54,12 @@ inline std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt
   bool concrete = true;
   for (const rt::Array& a : args) concrete = concrete && a.is_concrete();
   for (const rt::Array& a : consts) concrete = concrete && a.is_concrete();
-  if (options.backend == rt::JitBackend::compiled) {
-    if (!concrete)
+  if (!concrete) {
+    if (options.backend == rt::JitBackend::compiled)
       throw core::type_error("jit(backend=compiled): codegen::execute was given traced arguments");
-    return compile(jaxpr, options)->run(args, consts);
+    return rt::eval_jaxpr(jaxpr, consts, args);
   }
-  if (concrete) {
-    try {
-      return compile(jaxpr, options)->run(args, consts);
-    } catch (const no_compiler_error& e) {
-      detail::warn_no_compiler_once(e.what());
-    } catch (const core::not_implemented_error& e) {
-      detail::log_line(std::string("interpreting: ") + e.what());
-    }
-  }
+  if (std::shared_ptr<const Kernel> k = kernel_for(jaxpr, options)) return k->run(args, consts);
   return rt::eval_jaxpr(jaxpr, consts, args);
 }
 

@@ -181,6 +181,13 @@ constexpr bool is_element_type_v =
 
 }  // namespace detail
 
+namespace detail {
+/// While `jit` traces a function, counts the sizes read through `Array::shape()` and
+/// `Array::size()`: a trace that read none (and whose jaxpr names no size, rt/jit.hpp) is reused
+/// for inputs of other sizes without tracing the function again. Null otherwise.
+inline thread_local std::size_t* size_reads = nullptr;
+}  // namespace detail
+
 /// An n-dimensional array: immutable, row-major, any rank, buffers shared between copies.
 ///
 /// Concrete arrays hold data; inside a transformation an Array may hold a tracer instead, and the
@@ -207,9 +214,15 @@ class Array {
 
   // ---- what it is ---------------------------------------------------------------------------
   const ShapedArray& aval() const noexcept { return impl_->aval(); }
-  const Shape& shape() const noexcept { return aval().shape; }
+  const Shape& shape() const noexcept {
+    if (detail::size_reads) ++*detail::size_reads;
+    return aval().shape;
+  }
   std::size_t ndim() const noexcept { return aval().shape.rank(); }
-  std::int64_t size() const noexcept { return aval().shape.size(); }
+  std::int64_t size() const noexcept {
+    if (detail::size_reads) ++*detail::size_reads;
+    return aval().shape.size();
+  }
   DType dtype() const noexcept { return aval().dtype; }
   bool weak_type() const noexcept { return aval().weak_type; }
   const std::shared_ptr<const detail::ArrayImpl>& impl() const noexcept { return impl_; }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <tuple>
@@ -414,7 +415,60 @@ struct JitTrace {
   PyTreeDef out_def;
   Params params;
   std::shared_ptr<const StaticKey> statics;
+
+  /// The kernel that runs `traced` (null: it is interpreted), looked up once per trace rather
+  /// than once per call (`codegen::kernel_for` hashes and compares the whole jaxpr).
+  const codegen::Kernel* kernel(const JitOptions& options) const {
+    std::call_once(kernel_once_,
+                   [&] { kernel_ = codegen::kernel_for(traced.jaxpr->jaxpr, options); });
+    return kernel_.get();
+  }
+
+  /// Runs the trace on concrete argument leaves: the kernel, or the interpreter where codegen
+  /// gives none.
+  Arrays run(std::span<const Array> leaves, const JitOptions& options) const {
+    const codegen::Kernel* k = kernel(options);
+    const ClosedJaxpr& j = *traced.jaxpr;
+    if (traced.consts.empty())
+      return k ? k->run(leaves, j.consts) : eval_jaxpr(j.jaxpr, j.consts, leaves);
+    Arrays operands = concat(traced.consts, leaves);
+    return k ? k->run(operands, j.consts) : eval_jaxpr(j.jaxpr, j.consts, operands);
+  }
+
+ private:
+  mutable std::once_flag kernel_once_;
+  mutable std::shared_ptr<const codegen::Kernel> kernel_;
 };
+
+/// One entry of a jitted function's fast cache: the trace (and through it the kernel) for calls
+/// whose arguments are all leaves (Arrays and numbers, none static) of the types in `avals`, for
+/// the argument types `tag` stands for.
+struct JitFastEntry {
+  const void* tag = nullptr;
+  Avals avals;
+  std::shared_ptr<const JitTrace> trace;
+};
+
+/// The fast cache's key: the argument types' tag and every leaf's dtype, weak flag, rank and
+/// sizes, hashed as numbers (no string is built on a repeat call).
+inline std::uint64_t signature_hash(const void* tag, std::span<const Array> leaves) {
+  auto mix = [](std::uint64_t h, std::uint64_t v) {
+    return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  };
+  std::uint64_t h = reinterpret_cast<std::uintptr_t>(tag);
+  for (const Array& x : leaves) {
+    const ShapedArray& a = x.aval();
+    h = mix(
+        h, (static_cast<std::uint64_t>(a.dtype) << 9) | (a.weak_type ? 256u : 0u) | a.shape.rank());
+    for (std::size_t i = 0; i < a.shape.rank(); ++i)
+      h = mix(h, static_cast<std::uint64_t>(a.shape[i]));
+  }
+  return h;
+}
+
+/// A tag whose address tells the argument type lists `A...` apart.
+template <class... A>
+inline constexpr char type_tag = 0;
 
 /// The state a jitted function's copies share: options and the trace cache. Lookups and traces
 /// hold `mutex`, so concurrent first calls trace once; it is recursive because tracing `f` may
@@ -423,7 +477,40 @@ struct JitState {
   JitOptions options;
   std::recursive_mutex mutex;
   std::unordered_map<std::string, std::vector<std::shared_ptr<const JitTrace>>> cache;
+  /// The traces that hold for any sizes (see `names_no_size`), by the key with ranks for shapes.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<const JitTrace>>> any_size;
   std::size_t traces = 0;
+
+  /// The fast cache of leaf-only calls (entries are never removed, so a found entry stays valid
+  /// while this state lives). Readers share `fast_mutex`; an insertion holds it alone.
+  std::shared_mutex fast_mutex;
+  std::unordered_multimap<std::uint64_t, std::unique_ptr<const JitFastEntry>> fast;
+
+  const JitFastEntry* find_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves) {
+    std::shared_lock lock(fast_mutex);
+    auto [lo, hi] = fast.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      const JitFastEntry& e = *it->second;
+      if (e.tag != tag || e.avals.size() != leaves.size()) continue;
+      bool same = true;
+      for (std::size_t i = 0; same && i < leaves.size(); ++i) same = e.avals[i] == leaves[i].aval();
+      if (same) return &e;
+    }
+    return nullptr;
+  }
+
+  const JitFastEntry* add_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves,
+                               std::shared_ptr<const JitTrace> trace) {
+    auto e = std::make_unique<JitFastEntry>();
+    e->tag = tag;
+    e->avals = avals_of_values(leaves);
+    e->trace = std::move(trace);
+    std::unique_lock lock(fast_mutex);
+    auto [lo, hi] = fast.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second->tag == tag && it->second->avals == e->avals) return it->second.get();
+    return fast.emplace(h, std::move(e))->second.get();
+  }
 };
 
 template <std::size_t I, std::size_t N>
@@ -508,18 +595,101 @@ struct JitApplication {
 /// the structure and the leaves' types (weak flags included: a weakly typed input is traced as
 /// one, as JAX does).
 inline std::string jit_key(const std::type_info& statics, std::uint32_t mask, const PyTreeDef& def,
-                           std::span<const Array> leaves) {
+                           std::span<const Array> leaves, bool ranks_only = false) {
   std::string key = statics.name();
   key += '|';
   key += std::to_string(mask);
   key += def.str();
   for (const Array& x : leaves) {
-    const ShapedArray a = x.aval();
-    key += a.str();
+    const ShapedArray& a = x.aval();
+    key += ranks_only
+               ? std::string(core::short_name(a.dtype)) + "/" + std::to_string(a.shape.rank())
+               : a.str();
     if (a.weak_type) key += 'w';
   }
   return key;
 }
+
+/// Whether a traced jaxpr holds for inputs of any sizes (of the same ranks), given that the
+/// function read no size while it was traced: no equation has a parameter that may hold a size
+/// (only those listed here, which name axes, dtypes and exponents, are known not to), no
+/// sub-jaxpr, and no literal but scalars (and, checked by the caller, no constant but scalars).
+/// Binding its equations on inputs of other sizes then gives the trace of the function at those
+/// sizes; operands whose sizes no longer agree fail there, and the function is traced again.
+inline bool names_no_size(const ClosedJaxpr& j) {
+  static constexpr std::string_view size_free[] = {"axes", "axis",        "new_dtype", "weak_type",
+                                                   "y",    "index_dtype", "reverse",   "accuracy"};
+  auto scalar = [](const Atom& a) {
+    const Literal* l = std::get_if<Literal>(&a);
+    return !l || l->value.ndim() == 0;
+  };
+  for (const Eqn& e : j.jaxpr.eqns) {
+    if (!e.primitive) return false;
+    for (const auto& [name, value] : e.params) {
+      if (std::find(std::begin(size_free), std::end(size_free), name) == std::end(size_free))
+        return false;
+      if (!std::holds_alternative<bool>(value) && !std::holds_alternative<core::DType>(value) &&
+          !std::holds_alternative<Axes>(value) && !std::holds_alternative<std::int64_t>(value) &&
+          !std::holds_alternative<None>(value))
+        return false;
+    }
+    for (const Atom& a : e.inputs)
+      if (!scalar(a)) return false;
+  }
+  for (const Atom& a : j.jaxpr.outvars)
+    if (!scalar(a)) return false;
+  return true;
+}
+
+/// Binds the equations of `j` on `values` (its constvars', then its invars'), whose sizes may
+/// differ from those `j` was traced at (`eval_jaxpr` checks them): each primitive checks its
+/// operands again.
+inline Arrays rebind_jaxpr(const Jaxpr& j, std::span<const Array> values) {
+  if (values.size() != j.constvars.size() + j.invars.size())
+    throw core::type_error("jit: expected " + std::to_string(j.constvars.size() + j.invars.size()) +
+                           " values to rebind a jaxpr on, found " + std::to_string(values.size()));
+  std::unordered_map<const void*, Array> env;
+  std::size_t k = 0;
+  for (const Var& v : j.constvars) env.insert_or_assign(v.id(), values[k++]);
+  for (const Var& v : j.invars) env.insert_or_assign(v.id(), values[k++]);
+  auto read = [&](const Atom& a) -> const Array& {
+    if (const Literal* l = std::get_if<Literal>(&a)) return l->value;
+    return env.at(std::get<Var>(a).id());
+  };
+  Arrays ins;
+  for (const Eqn& e : j.eqns) {
+    ins.clear();
+    for (const Atom& a : e.inputs) ins.push_back(read(a));
+    Arrays outs = rt::bind(*e.primitive, std::span<const Array>(ins), e.params);
+    if (outs.size() != e.outputs.size())
+      throw core::type_error("jit: expected " + std::to_string(e.outputs.size()) +
+                             " results from " + e.primitive->name() + ", found " +
+                             std::to_string(outs.size()));
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      env.insert_or_assign(e.outputs[i].id(), std::move(outs[i]));
+  }
+  Arrays result;
+  for (const Atom& a : j.outvars) result.push_back(read(a));
+  return result;
+}
+
+/// Counts the sizes read (rt/array.hpp's `size_reads`) while it lives; the count is added to an
+/// enclosing counter, since what a nested trace read the enclosing one read too.
+class SizeReadCounter {
+ public:
+  SizeReadCounter() : outer_(size_reads) { size_reads = &count_; }
+  ~SizeReadCounter() {
+    size_reads = outer_;
+    if (outer_) *outer_ += count_;
+  }
+  SizeReadCounter(const SizeReadCounter&) = delete;
+  SizeReadCounter& operator=(const SizeReadCounter&) = delete;
+  std::size_t count() const noexcept { return count_; }
+
+ private:
+  std::size_t count_ = 0;
+  std::size_t* outer_;
+};
 
 }  // namespace detail
 
@@ -552,15 +722,43 @@ class Jitted {
 
   template <class... A>
   auto operator()(const A&... args) const {
+    // The fast path: every argument a leaf (an Array or a number), none static, no transformation
+    // active. A repeat call hashes the leaves' types, finds the trace and its kernel, and runs it.
+    if constexpr ((PytreeLeaf<std::remove_cvref_t<A>> && ...) && JitCall<F, 0, A...>::callable) {
+      if (state_->options.static_argnums.empty() && no_transformation_active()) {
+        using Out = jit_result_t<F, 0, A...>;
+        const std::array<Array, sizeof...(A)> leaves{Array(args)...};
+        bool concrete = true;
+        for (const Array& x : leaves) concrete = concrete && x.is_concrete();
+        if (concrete) {
+          const void* tag = &type_tag<std::remove_cvref_t<A>...>;
+          const std::uint64_t h = signature_hash(tag, leaves);
+          const JitFastEntry* e = state_->find_fast(h, tag, leaves);
+          if (!e) {
+            JitApplication app = apply<0, A...>(args...);
+            if (!all_concrete(app.trace->traced.consts)) {
+              // Closed over a tracer (cannot happen with no transformation active; kept
+              // honest).
+              Arrays outs = app.trace->run(app.leaves, state_->options);
+              return tree_unflatten<Out>(app.trace->out_def, outs);
+            }
+            e = state_->add_fast(h, tag, leaves, std::move(app.trace));
+          }
+          Arrays outs = e->trace->run(leaves, state_->options);
+          return tree_unflatten<Out>(e->trace->out_def, outs);
+        }
+      }
+    }
     return dispatch<A...>(
         [&]<std::uint32_t M>() {
           using Out = jit_result_t<F, M, A...>;
           JitApplication app = apply<M, A...>(args...);
           const JitTrace& t = *app.trace;
-          Arrays operands = concat(t.traced.consts, app.leaves);
-          Arrays outs = no_transformation_active()
-                            ? codegen::execute(*t.traced.jaxpr, operands, state_->options)
-                            : rt::bind(pjit_p, operands, t.params);
+          bool concrete = no_transformation_active();
+          for (const Array& x : app.leaves) concrete = concrete && x.is_concrete();
+          Arrays outs = concrete && all_concrete(t.traced.consts)
+                            ? t.run(app.leaves, state_->options)
+                            : rt::bind(pjit_p, concat(t.traced.consts, app.leaves), t.params);
           return tree_unflatten<Out>(t.out_def, outs);
         },
         args...);
@@ -654,13 +852,42 @@ class Jitted {
     for (const auto& e : entries)
       if (e->statics->equals(*key_value)) return {e, std::move(leaves)};
 
-    // Trace `f` on the leaves' types (Autodidax's cached `xla_call_impl`).
+    // A trace that holds for any sizes is rebound on these (its equations re-bound, `f` not run).
+    const std::string any_key =
+        jit_key(typeid(std::tuple<std::remove_cvref_t<A>...>), M, def, leaves, true);
+    for (const auto& g : state_->any_size[any_key]) {
+      if (!g->statics->equals(*key_value)) continue;
+      const ClosedJaxpr& gj = *g->traced.jaxpr;
+      FlatFunction rebind = [&](std::span<const Array> in) -> Arrays {
+        return rebind_jaxpr(gj.jaxpr, concat(concat(gj.consts, g->traced.consts), in));
+      };
+      auto t = std::make_shared<JitTrace>();
+      try {
+        t->traced = trace_to_converted_jaxpr(rebind, avals_of_values(leaves));
+      } catch (const core::error&) {
+        break;  // a constant of fixed shape does not fit these sizes: trace `f` (it says why)
+      }
+      t->out_def = g->out_def;
+      t->params = pjit_params(t->traced.jaxpr, state_->options);
+      t->statics = key_value;
+      entries.push_back(t);
+      return {std::move(t), std::move(leaves)};
+    }
+
+    // Trace `f` on the leaves' types (Autodidax's cached `xla_call_impl`), counting the sizes it
+    // reads.
     std::optional<PyTreeDef> out_def;
     F& f = *f_;
     const PyTreeDef& in_def = def;
+    std::size_t reads = 0;
     FlatFunction flat = [&](std::span<const Array> in) -> Arrays {
       auto d = tree_unflatten<typename Call::DynArrays>(in_def, in);
-      auto out = Call::invoke(f, statics, d, std::index_sequence_for<A...>{});
+      auto out = [&] {
+        SizeReadCounter counter;
+        auto r = Call::invoke(f, statics, d, std::index_sequence_for<A...>{});
+        reads += counter.count();
+        return r;
+      }();
       auto [out_leaves, odef] = tree_flatten(out);
       out_def = std::move(odef);
       return out_leaves;
@@ -672,7 +899,15 @@ class Jitted {
     t->params = pjit_params(t->traced.jaxpr, state_->options);
     t->statics = key_value;
     // A trace closing over tracers of an enclosing transformation is good for this call only.
-    if (all_concrete(t->traced.consts)) entries.push_back(t);
+    if (all_concrete(t->traced.consts)) {
+      entries.push_back(t);
+      // An array constant has a size of its own (f may have made it from a size it read through
+      // aval(): zeros of the input's shape), so a trace holding one is for this size only.
+      const bool scalar_consts = std::all_of(t->traced.consts.begin(), t->traced.consts.end(),
+                                             [](const Array& c) { return c.ndim() == 0; });
+      if (reads == 0 && scalar_consts && names_no_size(*t->traced.jaxpr))
+        state_->any_size[any_key].push_back(t);
+    }
     return {std::move(t), std::move(leaves)};
   }
 

@@ -90,6 +90,9 @@ Array promote_to(const T& v, WeakDType t) {
 /// Binds `prim` to `args` after NumPy broadcasting: operands of equal shapes, or of rank 0, are
 /// bound as they are (the primitives accept them); otherwise every operand that is not rank 0 is
 /// broadcast to the common shape (`shape_error` naming the shapes when there is none).
+/// The shapes are read through `aval()`, which `jit` does not count as reading a size
+/// (rt/array.hpp): equal shapes bind the primitive, which checks them again on every trace, and
+/// unequal ones bind `broadcast_in_dim`, whose shape parameter `jit` sees in the jaxpr.
 inline Array bind_broadcasting(const Primitive& prim, std::initializer_list<Array> operands) {
   Arrays args(operands);
   const Shape* common = nullptr;
@@ -97,13 +100,13 @@ inline Array bind_broadcasting(const Primitive& prim, std::initializer_list<Arra
   for (const Array& a : args) {
     if (a.ndim() == 0) continue;
     if (!common)
-      common = &a.shape();
+      common = &a.aval().shape;
     else
-      equal = equal && a.shape() == *common;
+      equal = equal && a.aval().shape == *common;
   }
   if (!equal) {
     Shape out;
-    for (const Array& a : args) out = core::broadcast_shapes(out, a.shape());
+    for (const Array& a : args) out = core::broadcast_shapes(out, a.aval().shape);
     for (Array& a : args)
       if (a.ndim() != 0) a = broadcast_to(a, out);
   }
