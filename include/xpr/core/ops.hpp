@@ -15,12 +15,16 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
+
+#include "xpr/core/error.hpp"
 
 namespace xpr::core {
 
@@ -655,11 +659,26 @@ XPR_DETAIL_COMPARISON(gt, >, false)
 XPR_DETAIL_COMPARISON(ge, >=, false)
 #undef XPR_DETAIL_COMPARISON
 
-/// `x ** n` for an integer `n` known where the operation is written, as repeated multiplication
-/// (`lax.integer_pow`).
+/// `x ** y` for an integer `y` known where the operation is written, as repeated multiplication
+/// (`lax.integer_pow`). `y` is a parameter of the equation (`integer_pow[y=3]`), not an operand.
+/// d(x^y) = y x^(y-1) dx; zero for y = 0 (the tiers return a symbolic zero).
 struct integer_pow {
   static constexpr std::string_view name = "integer_pow";
-  static constexpr int arity = 1;  // and the exponent, a parameter
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr std::string_view parameter = "y";
+  static constexpr bool differentiable_at(std::int64_t y) { return y != 0; }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x, std::int64_t y) {
+    if (y == 1) return g;  // no `integer_pow[y=0]` equation for x ** 1
+    if (y == std::numeric_limits<std::int64_t>::min())
+      throw core::value_error(
+          "integer_pow: the derivative of x ** y needs x ** (y - 1), which is not an int64 power "
+          "for y = " +
+          std::to_string(y) + ": expected y > INT64_MIN");
+    // `y` as a C++ integer (a weak constant): a double would widen a weak float32 `x`.
+    return g * (y * xpr::integer_pow(x, y - 1));
+  }
   template <class T>
   static constexpr auto number(const T& x, int n) {
     using R = decltype(detail::plain(x * x));
@@ -754,6 +773,12 @@ inline constexpr bool is_linear_v = [] {
   else
     return false;
 }();
+/// Whether `Op` takes an integer parameter besides its operands (`Op::parameter` names it, as
+/// jaxprs print it: `integer_pow[y=3]`).
+template <class Op>
+inline constexpr bool has_parameter_v = requires {
+  Op::parameter;
+};
 /// Whether `Op`'s operands commute (hash-consing in the compile-time tier sorts them).
 template <class Op>
 inline constexpr bool is_commutative_v = [] {
