@@ -522,11 +522,47 @@ constexpr T standard_jvp(const T* x, const T& ans, const T* t, std::int64_t y = 
 }
 
 namespace rules {
-/// The rules an elementwise primitive gets from its struct alone: constant folding by
-/// `Op::number` (when the compiler can evaluate it here), no simplification, not linear, and the
-/// standard jvp. A `Rules<Op>` specialization derives from it and overrides what it does better.
+/// The transpose slot of a linear elementwise primitive, from its struct (core/ops.hpp): unary
+/// `Op::transpose(ct)`; binary `Op::transpose_x(ct, y)` / `transpose_y(ct, x)` for the operands
+/// it is linear in, both at once only when `Op::linear_jointly`.
 template <class Op>
-struct standard : not_linear<Op>, no_simplification {
+struct linear_from_struct {
+  static constexpr bool linear = true;
+  template <class T>
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear_in, T* ct_x,
+                                  std::int64_t) {
+    if constexpr (Op::arity == 1) {
+      ct_x[0] = Op::transpose(ct);
+    } else {
+      constexpr bool in_x = requires(const T& a) { Op::transpose_x(a, a); };
+      constexpr bool in_y = requires(const T& a) { Op::transpose_y(a, a); };
+      if (!is_linear_jointly_v<Op> && linear_in[0] && linear_in[1])
+        detail::fail("xpr::ct: a product of two tangents (mul) is not linear");
+      if (linear_in[0]) {
+        if constexpr (in_x)
+          ct_x[0] = Op::transpose_x(ct, x[1]);
+        else
+          detail::fail("xpr::ct: Transpose rule: not linear in its first operand");
+      }
+      if (linear_in[1]) {
+        if constexpr (in_y)
+          ct_x[1] = Op::transpose_y(ct, x[0]);
+        else
+          detail::fail(
+              "xpr::ct: Transpose rule: not linear in its second operand (div's "
+              "denominator)");
+      }
+    }
+  }
+};
+
+/// The rules an elementwise primitive gets from its struct alone: constant folding by
+/// `Op::number` (when the compiler can evaluate it here), no simplification, the struct's
+/// transpose if it is linear, and the standard jvp. A `Rules<Op>` specialization derives from it
+/// and overrides what it does better.
+template <class Op>
+struct standard : std::conditional_t<is_linear_v<Op>, linear_from_struct<Op>, not_linear<Op>>,
+                  no_simplification {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     if constexpr (Op::arity == 1) {
       if (__builtin_constant_p(Op::number(x[0]))) {
@@ -553,7 +589,7 @@ struct standard : not_linear<Op>, no_simplification {
 /// include it fails to compile rather than silently tracing without the library's rules).
 template <class Op>
 requires ElementwiseOp<Op> &&(!boost::mp11::mp_contains<builtin_elementwise, Op>::value) &&
-    (!has_parameter_v<Op>)struct Rules<Op> : rules::standard<Op> {
+    (!has_parameter_v<Op>)&&(!is_comparison_v<Op>)struct Rules<Op> : rules::standard<Op> {
 };
 
 }  // namespace xpr::ct

@@ -182,56 +182,22 @@ A standard_jvp(const A* x, const A& ans, const std::optional<A>* t, std::int64_t
 
 // ---- transpose ----------------------------------------------------------------------------------
 
-/// Which operands a binary primitive is linear in, and the cotangent of each (its transpose rule;
-/// neg, the one linear unary primitive, is its own transpose):
-/// add and sub are linear in both operands together; mul in either one while the other is known;
-/// div in its dividend while the divisor is known; max, min and pow in neither.
+/// Which operands a binary primitive is linear in, and the cotangent of each: the struct's
+/// `transpose_x` / `transpose_y` (core/ops.hpp; neg, the one linear unary primitive, has
+/// `transpose`). add and sub are linear in both operands together; mul in either one while the
+/// other is known; div in its dividend while the divisor is known; max, min and pow in neither.
 template <class Op>
 struct elementwise_transpose {
-  static constexpr bool in_x = false, in_y = false, jointly = false;
-};
-template <>
-struct elementwise_transpose<op::add> {
-  static constexpr bool in_x = true, in_y = true, jointly = true;
+  static constexpr bool in_x = requires(const Array& a) { Op::transpose_x(a, a); };
+  static constexpr bool in_y = requires(const Array& a) { Op::transpose_y(a, a); };
+  static constexpr bool jointly = is_linear_jointly_v<Op>;
   template <class A>
-  static A ct_x(const A& ct, const A&) {
-    return ct;
+  static A ct_x(const A& ct, const A& other) {
+    return Op::transpose_x(ct, other);
   }
   template <class A>
-  static A ct_y(const A& ct, const A&) {
-    return ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::sub> {
-  static constexpr bool in_x = true, in_y = true, jointly = true;
-  template <class A>
-  static A ct_x(const A& ct, const A&) {
-    return ct;
-  }
-  template <class A>
-  static A ct_y(const A& ct, const A&) {
-    return -ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::mul> {  // mul(t, y)^T ct = ct * y
-  static constexpr bool in_x = true, in_y = true, jointly = false;
-  template <class A>
-  static A ct_x(const A& ct, const A& y) {
-    return ct * y;
-  }
-  template <class A>
-  static A ct_y(const A& ct, const A& x) {
-    return x * ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
-  static constexpr bool in_x = true, in_y = false, jointly = false;
-  template <class A>
-  static A ct_x(const A& ct, const A& y) {
-    return ct / y;
+  static A ct_y(const A& ct, const A& other) {
+    return Op::transpose_y(ct, other);
   }
 };
 
@@ -243,7 +209,7 @@ struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
 /// or rank 0; the result is weakly typed when every operand is (JAX's `defbroadcasting`).
 template <class Op>
 class Elementwise final : public Primitive {
-  static_assert(ElementwiseOp<Op>,
+  static_assert(ElementwiseOp<Op> && !is_comparison_v<Op>,
                 "xpr::rt::Elementwise<Op>: Op must have a name, an arity of 1 "
                 "or 2 and accepted dtypes (see docs/primitives.md)");
   static constexpr int arity = Op::arity;
@@ -344,9 +310,9 @@ class Elementwise final : public Primitive {
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override {
     if constexpr (arity == 1) {
-      if constexpr (std::is_same_v<Op, op::neg>) {
+      if constexpr (requires(const Array& a) { Op::transpose(a); }) {
         check_arity(args.size());
-        return {bind1(*this, {*cts[0]})};
+        return {Op::transpose(*cts[0])};
       } else {
         return Primitive::transpose(cts, args, params);
       }
@@ -447,8 +413,9 @@ namespace detail {
 template <class Op>
 inline constexpr std::nullptr_t binary_primitive = nullptr;
 template <class Op>
-requires ElementwiseOp<Op> &&
-    (Op::arity == 2) inline constexpr const Primitive* binary_primitive<Op> = &elementwise_p<Op>;
+requires ElementwiseOp<Op> &&(Op::arity == 2) &&
+    (!is_comparison_v<Op>)inline constexpr const Primitive* binary_primitive<Op> =
+    &elementwise_p<Op>;
 }  // namespace detail
 
 }  // namespace xpr::rt
