@@ -298,7 +298,9 @@ TEST(TiersAgree, JvpJaxprOfEveryElementwisePrimitive) {
 }
 
 // integer_pow's jvp comes from its struct (core/ops.hpp) in both tiers, the parameter included:
-// the same text for every exponent (y = 1 is the tangent itself, no `integer_pow[y=0]`).
+// the same text. (Not for y = 1, 2 and -1: the compile-time tier's exact simplifications rewrite
+// `integer_pow[y=1] x` to `x` and `-1.0 * z` to `neg z`, where the runtime tier, as JAX, binds
+// what was written.)
 template <int Y>
 struct IntegerPowJvp {
   static constexpr auto f = [](auto x) { return xpr::integer_pow(x, Y); };
@@ -308,7 +310,7 @@ struct IntegerPowJvp {
   };
 };
 TEST(TiersAgree, JvpJaxprOfIntegerPow) {
-  boost::mp11::mp_for_each<boost::mp11::mp_list_c<int, -2, 1, 2, 3>>([](auto n) {
+  boost::mp11::mp_for_each<boost::mp11::mp_list_c<int, -2, 3, 4>>([](auto n) {
     using J = IntegerPowJvp<decltype(n)::value>;
     SCOPED_TRACE("y = " + std::to_string(decltype(n)::value));
     EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(J::r)(0.5, 1.0))),

@@ -247,7 +247,8 @@ TEST(ElementwiseCoverage, ComparisonsSelectBranchesInBothTiers) {
         xpr::vmap(f)(xpr::array(xv), xpr::array(yv)).template to_vector<double>();
     for (std::size_t i = 0; i < 3; ++i) {
       expect_near_rel(cv[static_cast<Eigen::Index>(i)], f(px[i], py[i]), 1e-13, "ct vmap");
-      EXPECT_EQ(rv[i], f(px[i], py[i])) << "rt vmap, element " << i;
+      // the runtime tier's sin is xsimd's, the loop's libm's: equal to an ulp or two
+      expect_near_rel(rv[i], f(px[i], py[i]), 1e-15, "rt vmap");
     }
   });
 }
