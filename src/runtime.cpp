@@ -41,6 +41,8 @@ template class Elementwise<op::div>;
 template class Elementwise<op::max>;
 template class Elementwise<op::min>;
 template class Elementwise<op::pow>;
+// rt/prims/integer_pow.hpp
+template class Elementwise<op::integer_pow>;
 // rt/prims/compare.hpp
 template class Comparison<op::eq>;
 template class Comparison<op::ne>;

@@ -297,4 +297,49 @@ TEST(TiersAgree, JvpJaxprOfEveryElementwisePrimitive) {
   boost::mp11::mp_for_each<xpr::elementwise_t<>>([](auto op) { JvpTexts<decltype(op)>::check(); });
 }
 
+// integer_pow's jvp comes from its struct (core/ops.hpp) in both tiers, the parameter included:
+// the same text. (Not for y = 1, 2 and -1: the compile-time tier's exact simplifications rewrite
+// `integer_pow[y=1] x` to `x` and `-1.0 * z` to `neg z`, where the runtime tier, as JAX, binds
+// what was written.)
+template <int Y>
+struct IntegerPowJvp {
+  static constexpr auto f = [](auto x) { return xpr::integer_pow(x, Y); };
+  static constexpr auto c = [](auto x, auto t) { return ct::jvp(f, std::tuple{x}, std::tuple{t}); };
+  static constexpr auto r = [](auto x, auto t) {
+    return xpr::jvp(f, std::tuple{x}, std::tuple{t});
+  };
+};
+TEST(TiersAgree, JvpJaxprOfIntegerPow) {
+  boost::mp11::mp_for_each<boost::mp11::mp_list_c<int, -2, 3, 4>>([](auto n) {
+    using J = IntegerPowJvp<decltype(n)::value>;
+    SCOPED_TRACE("y = " + std::to_string(decltype(n)::value));
+    EXPECT_EQ(layout_free(text_of(xpr::make_jaxpr(J::r)(0.5, 1.0))),
+              layout_free(std::string(ct::make_jaxpr<double, double>(J::c).view())));
+  });
+}
+
+// A comparison's tangent is a symbolic zero in both tiers (its struct says `differentiable =
+// false`): the jvp of where(x < y, x, y) selects the tangents with the same comparison.
+template <class Op>
+struct ComparisonJvp {
+  static constexpr auto f = [](auto x, auto y) {
+    return xpr::where(xpr::core::function<Op>{}(x, y), x, y);
+  };
+  static constexpr auto c = [](auto x, auto y, auto t, auto u) {
+    return ct::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+  };
+  static constexpr auto r = [](auto x, auto y, auto t, auto u) {
+    return xpr::jvp(f, std::tuple{x, y}, std::tuple{t, u});
+  };
+};
+TEST(TiersAgree, JvpJaxprOfEveryComparison) {
+  boost::mp11::mp_for_each<xpr::comparison_ops>([](auto op) {
+    using J = ComparisonJvp<decltype(op)>;
+    SCOPED_TRACE(std::string(decltype(op)::name));
+    EXPECT_EQ(
+        layout_free(text_of(xpr::make_jaxpr(J::r)(0.5, 1.5, 1.0, 1.0))),
+        layout_free(std::string(ct::make_jaxpr<double, double, double, double>(J::c).view())));
+  });
+}
+
 }  // namespace

@@ -4,6 +4,9 @@
 // name, and both tiers obey the laws: jvp against central finite differences of the entry's
 // meaning on doubles, vmap equals the loop, and <vjp(c), t> = <c, jvp(t)>; and the jvp jaxpr is
 // the same text in both tiers. Points lie in every entry's domain (0.25 to 2, away from ties).
+// The same for the entries outside that list whose rules also come from their struct: the
+// comparisons (`xpr::comparison_ops`) and integer_pow (a parameter `y`); and a piecewise function
+// written as a user would (comparisons and where) differentiated in both tiers.
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -171,6 +174,151 @@ TEST(ElementwiseCoverage, VjpIsTheTransposeOfJvpInBothTiers) {
       }
     }
   });
+}
+
+// ---- the comparisons (`xpr::comparison_ops`) ----------------------------------------------------
+
+template <class Op>
+constexpr bool comparison_covered_by_ct() {
+  constexpr ct::Prim p = ct::prim_v<Op>;
+  static_assert(ct::arity(p) == 2 && ct::is_comparison(p));
+  static_assert(std::is_same_v<ct::op_t<p>, Op>);
+  static_assert(ct::prim_name(p) == Op::name);
+  static_assert(!ct::Rules<Op>::linear && !xpr::is_differentiable_v<Op>);
+  static_assert(ct::is_commutative(p) == xpr::is_commutative_v<Op>);
+  return true;
+}
+template <class... Ops>
+constexpr bool all_comparisons_covered(mp::mp_list<Ops...>) {
+  return (comparison_covered_by_ct<Ops>() && ...);
+}
+static_assert(all_comparisons_covered(xpr::comparison_ops{}));
+
+TEST(ElementwiseCoverage, EveryComparisonHasARuntimePrimitive) {
+  int n = 0;
+  mp::mp_for_each<xpr::comparison_ops>([&](auto op) {
+    using Op = decltype(op);
+    SCOPED_TRACE(std::string(Op::name));
+    EXPECT_EQ(xpr::rt::find_primitive(Op::name), &xpr::rt::comparison_p<Op>);
+    EXPECT_EQ(xpr::rt::comparison_p<Op>.name(), Op::name);
+    ++n;
+  });
+  EXPECT_EQ(n, 6);
+}
+
+// Each comparison selects between two smooth branches: the gradient is the selected branch's
+// (finite differences of the function on doubles, away from the switch), vmap equals the loop,
+// and <vjp(c), t> = <c, jvp(t)>, in both tiers.
+TEST(ElementwiseCoverage, ComparisonsSelectBranchesInBothTiers) {
+  mp::mp_for_each<xpr::comparison_ops>([&](auto op) {
+    using Op = decltype(op);
+    constexpr auto f = [](auto x, auto y) {
+      return xpr::where(xpr::core::function<Op>{}(x, y), xpr::sin(x) * y, x * x - y);
+    };
+    // pairs on both sides of x == y, and one on it (eq, le, ge hold there)
+    const double px[] = {0.3, 1.6, 0.9}, py[] = {1.3, 0.45, 0.9};
+    std::vector<double> xv(std::begin(px), std::end(px)), yv(std::begin(py), std::end(py));
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double x = px[i], y = py[i], h = 1e-6;
+      SCOPED_TRACE(std::string(Op::name) + " at " + std::to_string(x) + ", " + std::to_string(y));
+      // finite differences of the selected branch (the predicate held fixed, as at a non-kink)
+      const bool c = Op::number(x, y);
+      auto branch = [c](double a, double b) { return c ? std::sin(a) * b : a * a - b; };
+      const double fx = (branch(x + h, y) - branch(x - h, y)) / (2 * h);
+      const double fy = (branch(x, y + h) - branch(x, y - h)) / (2 * h);
+      auto [cx, cy] = ct::grad<0, 1>(f)(x, y);
+      expect_near_rel(cx, fx, 1e-7, "ct d/dx");
+      expect_near_rel(cy, fy, 1e-7, "ct d/dy");
+      auto [rx, ry] = xpr::grad<0, 1>(f)(x, y);
+      expect_near_rel(rx.template item<double>(), fx, 1e-7, "rt d/dx");
+      expect_near_rel(ry.template item<double>(), fy, 1e-7, "rt d/dy");
+      const double t0 = 0.6, t1 = -1.1, w = 0.8;
+      const double ct_jvp = ct::jvp(f, std::tuple{x, y}, std::tuple{t0, t1}).second;
+      auto [vx, vy] = ct::vjp(f, x, y).second(w);
+      expect_near_rel(vx * t0 + vy * t1, w * ct_jvp, 1e-14, "ct vjp");
+      const double rt_jvp =
+          xpr::jvp(f, std::tuple{x, y}, std::tuple{t0, t1}).second.template item<double>();
+      auto [ux, uy] = xpr::vjp(f, x, y).second(w);
+      expect_near_rel(ux.template item<double>() * t0 + uy.template item<double>() * t1, w * rt_jvp,
+                      1e-14, "rt vjp");
+    }
+    Eigen::ArrayXd cv = ct::vmap(f)(xv, yv);
+    std::vector<double> rv =
+        xpr::vmap(f)(xpr::array(xv), xpr::array(yv)).template to_vector<double>();
+    for (std::size_t i = 0; i < 3; ++i) {
+      expect_near_rel(cv[static_cast<Eigen::Index>(i)], f(px[i], py[i]), 1e-13, "ct vmap");
+      // the runtime tier's sin is xsimd's, the loop's libm's: equal to an ulp or two
+      expect_near_rel(rv[i], f(px[i], py[i]), 1e-15, "rt vmap");
+    }
+  });
+}
+
+// ---- integer_pow[y] ---------------------------------------------------------------------------
+
+TEST(ElementwiseCoverage, IntegerPowObeysTheLawsInBothTiers) {
+  using Op = xpr::op::integer_pow;
+  static_assert(ct::arity(ct::prim_v<Op>) == Op::arity && !ct::Rules<Op>::linear);
+  EXPECT_EQ(xpr::rt::find_primitive(Op::name), &xpr::rt::elementwise_p<Op>);
+  mp::mp_for_each<mp::mp_list_c<int, -2, -1, 0, 1, 2, 3>>([&](auto n) {
+    constexpr int y = decltype(n)::value;
+    constexpr auto f = [](auto x) { return xpr::integer_pow(x, int{y}); };
+    std::vector<double> xv(std::begin(xs), std::end(xs));
+    Eigen::ArrayXd cv = ct::vmap(ct::grad(f))(xv);
+    std::vector<double> rv = xpr::vmap(xpr::grad(f))(xpr::array(xv)).template to_vector<double>();
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double x = xs[i], h = 1e-6;
+      SCOPED_TRACE("y = " + std::to_string(y) + " at " + std::to_string(x));
+      const double fd = (std::pow(x + h, y) - std::pow(x - h, y)) / (2 * h);
+      expect_near_rel(ct::grad(f)(x), fd, 1e-7, "ct");
+      expect_near_rel(xpr::grad(f)(x).template item<double>(), fd, 1e-7, "rt");
+      expect_near_rel(cv[static_cast<Eigen::Index>(i)], ct::grad(f)(x), 1e-13, "ct vmap");
+      EXPECT_EQ(rv[i], xpr::grad(f)(x).template item<double>()) << "rt vmap";
+      const double t = 0.6, c = 0.8;
+      expect_near_rel(std::get<0>(ct::vjp(f, x).second(c)) * t,
+                      c * ct::jvp(f, std::tuple{x}, std::tuple{t}).second, 1e-14, "ct vjp");
+      expect_near_rel(std::get<0>(xpr::vjp(f, x).second(c)).template item<double>() * t,
+                      c * xpr::jvp(f, std::tuple{x}, std::tuple{t}).second.template item<double>(),
+                      1e-14, "rt vjp");
+    }
+  });
+}
+
+// ---- a piecewise function, as a user writes it ------------------------------------------------
+
+/// Pieces joined as a user writes them: x² below 1, x + log x from 1 on (value and slope
+/// continuous at the seam; `maximum` keeps the unselected log finite), capped at 3, and 0 below -1.
+constexpr auto piecewise = [](auto x) {
+  auto inner = xpr::where(x < 1.0, x * x, x + xpr::log(xpr::maximum(x, 1.0)));
+  auto capped = xpr::where(inner > 3.0, 3.0, inner);
+  return xpr::where(x >= -1.0, capped, 0.0);
+};
+
+TEST(ElementwiseCoverage, PiecewiseFunctionMatchesFiniteDifferencesOffTheKinks) {
+  auto on_doubles = [](double x) {
+    if (x < -1.0) return 0.0;
+    const double inner = x < 1.0 ? x * x : x + std::log(x);
+    return inner > 3.0 ? 3.0 : inner;
+  };
+  // below -1, in x² (both signs), in the log piece, past the cap: away from the kinks
+  const std::vector<double> pts = {-2.0, -0.5, 0.4, 1.2, 1.5, 2.5};
+  std::vector<double> ct_grads, rt_grads;
+  for (double x : pts) {
+    SCOPED_TRACE("x = " + std::to_string(x));
+    const double h = 1e-6;
+    const double fd = (on_doubles(x + h) - on_doubles(x - h)) / (2 * h);
+    EXPECT_EQ(piecewise(x), on_doubles(x));
+    ct_grads.push_back(ct::grad(piecewise)(x));
+    rt_grads.push_back(xpr::grad(piecewise)(x).item<double>());
+    expect_near_rel(ct_grads.back(), fd, 1e-7, "ct");
+    expect_near_rel(rt_grads.back(), fd, 1e-7, "rt");
+  }
+  // vmap of grad is the loop of grads, in both tiers
+  Eigen::ArrayXd cv = ct::vmap(ct::grad(piecewise))(pts);
+  std::vector<double> rv = xpr::vmap(xpr::grad(piecewise))(xpr::array(pts)).to_vector<double>();
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    expect_near_rel(cv[static_cast<Eigen::Index>(i)], ct_grads[i], 1e-13, "ct vmap");
+    EXPECT_EQ(rv[i], rt_grads[i]) << "rt vmap, element " << i;
+  }
 }
 
 }  // namespace test_ct_elementwise_coverage

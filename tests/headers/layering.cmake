@@ -4,17 +4,6 @@
 # Run as `cmake -DROOT=<source dir> -P layering.cmake`.
 cmake_minimum_required(VERSION 3.25)
 
-# Known exceptions, to be removed when they are fixed: the elementwise primitives and the
-# jax.numpy-level functions their jvp rules are written with include each other in both tiers
-# (issue 13, deliverables 1 and 3: they become one layer when each primitive has one home).
-set(allowed_cycle_members
-  xpr/ct/prims/binary.hpp xpr/ct/prims/compare.hpp xpr/ct/prims/integer_pow.hpp
-  xpr/ct/prims/select.hpp xpr/ct/prims/stop_gradient.hpp xpr/ct/prims/unary.hpp
-  xpr/ct/tracer.hpp
-  xpr/rt/numpy_elementwise.hpp xpr/rt/prims/binary.hpp xpr/rt/prims/integer_pow.hpp
-  xpr/rt/prims/unary.hpp)
-set(allowed_late_includes xpr/ct/tracer.hpp xpr/rt/prims/binary.hpp xpr/rt/prims/integer_pow.hpp)
-
 set(include_dir ${ROOT}/include)
 file(GLOB_RECURSE headers RELATIVE ${include_dir} ${include_dir}/xpr/*.hpp)
 set(errors)
@@ -26,7 +15,7 @@ foreach(h IN LISTS headers)
   foreach(line IN LISTS lines)
     if(line MATCHES "^[ \t]*#[ \t]*include[ \t]+\"(xpr/[^\"]+)\"")
       list(APPEND deps_${id} ${CMAKE_MATCH_1})
-      if(in_code AND NOT h IN_LIST allowed_late_includes)
+      if(in_code)
         list(APPEND errors "${h}: includes ${CMAKE_MATCH_1} after its code begins: include it at "
           "the top, or, if that makes a cycle, change the layering (docs/design.md)\n")
       endif()
@@ -74,19 +63,12 @@ foreach(direction IN ITEMS down up)
 endforeach()
 list(JOIN left " " cycle_text)
 foreach(h IN LISTS left)
-  if(NOT h IN_LIST allowed_cycle_members)
-    list(APPEND errors "${h}: on an include cycle (with: ${cycle_text}): a rule may bind only primitives "
-      "of its own file or of headers below it (docs/design.md, \"Layering\")\n")
-  endif()
-endforeach()
-foreach(h IN LISTS allowed_cycle_members)
-  if(NOT h IN_LIST left)
-    message(STATUS "${h} is no longer on an include cycle: remove it from allowed_cycle_members")
-  endif()
+  list(APPEND errors "${h}: on an include cycle (with: ${cycle_text}): a rule may bind only primitives "
+    "of its own file or of headers below it (docs/design.md, \"Layering\")\n")
 endforeach()
 if(errors)
   list(JOIN errors "" text)
   message(FATAL_ERROR "${text}")
 endif()
 list(LENGTH headers n)
-message(STATUS "${n} headers: no include cycle and no late include outside the known exceptions")
+message(STATUS "${n} headers: no include cycle and no late include")

@@ -15,12 +15,16 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
+
+#include "xpr/core/error.hpp"
 
 namespace xpr::core {
 
@@ -193,7 +197,12 @@ constexpr auto plain(const T& x) {
 //             `standard_jvp` skips operands whose tangent is a symbolic zero and adds the rest.
 //             An entry with a zero derivative says `differentiable = false` instead; one may
 //             add `jvp_xy`, the tangent when both operands have one, where that is simpler.
-//   commutative, linear   algebraic traits (operand order free; the tiers' transpose rules)
+//   commutative, linear   algebraic traits (operand order free; linear in some operands)
+//   transpose   a linear entry's transpose rule, written once for both tiers: unary
+//   `transpose(ct)`,
+//             the cotangent of x; binary `transpose_x(ct, y)` and `transpose_y(ct, x)`, the
+//             cotangent of the operand it names while the other is known, for each operand the
+//             entry is linear in; `linear_jointly` when it is linear in both at once (add, sub).
 //
 // The rules are written once with xpr's functions, so that the same text binds primitives in the
 // runtime tier and records equations in the compile-time tier. Constants are C++ numbers, weakly
@@ -216,6 +225,10 @@ struct neg {
   template <class T>
   static constexpr T jvp(const T& g, const T&, const T&) {
     return -g;
+  }
+  template <class T>
+  static constexpr T transpose(const T& ct) {
+    return -ct;
   }
 };
 /// d sin x = cos x.
@@ -438,10 +451,18 @@ struct add {
   static constexpr std::string_view name = "add";
   static constexpr int arity = 2;
   static constexpr core::Accepts accepts = core::Accepts::numeric;
-  static constexpr bool commutative = true, linear = true;
+  static constexpr bool commutative = true, linear = true, linear_jointly = true;
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     return a + b;
+  }
+  template <class T>
+  static constexpr T transpose_x(const T& ct, const T&) {
+    return ct;
+  }
+  template <class T>
+  static constexpr T transpose_y(const T& ct, const T&) {
+    return ct;
   }
   template <class T>
   static constexpr T jvp_x(const T& g, const T&, const T&, const T&) {
@@ -457,10 +478,18 @@ struct sub {
   static constexpr std::string_view name = "sub";
   static constexpr int arity = 2;
   static constexpr core::Accepts accepts = core::Accepts::numeric;
-  static constexpr bool linear = true;
+  static constexpr bool linear = true, linear_jointly = true;
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     return a - b;
+  }
+  template <class T>
+  static constexpr T transpose_x(const T& ct, const T&) {
+    return ct;
+  }
+  template <class T>
+  static constexpr T transpose_y(const T& ct, const T&) {
+    return -ct;
   }
   template <class T>
   static constexpr T jvp_x(const T& g, const T&, const T&, const T&) {
@@ -485,6 +514,14 @@ struct mul {
   static constexpr auto number(const A& a, const B& b) {
     return a * b;
   }
+  template <class T>  // mul(t, y)^T ct = ct * y
+  static constexpr T transpose_x(const T& ct, const T& y) {
+    return ct * y;
+  }
+  template <class T>
+  static constexpr T transpose_y(const T& ct, const T& x) {
+    return x * ct;
+  }
   template <class T>
   static constexpr T jvp_x(const T& g, const T&, const T&, const T& y) {
     return g * y;
@@ -503,6 +540,10 @@ struct div {
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     return a / b;
+  }
+  template <class T>  // div(t, y)^T ct = ct / y; not linear in y
+  static constexpr T transpose_x(const T& ct, const T& y) {
+    return ct / y;
   }
   template <class T>
   static constexpr T jvp_x(const T& g, const T&, const T&, const T& y) {
@@ -637,10 +678,18 @@ struct stop_gradient {
   }
 };
 
+/// The comparisons eq ne lt le gt ge: operands of any one dtype, a bool result (strongly typed),
+/// IEEE semantics for NaN (only `ne` holds). Piecewise constant: the tangent is a symbolic zero in
+/// both tiers (`differentiable = false`); never linear.
+template <class Derived>
+struct comparison {
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::any;
+  static constexpr bool differentiable = false;
+};
 #define XPR_DETAIL_COMPARISON(NAME, OP, COMMUTATIVE)       \
-  struct NAME {                                            \
+  struct NAME : comparison<NAME> {                         \
     static constexpr std::string_view name = #NAME;        \
-    static constexpr int arity = 2;                        \
     static constexpr bool commutative = COMMUTATIVE;       \
     template <class A, class B>                            \
     static constexpr auto number(const A& a, const B& b) { \
@@ -655,11 +704,26 @@ XPR_DETAIL_COMPARISON(gt, >, false)
 XPR_DETAIL_COMPARISON(ge, >=, false)
 #undef XPR_DETAIL_COMPARISON
 
-/// `x ** n` for an integer `n` known where the operation is written, as repeated multiplication
-/// (`lax.integer_pow`).
+/// `x ** y` for an integer `y` known where the operation is written, as repeated multiplication
+/// (`lax.integer_pow`). `y` is a parameter of the equation (`integer_pow[y=3]`), not an operand.
+/// d(x^y) = y x^(y-1) dx; zero for y = 0 (the tiers return a symbolic zero).
 struct integer_pow {
   static constexpr std::string_view name = "integer_pow";
-  static constexpr int arity = 1;  // and the exponent, a parameter
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  static constexpr std::string_view parameter = "y";
+  static constexpr bool differentiable_at(std::int64_t y) { return y != 0; }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x, std::int64_t y) {
+    if (y == 1) return g;  // no `integer_pow[y=0]` equation for x ** 1
+    if (y == std::numeric_limits<std::int64_t>::min())
+      throw core::value_error(
+          "integer_pow: the derivative of x ** y needs x ** (y - 1), which is not an int64 power "
+          "for y = " +
+          std::to_string(y) + ": expected y > INT64_MIN");
+    // `y` as a C++ integer (a weak constant): a double would widen a weak float32 `x`.
+    return g * (y * xpr::integer_pow(x, y - 1));
+  }
   template <class T>
   static constexpr auto number(const T& x, int n) {
     using R = decltype(detail::plain(x * x));
@@ -754,6 +818,21 @@ inline constexpr bool is_linear_v = [] {
   else
     return false;
 }();
+/// Whether `Op` takes an integer parameter besides its operands (`Op::parameter` names it, as
+/// jaxprs print it: `integer_pow[y=3]`).
+template <class Op>
+inline constexpr bool has_parameter_v = requires {
+  Op::parameter;
+};
+/// Whether a linear binary `Op` is linear in both operands at once (add, sub), not only in each
+/// while the other is known (mul).
+template <class Op>
+inline constexpr bool is_linear_jointly_v = [] {
+  if constexpr (requires { Op::linear_jointly; })
+    return bool{Op::linear_jointly};
+  else
+    return false;
+}();
 /// Whether `Op`'s operands commute (hash-consing in the compile-time tier sorts them).
 template <class Op>
 inline constexpr bool is_commutative_v = [] {
@@ -777,6 +856,15 @@ using builtin_elementwise =
     boost::mp11::mp_list<op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p,
                          op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign, op::logistic,  // unary
                          op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;   // binary
+
+/// The comparisons, in the order of the compile-time tier's `Prim`: each tier derives its
+/// comparison primitives from this list (rt `comparison_p<Op>`, ct `rules::comparison<Op>`).
+using comparison_ops = boost::mp11::mp_list<op::eq, op::ne, op::lt, op::le, op::gt, op::ge>;
+
+/// Whether `Op` is one of the comparisons (a bool result; each tier has a primitive class of its
+/// own for them).
+template <class Op>
+inline constexpr bool is_comparison_v = boost::mp11::mp_contains<comparison_ops, Op>::value;
 
 /// Every elementwise primitive: the library's, then the program's (`user_primitives`).
 template <class V = void>  // a parameter, so that user_primitives is read where this is used

@@ -15,8 +15,8 @@
 #include "xpr/ct/eval.hpp"
 #include "xpr/ct/graph.hpp"
 #include "xpr/ct/print.hpp"
+#include "xpr/ct/rules.hpp"
 #include "xpr/ct/staging.hpp"
-#include "xpr/ct/tracer.hpp"
 
 namespace xpr::ct {
 

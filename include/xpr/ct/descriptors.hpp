@@ -12,8 +12,8 @@
 
 #include "xpr/core/dtype.hpp"
 #include "xpr/ct/graph.hpp"
+#include "xpr/ct/rules.hpp"
 #include "xpr/ct/staging.hpp"
-#include "xpr/ct/tracer.hpp"
 #include "xpr/ct/transforms.hpp"
 
 namespace xpr::ct {

@@ -28,12 +28,9 @@ namespace detail {
 /// Every primitive of the tier: `arg` and `lit` (void), the elementwise primitives of the shared
 /// list (core/ops.hpp, the program's own last), and those with rules of their own.
 using prim_ops = boost::mp11::mp_append<
-    boost::mp11::mp_list<void, void>,  // arg, lit
-    builtin_elementwise,
-    boost::mp11::mp_list<op::stop_gradient, op::integer_pow,              // unary
-                         op::eq, op::ne, op::lt, op::le, op::gt, op::ge,  // comparisons
-                         op::select>,
-    typename user_primitives<>::type>;
+    boost::mp11::mp_list<void, void>,                                               // arg, lit
+    builtin_elementwise, boost::mp11::mp_list<op::stop_gradient, op::integer_pow>,  // unary
+    comparison_ops, boost::mp11::mp_list<op::select>, typename user_primitives<>::type>;
 
 /// `Op`'s index in `prim_ops`, or 0xff when it is not a primitive of the tier.
 template <class Op>

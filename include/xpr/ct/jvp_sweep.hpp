@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "xpr/ct/graph.hpp"
-#include "xpr/ct/tracer.hpp"
+#include "xpr/ct/rules.hpp"
 
 namespace xpr::ct {
 

@@ -9,7 +9,7 @@
 
 #include "xpr/ct/graph.hpp"
 #include "xpr/ct/jvp_sweep.hpp"
-#include "xpr/ct/tracer.hpp"
+#include "xpr/ct/rules.hpp"
 
 namespace xpr::ct {
 

@@ -13,7 +13,7 @@
 
 #include "xpr/core/dtype.hpp"
 #include "xpr/ct/graph.hpp"
-#include "xpr/ct/tracer.hpp"
+#include "xpr/ct/rules.hpp"
 
 namespace xpr::ct {
 

@@ -17,8 +17,9 @@ namespace xpr::ct {
 class Tracer;
 
 /// The rules of one primitive (`fold`, `simplify`, `jvp`, `transpose`), specialised per `xpr::op`
-/// tag in `ct/prims/*.hpp`. If you see an error naming this template, the operation has no
-/// compile-time rules.
+/// tag in `ct/prims/*.hpp` (ct/rules.hpp includes them all). If you see an error naming this
+/// template as incomplete, the operation has no compile-time rules, or its rules header is not
+/// included: include "xpr/ct/rules.hpp" (or xpr/ct/ct.hpp).
 template <class Op>
 struct Rules;
 
@@ -340,9 +341,8 @@ constexpr Tracer bind(const Tracer* in, std::int64_t param) {
 
 // ---------------------------------------------------------------------------------------------
 // What every rule table shares: the explicit opt-outs (`not_linear`, `not_differentiable`,
-// `no_simplification`), the helpers simplifications return, and the patterns they look for.
-// (Here rather than in a header of its own: the rule headers include this one, and must find these
-// defined whichever header a user includes first.)
+// `no_simplification`), the helpers simplifications return, and the patterns they look for. The
+// rule tables themselves (ct/prims/*.hpp) include this header; ct/rules.hpp gathers them.
 // ---------------------------------------------------------------------------------------------
 namespace xpr::ct::rules {
 
@@ -497,11 +497,15 @@ namespace xpr::ct {
 
 /// JAX's `standard_jvp`: the tangent of `ans = Op(x...)` from the tangents `t`, as the sum of the
 /// struct's per-operand rules over the operands whose tangent is not a symbolic zero (the jvp
-/// sweep never calls it when all are). `T{}` (zero) for a primitive that is not differentiable.
+/// sweep never calls it when all are). `T{}` (zero) for a primitive that is not differentiable
+/// (at its parameter `y`, for one that has a parameter).
 template <class Op, class T>
-constexpr T standard_jvp(const T* x, const T& ans, const T* t) {
+constexpr T standard_jvp(const T* x, const T& ans, const T* t, std::int64_t y = 0) {
   if constexpr (!is_differentiable_v<Op>) {
     return T{};
+  } else if constexpr (has_parameter_v<Op>) {
+    if (!Op::differentiable_at(y)) return T{};
+    return Op::jvp(t[0], ans, x[0], y);
   } else if constexpr (Op::arity == 1) {
     return Op::jvp(t[0], ans, x[0]);
   } else {
@@ -518,11 +522,47 @@ constexpr T standard_jvp(const T* x, const T& ans, const T* t) {
 }
 
 namespace rules {
-/// The rules an elementwise primitive gets from its struct alone: constant folding by
-/// `Op::number` (when the compiler can evaluate it here), no simplification, not linear, and the
-/// standard jvp. A `Rules<Op>` specialization derives from it and overrides what it does better.
+/// The transpose slot of a linear elementwise primitive, from its struct (core/ops.hpp): unary
+/// `Op::transpose(ct)`; binary `Op::transpose_x(ct, y)` / `transpose_y(ct, x)` for the operands
+/// it is linear in, both at once only when `Op::linear_jointly`.
 template <class Op>
-struct standard : not_linear<Op>, no_simplification {
+struct linear_from_struct {
+  static constexpr bool linear = true;
+  template <class T>
+  static constexpr void transpose(const T& ct, const T* x, const bool* linear_in, T* ct_x,
+                                  std::int64_t) {
+    if constexpr (Op::arity == 1) {
+      ct_x[0] = Op::transpose(ct);
+    } else {
+      constexpr bool in_x = requires(const T& a) { Op::transpose_x(a, a); };
+      constexpr bool in_y = requires(const T& a) { Op::transpose_y(a, a); };
+      if (!is_linear_jointly_v<Op> && linear_in[0] && linear_in[1])
+        detail::fail("xpr::ct: a product of two tangents (mul) is not linear");
+      if (linear_in[0]) {
+        if constexpr (in_x)
+          ct_x[0] = Op::transpose_x(ct, x[1]);
+        else
+          detail::fail("xpr::ct: Transpose rule: not linear in its first operand");
+      }
+      if (linear_in[1]) {
+        if constexpr (in_y)
+          ct_x[1] = Op::transpose_y(ct, x[0]);
+        else
+          detail::fail(
+              "xpr::ct: Transpose rule: not linear in its second operand (div's "
+              "denominator)");
+      }
+    }
+  }
+};
+
+/// The rules an elementwise primitive gets from its struct alone: constant folding by
+/// `Op::number` (when the compiler can evaluate it here), no simplification, the struct's
+/// transpose if it is linear, and the standard jvp. A `Rules<Op>` specialization derives from it
+/// and overrides what it does better.
+template <class Op>
+struct standard : std::conditional_t<is_linear_v<Op>, linear_from_struct<Op>, not_linear<Op>>,
+                  no_simplification {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     if constexpr (Op::arity == 1) {
       if (__builtin_constant_p(Op::number(x[0]))) {
@@ -544,17 +584,12 @@ struct standard : not_linear<Op>, no_simplification {
 };
 }  // namespace rules
 
-/// Every entry of the shared list has compile-time rules: its own specialization, or these.
+/// A program's own entries of the shared list (`user_primitives`) get these rules. The library's
+/// primitives each have a specialization in ct/prims/*.hpp (so a translation unit that did not
+/// include it fails to compile rather than silently tracing without the library's rules).
 template <class Op>
-requires ElementwiseOp<Op>
-struct Rules<Op> : rules::standard<Op> {
+requires ElementwiseOp<Op> &&(!boost::mp11::mp_contains<builtin_elementwise, Op>::value) &&
+    (!has_parameter_v<Op>)&&(!is_comparison_v<Op>)struct Rules<Op> : rules::standard<Op> {
 };
 
 }  // namespace xpr::ct
-
-#include "xpr/ct/prims/binary.hpp"
-#include "xpr/ct/prims/compare.hpp"
-#include "xpr/ct/prims/integer_pow.hpp"
-#include "xpr/ct/prims/select.hpp"
-#include "xpr/ct/prims/stop_gradient.hpp"
-#include "xpr/ct/prims/unary.hpp"

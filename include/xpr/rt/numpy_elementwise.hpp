@@ -21,10 +21,9 @@
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/numpy_shape.hpp"
-#include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
-#include "xpr/rt/prims/integer_pow.hpp"
+#include "xpr/rt/prims/elementwise_primitive.hpp"
 #include "xpr/rt/prims/select.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/prims/stop_gradient.hpp"
@@ -113,82 +112,12 @@ inline Array bind_broadcasting(const Primitive& prim, std::initializer_list<Arra
   return std::move(rt::bind(prim, args).front());  // qualified: ADL would find std::bind
 }
 
-/// jnp.pow with an integer C++ exponent: `integer_pow` (exact repeated multiplication), on the
-/// base promoted to a numeric dtype, as `jnp.power` does for a concrete integer exponent.
-inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
-  Array base = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32, x.weak_type()) : x;
-  return bind1(integer_pow_p, {base}, {{"y", y}});
-}
-
 }  // namespace detail
 
-/// `xpr::add`, `subtract`, `multiply`, `divide`, `maximum`, `minimum`, `pow`, `equal`, ... on
-/// arrays and numbers. Differences from the bare primitives, all as in jax.numpy:
-///  * `divide` is true division: integer and bool operands are promoted to f64 first;
-///  * `add` and `multiply` of bools are logical or and and (`max`, `min` on bool);
-///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
-///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first).
-template <class Op, class A, class B>
-requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply(Op, const A& a,
-                                                                                 const B& b) {
-  if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>) {
-    if constexpr (detail::ArrayArg<A>) {
-      if (!detail::integer_fits<std::int64_t>(b))
-        throw core::value_error("pow: expected an exponent that fits in int64, found " +
-                                std::to_string(b));
-      return detail::integer_pow_numeric(a, static_cast<std::int64_t>(b));
-    }
-  }
-  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
-  if constexpr (std::is_same_v<Op, op::div>) {
-    if (!core::is_floating(t.dtype)) t.dtype = DType::float64;
-  }
-  if constexpr (std::is_same_v<Op, op::pow>) {
-    if (!core::is_floating(t.dtype))
-      throw core::dtype_error("pow: expected a floating base or exponent, found both of dtype " +
-                              std::string(core::name(t.dtype)) +
-                              " after promotion; use xpr::integer_pow for an integer exponent "
-                              "known in C++, or astype a float dtype");
-  }
-  const Primitive* prim;
-  if constexpr (!std::is_null_pointer_v<
-                    std::remove_cv_t<decltype(detail::comparison_primitive<Op>)>>) {
-    prim = detail::comparison_primitive<Op>;
-  } else {
-    prim = detail::binary_primitive<Op>;
-    if (core::is_bool(t.dtype)) {
-      if constexpr (std::is_same_v<Op, op::add>) prim = &max_p;  // logical or
-      if constexpr (std::is_same_v<Op, op::mul>) prim = &min_p;  // logical and
-    }
-  }
-  return detail::bind_broadcasting(*prim, {detail::promote_to(a, t), detail::promote_to(b, t)});
-}
-
-/// `xpr::where(c, a, b)`: `a` where `c` holds, else `b`. `c` is converted to bool when it is not
-/// one (nonzero is true); `a` and `b` are promoted together; all three broadcast.
-template <class C, class A, class B>
-requires detail::ArrayOperands<C, A, B> Array xpr_apply(op::select, const C& c, const A& a,
-                                                        const B& b) {
-  Array pred = detail::promote_to(c, WeakDType{DType::bool_, false});
-  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
-  return detail::bind_broadcasting(select_n_p,
-                                   {pred, detail::promote_to(b, t), detail::promote_to(a, t)});
-}
-
-/// `xpr::integer_pow(x, n)` (`lax.integer_pow`; `xpr::square` is `integer_pow(x, 2)`): bools are
-/// promoted to int32 first, as jnp.square does.
-template <std::integral N>
-requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array& x, N n) {
-  if (!detail::integer_fits<std::int64_t>(n))
-    throw core::value_error("integer_pow: expected an exponent that fits in int64, found " +
-                            std::to_string(n));
-  return detail::integer_pow_numeric(x, static_cast<std::int64_t>(n));
-}
-
-/// `xpr::stop_gradient(x)`.
-inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gradient_p, {x}); }
-
 // ---- operators --------------------------------------------------------------------------------
+// Declared before anything below names a concrete primitive (`elementwise_p<op::max>`): the
+// primitives' rules are written with these operators (core/ops.hpp), and find them by
+// argument-dependent lookup where a primitive is instantiated.
 
 template <class A, class B>
 requires detail::ArrayOperands<A, B> Array operator+(const A& a, const B& b) {
@@ -232,5 +161,83 @@ template <class A, class B>
 requires detail::ArrayOperands<A, B> Array operator>=(const A& a, const B& b) {
   return xpr_apply(op::ge{}, a, b);
 }
+/// `-x`.
+inline Array operator-(const Array& x) { return xpr_apply(op::neg{}, x); }
+
+namespace detail {
+/// jnp.pow with an integer C++ exponent: `integer_pow` (exact repeated multiplication), on the
+/// base promoted to a numeric dtype, as `jnp.power` does for a concrete integer exponent.
+inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
+  Array base = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32, x.weak_type()) : x;
+  return bind1(elementwise_p<op::integer_pow>, {base}, {{"y", y}});
+}
+
+}  // namespace detail
+
+/// `xpr::add`, `subtract`, `multiply`, `divide`, `maximum`, `minimum`, `pow`, `equal`, ... on
+/// arrays and numbers. Differences from the bare primitives, all as in jax.numpy:
+///  * `divide` is true division: integer and bool operands are promoted to f64 first;
+///  * `add` and `multiply` of bools are logical or and and (`max`, `min` on bool);
+///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
+///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first).
+template <class Op, class A, class B>
+requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply(Op, const A& a,
+                                                                                 const B& b) {
+  if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>) {
+    if constexpr (detail::ArrayArg<A>) {
+      if (!detail::integer_fits<std::int64_t>(b))
+        throw core::value_error("pow: expected an exponent that fits in int64, found " +
+                                std::to_string(b));
+      return detail::integer_pow_numeric(a, static_cast<std::int64_t>(b));
+    }
+  }
+  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
+  if constexpr (std::is_same_v<Op, op::div>) {
+    if (!core::is_floating(t.dtype)) t.dtype = DType::float64;
+  }
+  if constexpr (std::is_same_v<Op, op::pow>) {
+    if (!core::is_floating(t.dtype))
+      throw core::dtype_error("pow: expected a floating base or exponent, found both of dtype " +
+                              std::string(core::name(t.dtype)) +
+                              " after promotion; use xpr::integer_pow for an integer exponent "
+                              "known in C++, or astype a float dtype");
+  }
+  const Primitive* prim;
+  if constexpr (!std::is_null_pointer_v<
+                    std::remove_cv_t<decltype(detail::comparison_primitive<Op>)>>) {
+    prim = detail::comparison_primitive<Op>;
+  } else {
+    prim = detail::binary_primitive<Op>;
+    if (core::is_bool(t.dtype)) {
+      if constexpr (std::is_same_v<Op, op::add>) prim = &elementwise_p<op::max>;  // logical or
+      if constexpr (std::is_same_v<Op, op::mul>) prim = &elementwise_p<op::min>;  // logical and
+    }
+  }
+  return detail::bind_broadcasting(*prim, {detail::promote_to(a, t), detail::promote_to(b, t)});
+}
+
+/// `xpr::where(c, a, b)`: `a` where `c` holds, else `b`. `c` is converted to bool when it is not
+/// one (nonzero is true); `a` and `b` are promoted together; all three broadcast.
+template <class C, class A, class B>
+requires detail::ArrayOperands<C, A, B> Array xpr_apply(op::select, const C& c, const A& a,
+                                                        const B& b) {
+  Array pred = detail::promote_to(c, WeakDType{DType::bool_, false});
+  WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
+  return detail::bind_broadcasting(select_n_p,
+                                   {pred, detail::promote_to(b, t), detail::promote_to(a, t)});
+}
+
+/// `xpr::integer_pow(x, n)` (`lax.integer_pow`; `xpr::square` is `integer_pow(x, 2)`): bools are
+/// promoted to int32 first, as jnp.square does.
+template <std::integral N>
+requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array& x, N n) {
+  if (!detail::integer_fits<std::int64_t>(n))
+    throw core::value_error("integer_pow: expected an exponent that fits in int64, found " +
+                            std::to_string(n));
+  return detail::integer_pow_numeric(x, static_cast<std::int64_t>(n));
+}
+
+/// `xpr::stop_gradient(x)`.
+inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gradient_p, {x}); }
 
 }  // namespace xpr::rt

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Compile-time rules of the binary arithmetic primitives: add sub mul div max min pow. Each block
-// holds the primitive's constant folding, its simplifications (x+0, x*1, 0*x, ...) and, for the
-// linear ones, its transpose. The jvp is the standard one, from the primitive's struct in
-// core/ops.hpp, except div's, which shares its division.
+// holds the primitive's constant folding and its simplifications (x+0, x*1, 0*x, ...). The jvp
+// and the linear ones' transpose are the standard ones, from the primitive's struct in
+// core/ops.hpp, except div's jvp, which shares its division.
 #pragma once
 
 #include <cstdint>
@@ -65,10 +65,9 @@ constexpr Simplified merge_selects(const T* x, WeakDType out, Combine combine) {
 }  // namespace rules
 
 // add: x + 0 = 0 + x = x, x + x = 2 * x, x + -y = x - y, -x + y = y - x, where(p, a, 0) +
-// where(p, 0, b) = where(p, a, b); transpose ct, ct.
+// where(p, 0, b) = where(p, a, b); its transpose is the struct's (core/ops.hpp).
 template <>
 struct Rules<op::add> : rules::standard<op::add> {
-  static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] + x[1], r);
   }
@@ -82,19 +81,12 @@ struct Rules<op::add> : rules::standard<op::add> {
     if (rules::negated(x[0], y)) return rules::same(x[1] - y, out);
     return rules::merge_selects(x, out, [](const T& a, const T& b) { return a + b; });
   }
-  template <class T>
-  static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
-                                  std::int64_t) {
-    if (linear[0]) ct_x[0] = ct;
-    if (linear[1]) ct_x[1] = ct;
-  }
 };
 
 // sub: x - 0 = x, 0 - x = -x, x - -y = x + y, where(p, a, 0) - where(p, 0, b) = where(p, a, -b);
-// transpose ct, -ct.
+// its transpose is the struct's.
 template <>
 struct Rules<op::sub> : rules::standard<op::sub> {
-  static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] - x[1], r);
   }
@@ -106,21 +98,14 @@ struct Rules<op::sub> : rules::standard<op::sub> {
     if (rules::negated(x[1], y)) return rules::same(x[0] + y, out);
     return rules::merge_selects(x, out, [](const T& a, const T& b) { return a - b; });
   }
-  template <class T>
-  static constexpr void transpose(const T& ct, const T*, const bool* linear, T* ct_x,
-                                  std::int64_t) {
-    if (linear[0]) ct_x[0] = ct;
-    if (linear[1]) ct_x[1] = -ct;
-  }
 };
 
 // mul: x * 1 = x, x * -1 = -x, x * 0 = 0, c * -z = z * -c, (-a) * (-b) = a * b, y * where(p, ±1,
 // ±1) = where(p, ±y, ±y), and constants gathered where exact:
 // c1 * (c2 * z) = z * (c1 c2), (z * c1) * (w * c2) = (z * w) * (c1 c2), (z * c) * y = z * (c * y);
-// transpose ct * y (or x * ct).
+// its transpose is the struct's.
 template <>
 struct Rules<op::mul> : rules::standard<op::mul> {
-  static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] * x[1], r);
   }
@@ -170,19 +155,12 @@ struct Rules<op::mul> : rules::standard<op::mul> {
       return rules::same((z * w) * (c1 * c2), out);
     return rules::reuse_scaled(x, out);
   }
-  template <class T>
-  static constexpr void transpose(const T& ct, const T* x, const bool* linear, T* ct_x,
-                                  std::int64_t) {
-    if (linear[0] && linear[1]) detail::fail("xpr::ct: mul of two tangents is not linear");
-    if (linear[0]) ct_x[0] = ct * x[1];
-    if (linear[1]) ct_x[1] = x[0] * ct;
-  }
 };
 
-// div: x / 1 = x, x / -1 = -x, 0 / y = 0; jvp ta / y - tb * (ans / y); transpose ct / y.
+// div: x / 1 = x, x / -1 = -x, 0 / y = 0; jvp ta / y - tb * (ans / y); transpose (ct / y) the
+// struct's.
 template <>
 struct Rules<op::div> : rules::standard<op::div> {
-  static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(x[0] / x[1], r);
   }
@@ -203,12 +181,6 @@ struct Rules<op::div> : rules::standard<op::div> {
     if (x[0].is_one()) return -(t[1] * (ans * ans));
     if (t[0].is_zero()) return -(t[1] * (ans / x[1]));
     return (t[0] - t[1] * ans) / x[1];
-  }
-  template <class T>
-  static constexpr void transpose(const T& ct, const T* x, const bool* linear, T* ct_x,
-                                  std::int64_t) {
-    if (linear[1]) detail::fail("xpr::ct: div is not linear in its denominator");
-    ct_x[0] = ct / x[1];
   }
 };
 

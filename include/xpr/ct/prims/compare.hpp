@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Compile-time rules of the comparisons eq ne lt le gt ge: bool results, no derivative. Each row
-// is only its constant folding; they share everything else.
+// Compile-time rules of the comparisons eq ne lt le gt ge (the shared list `comparison_ops`):
+// bool results, no derivative; constant folding by the struct's `number`.
 #pragma once
 
 #include <cstdint>
@@ -20,17 +20,10 @@ struct comparison : not_linear<Op>, not_differentiable, no_simplification {
 };
 }  // namespace rules
 
-template <>
-struct Rules<op::eq> : rules::comparison<op::eq> {};
-template <>
-struct Rules<op::ne> : rules::comparison<op::ne> {};
-template <>
-struct Rules<op::lt> : rules::comparison<op::lt> {};
-template <>
-struct Rules<op::le> : rules::comparison<op::le> {};
-template <>
-struct Rules<op::gt> : rules::comparison<op::gt> {};
-template <>
-struct Rules<op::ge> : rules::comparison<op::ge> {};
+/// Every comparison of the shared list (`comparison_ops`, core/ops.hpp).
+template <class Op>
+requires is_comparison_v<Op>
+struct Rules<Op> : rules::comparison<Op> {
+};
 
 }  // namespace xpr::ct

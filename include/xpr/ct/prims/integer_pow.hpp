@@ -32,11 +32,10 @@ struct Rules<op::integer_pow> : rules::not_linear<op::integer_pow> {
     if (n == 0) return rules::constant(1, out, x[0].graph());
     return {};
   }
-  // jvp: t * (n * x ** (n - 1))
+  // jvp: the struct's, t * (n * x ** (n - 1)) (core/ops.hpp)
   template <class T>
-  static constexpr T jvp(const T* x, const T&, const T* t, std::int64_t n) {
-    if (n == 0) return T{};
-    return t[0] * (static_cast<double>(n) * xpr::integer_pow(x[0], n - 1));
+  static constexpr T jvp(const T* x, const T& ans, const T* t, std::int64_t n) {
+    return standard_jvp<op::integer_pow>(x, ans, t, n);
   }
 };
 

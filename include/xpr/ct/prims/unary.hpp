@@ -2,7 +2,7 @@
 // Compile-time rules of the unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1
 // sqrt rsqrt abs sign logistic. Their jvp is the standard one, from the primitive's struct in
 // core/ops.hpp; here each adds its exact constant folding (GCC's math builtins), and a few their
-// simplifications (neg), transpose (neg is linear) and special cases (log of a quotient).
+// simplifications (neg) and special cases (log of a quotient); neg's transpose is its struct's.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,9 @@ using unary = standard<Op>;
 }  // namespace rules
 
 // neg: -(-x) = x, -(c * z) = z * -c, -where(p, a, b) = where(p, -a, -b) when both negations are
-// free; linear: transpose -ct.
+// free; linear: its transpose (-ct) is the struct's (core/ops.hpp).
 template <>
 struct Rules<op::neg> : rules::standard<op::neg> {
-  static constexpr bool linear = true;
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(-x[0], r);
   }
@@ -49,10 +48,6 @@ struct Rules<op::neg> : rules::standard<op::neg> {
         rules::free_negation(b, nb))
       return rules::same(xpr::where(p, nb, na), out);
     return {};
-  }
-  template <class T>
-  static constexpr void transpose(const T& ct, const T*, const bool*, T* ct_x, std::int64_t) {
-    ct_x[0] = -ct;
   }
 };
 

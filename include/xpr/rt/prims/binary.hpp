@@ -6,10 +6,8 @@
 // before binding (rt/numpy_elementwise.hpp).
 #pragma once
 
-#include <cstddef>
-
 #include "xpr/core/ops.hpp"
-#include "xpr/rt/primitive.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/prims/elementwise_primitive.hpp"
 
 namespace xpr::rt {
@@ -34,18 +32,4 @@ inline constinit const Elementwise<op::max>& max_p = elementwise_p<op::max>;
 inline constinit const Elementwise<op::min>& min_p = elementwise_p<op::min>;
 inline constinit const Elementwise<op::pow>& pow_p = elementwise_p<op::pow>;
 
-namespace detail {
-/// The primitive behind each binary elementwise `xpr::op` tag (a program's own too); null's type
-/// for any other tag (a type test: GCC 12's UBSan rejects pointer comparisons in constraints).
-template <class Op>
-inline constexpr std::nullptr_t binary_primitive = nullptr;
-template <class Op>
-requires ElementwiseOp<Op> &&
-    (Op::arity == 2) inline constexpr const Primitive* binary_primitive<Op> = &elementwise_p<Op>;
-}  // namespace detail
-
 }  // namespace xpr::rt
-
-// The rules above use jax.numpy-level functions; included last, after the table they build on.
-#include "xpr/rt/numpy_elementwise.hpp"
-#include "xpr/rt/prims/unary.hpp"

@@ -20,11 +20,14 @@
 namespace xpr::rt {
 
 /// A comparison primitive: `Op` on every pair of elements, with IEEE semantics for NaN (only `ne`
-/// holds).
+/// holds); name, dtypes and kernel from `Op`'s struct (core/ops.hpp).
 ///
-/// abstract_eval: equal dtypes (any), equal shapes or rank 0; the result is a strong bool.
+/// abstract_eval: equal dtypes (`Op::accepts`), equal shapes or rank 0; the result is a strong
+/// bool.
 template <class Op>
 class Comparison final : public Primitive {
+  static_assert(is_comparison_v<Op> && !is_differentiable_v<Op> && Op::arity == 2);
+
  public:
   constexpr Comparison() : Primitive(Op::name) {}
 
@@ -43,7 +46,7 @@ class Comparison final : public Primitive {
     return {std::move(out).finish()};
   }
 
-  /// Comparisons are piecewise constant: the tangent is zero.
+  /// Comparisons are piecewise constant (`differentiable = false`): the tangent is zero.
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
                                 const Params& params) const override {
     Arrays out = rt::bind(*this, primals, params);
@@ -72,7 +75,7 @@ class Comparison final : public Primitive {
     if (n != 2) throw core::type_error(name() + " expected 2 operands, found " + std::to_string(n));
   }
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params&) const {
-    ShapedArray out = detail::nary_aval(name(), args, detail::Accepts::any);
+    ShapedArray out = detail::nary_aval(name(), args, Op::accepts);
     out.dtype = DType::bool_;
     out.weak_type = false;
     return out;
@@ -90,30 +93,25 @@ extern template class Comparison<op::gt>;
 extern template class Comparison<op::ge>;
 #endif
 
-//                       op tag
-inline constinit const Comparison<op::eq> eq_p{};
-inline constinit const Comparison<op::ne> ne_p{};
-inline constinit const Comparison<op::lt> lt_p{};
-inline constinit const Comparison<op::le> le_p{};
-inline constinit const Comparison<op::gt> gt_p{};
-inline constinit const Comparison<op::ge> ge_p{};
+/// The primitive of each comparison in the shared list (`comparison_ops`, core/ops.hpp).
+template <class Op>
+requires is_comparison_v<Op>
+inline constinit const Comparison<Op> comparison_p{};
+
+inline constinit const Comparison<op::eq>& eq_p = comparison_p<op::eq>;
+inline constinit const Comparison<op::ne>& ne_p = comparison_p<op::ne>;
+inline constinit const Comparison<op::lt>& lt_p = comparison_p<op::lt>;
+inline constinit const Comparison<op::le>& le_p = comparison_p<op::le>;
+inline constinit const Comparison<op::gt>& gt_p = comparison_p<op::gt>;
+inline constinit const Comparison<op::ge>& ge_p = comparison_p<op::ge>;
 
 namespace detail {
-// The primitive behind each comparison `xpr::op` tag.
+/// The primitive behind each comparison `xpr::op` tag; null's type for any other tag.
 template <class Op>
 inline constexpr std::nullptr_t comparison_primitive = nullptr;  // not a comparison
-template <>
-inline constexpr const Primitive* comparison_primitive<op::eq> = &eq_p;
-template <>
-inline constexpr const Primitive* comparison_primitive<op::ne> = &ne_p;
-template <>
-inline constexpr const Primitive* comparison_primitive<op::lt> = &lt_p;
-template <>
-inline constexpr const Primitive* comparison_primitive<op::le> = &le_p;
-template <>
-inline constexpr const Primitive* comparison_primitive<op::gt> = &gt_p;
-template <>
-inline constexpr const Primitive* comparison_primitive<op::ge> = &ge_p;
+template <class Op>
+requires is_comparison_v<Op>
+inline constexpr const Primitive* comparison_primitive<Op> = &comparison_p<Op>;
 }  // namespace detail
 
 }  // namespace xpr::rt

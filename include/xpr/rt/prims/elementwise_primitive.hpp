@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 // The runtime tier's elementwise primitive, one class template for every entry of the shared list
-// (core/ops.hpp): `Elementwise<Op>` gets its name, arity, dtypes, kernel and jvp from `Op`'s
-// struct. Its rules: impl (the xsimd kernels of prims/elementwise.hpp, with XLA's integer
-// semantics), abstract_eval (`defvectorized` / `defbroadcasting`), jvp (`standard_jvp`), transpose
-// (the linear ones' table below) and batch. `elementwise_p<Op>` is the primitive object. The rules
-// use jax.numpy-level operators (rt/numpy_elementwise.hpp), which build on this header: they are
-// found where a rule is instantiated, and binary.hpp includes them after the table.
+// (core/ops.hpp) and for integer_pow: `Elementwise<Op>` gets its name, arity, dtypes, parameter,
+// kernel and jvp from `Op`'s struct. Its rules: impl (the xsimd kernels of prims/elementwise.hpp,
+// with XLA's integer semantics), abstract_eval (`defvectorized` / `defbroadcasting`), jvp
+// (`standard_jvp`), transpose (the linear ones' table below) and batch. `elementwise_p<Op>` is the
+// primitive object.
+//
+// Layering (docs/design.md): the rules are templates written with `xpr::` customization points
+// (`g * xpr::cos(x)`), which reach jax.numpy's operators on `Array` (rt/numpy_elementwise.hpp, a
+// layer above) by argument-dependent lookup. This header therefore never names a concrete
+// `elementwise_p<op::sin>`: rt/numpy_elementwise.hpp and the headers above it do.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +27,7 @@
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
+#include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/detail/transpose.hpp"
@@ -101,6 +107,43 @@ T binary_element(const T& a, const T& b) {
   }
 }
 
+// The element type of an element or of an xsimd batch.
+template <class T>
+struct element_of {
+  using type = typename T::value_type;
+};
+template <class T>
+requires std::is_arithmetic_v<T>
+struct element_of<T> {
+  using type = T;
+};
+
+/// integer_pow's element function: `x ** y` by binary exponentiation on one element or an xsimd
+/// batch; `x ** 0 == 1` (even for NaN), negative `y` gives `1 / x ** -y`. Integers wrap around on
+/// overflow, as in XLA.
+template <class T>
+T integer_power(const T& x, std::int64_t y) {
+  const std::uint64_t m0 =
+      y < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(y) : static_cast<std::uint64_t>(y);
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    U acc = 1, base = static_cast<U>(x);
+    for (std::uint64_t m = m0; m; m >>= 1) {
+      if (m & 1u) acc = static_cast<U>(acc * base);
+      base = static_cast<U>(base * base);
+    }
+    return static_cast<T>(acc);
+  } else {
+    using E = typename element_of<T>::type;
+    T acc(E(1)), base = x;
+    for (std::uint64_t m = m0; m; m >>= 1) {
+      if (m & 1u) acc = acc * base;
+      if (m > 1) base = base * base;
+    }
+    return y < 0 ? T(E(1)) / acc : acc;
+  }
+}
+
 /// The element function of `Op`, by its arity.
 template <class Op, class... T>
 auto element(const T&... x) {
@@ -115,11 +158,14 @@ auto element(const T&... x) {
 
 /// JAX's `standard_jvp`: the tangent of `ans = Op(x...)` as the sum of `Op`'s per-operand rules
 /// over the operands whose tangent is not a symbolic zero (at least one is not), or `jvp_xy` when
-/// both have one and `Op` gives it. A template, so that the jax.numpy-level operators the rules
-/// use resolve where it is used.
+/// both have one and `Op` gives it; `y` is the parameter of an `Op` that has one. A template, so
+/// that the jax.numpy-level operators the rules use resolve where it is instantiated.
 template <class Op, class A>
-A standard_jvp(const A* x, const A& ans, const std::optional<A>* t) {
-  if constexpr (Op::arity == 1) {
+A standard_jvp(const A* x, const A& ans, const std::optional<A>* t, std::int64_t y = 0) {
+  if constexpr (has_parameter_v<Op>) {
+    return Op::jvp(*t[0], ans, x[0], y);
+  } else if constexpr (Op::arity == 1) {
+    (void)y;
     return Op::jvp(*t[0], ans, x[0]);
   } else {
     if (!t[1]) return Op::jvp_x(*t[0], ans, x[0], x[1]);
@@ -136,56 +182,22 @@ A standard_jvp(const A* x, const A& ans, const std::optional<A>* t) {
 
 // ---- transpose ----------------------------------------------------------------------------------
 
-/// Which operands a binary primitive is linear in, and the cotangent of each (its transpose rule;
-/// neg, the one linear unary primitive, is its own transpose):
-/// add and sub are linear in both operands together; mul in either one while the other is known;
-/// div in its dividend while the divisor is known; max, min and pow in neither.
+/// Which operands a binary primitive is linear in, and the cotangent of each: the struct's
+/// `transpose_x` / `transpose_y` (core/ops.hpp; neg, the one linear unary primitive, has
+/// `transpose`). add and sub are linear in both operands together; mul in either one while the
+/// other is known; div in its dividend while the divisor is known; max, min and pow in neither.
 template <class Op>
 struct elementwise_transpose {
-  static constexpr bool in_x = false, in_y = false, jointly = false;
-};
-template <>
-struct elementwise_transpose<op::add> {
-  static constexpr bool in_x = true, in_y = true, jointly = true;
+  static constexpr bool in_x = requires(const Array& a) { Op::transpose_x(a, a); };
+  static constexpr bool in_y = requires(const Array& a) { Op::transpose_y(a, a); };
+  static constexpr bool jointly = is_linear_jointly_v<Op>;
   template <class A>
-  static A ct_x(const A& ct, const A&) {
-    return ct;
+  static A ct_x(const A& ct, const A& other) {
+    return Op::transpose_x(ct, other);
   }
   template <class A>
-  static A ct_y(const A& ct, const A&) {
-    return ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::sub> {
-  static constexpr bool in_x = true, in_y = true, jointly = true;
-  template <class A>
-  static A ct_x(const A& ct, const A&) {
-    return ct;
-  }
-  template <class A>
-  static A ct_y(const A& ct, const A&) {
-    return -ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::mul> {  // mul(t, y)^T ct = ct * y
-  static constexpr bool in_x = true, in_y = true, jointly = false;
-  template <class A>
-  static A ct_x(const A& ct, const A& y) {
-    return ct * y;
-  }
-  template <class A>
-  static A ct_y(const A& ct, const A& x) {
-    return x * ct;
-  }
-};
-template <>
-struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
-  static constexpr bool in_x = true, in_y = false, jointly = false;
-  template <class A>
-  static A ct_x(const A& ct, const A& y) {
-    return ct / y;
+  static A ct_y(const A& ct, const A& other) {
+    return Op::transpose_y(ct, other);
   }
 };
 
@@ -197,7 +209,7 @@ struct elementwise_transpose<op::div> {  // div(t, y)^T ct = ct / y
 /// or rank 0; the result is weakly typed when every operand is (JAX's `defbroadcasting`).
 template <class Op>
 class Elementwise final : public Primitive {
-  static_assert(ElementwiseOp<Op>,
+  static_assert(ElementwiseOp<Op> && !is_comparison_v<Op>,
                 "xpr::rt::Elementwise<Op>: Op must have a name, an arity of 1 "
                 "or 2 and accepted dtypes (see docs/primitives.md)");
   static constexpr int arity = Op::arity;
@@ -209,9 +221,21 @@ class Elementwise final : public Primitive {
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
-    if constexpr (arity == 1) {
+    if constexpr (has_parameter_v<Op>) {
       const Array& x = args[0];
-      ArrayBuilder out(abstract_eval_one(std::span(&x.aval(), 1)));
+      ArrayBuilder out(abstract_eval_one(std::span(&x.aval(), 1), params));
+      const std::int64_t y = parameter(params);
+      dispatch_dtype(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (detail::accepts_v<T>(Op::accepts)) {
+          detail::map_unary(x.data<T>(), out.data<T>(), static_cast<std::size_t>(x.size()),
+                            [y](const auto& v) { return detail::integer_power(v, y); });
+        }
+      });
+      return {std::move(out).finish()};
+    } else if constexpr (arity == 1) {
+      const Array& x = args[0];
+      ArrayBuilder out(abstract_eval_one(std::span(&x.aval(), 1), params));
       dispatch_dtype(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
         if constexpr (detail::accepts_v<T>(Op::accepts)) {
@@ -219,11 +243,10 @@ class Elementwise final : public Primitive {
                             [](const auto& v) { return detail::element<Op>(v); });
         }
       });
-      (void)params;
       return {std::move(out).finish()};
     } else {
       const ShapedArray avals[2] = {args[0].aval(), args[1].aval()};
-      ArrayBuilder out(abstract_eval_one(avals));
+      ArrayBuilder out(abstract_eval_one(avals, params));
       const Array &a = args[0], &b = args[1];
       dispatch_dtype(out.aval().dtype, [&](auto tag) {
         using T = decltype(tag);
@@ -234,14 +257,13 @@ class Elementwise final : public Primitive {
               [](const auto& x, const auto& y) { return detail::element<Op>(x, y); });
         }
       });
-      (void)params;
       return {std::move(out).finish()};
     }
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     check_arity(args.size());
-    return {abstract_eval_one(args)};
+    return {abstract_eval_one(args, params)};
   }
 
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
@@ -255,18 +277,28 @@ class Elementwise final : public Primitive {
   /// `standard_jvp` over the nonzero tangents, fitted to the result's type (a rank-0 operand's
   /// tangent broadcast, a weak constant's widening undone). A symbolic zero when every tangent is
   /// one, when the result is an integer or bool (piecewise constant, JAX's float0), or when `Op`
-  /// is not differentiable.
+  /// is not differentiable (at this parameter).
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params&) const override {
+                                           const Params& params) const override {
     check_arity(primals.size());
-    Array ans = rt::bind(*this, primals)[0];
+    std::int64_t y = 0;
+    Array ans;
+    if constexpr (has_parameter_v<Op>) {
+      y = parameter(params);
+      ans = rt::bind(*this, primals, params)[0];
+    } else {
+      ans = rt::bind(*this, primals)[0];
+    }
     if constexpr (!is_differentiable_v<Op>) {
       return {{ans}, {std::nullopt}};
     } else {
       if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
         return {{ans}, {std::nullopt}};
-      Array t = standard_jvp<Op>(primals.data(), ans, tangents.data());
+      if constexpr (has_parameter_v<Op>) {
+        if (!Op::differentiable_at(y)) return {{ans}, {std::nullopt}};
+      }
+      Array t = standard_jvp<Op>(primals.data(), ans, tangents.data(), y);
       t = detail::fit_tangent(std::move(t), ans.aval());
       return {{std::move(ans)}, {std::move(t)}};
     }
@@ -278,9 +310,9 @@ class Elementwise final : public Primitive {
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                        const Params& params) const override {
     if constexpr (arity == 1) {
-      if constexpr (std::is_same_v<Op, op::neg>) {
+      if constexpr (requires(const Array& a) { Op::transpose(a); }) {
         check_arity(args.size());
-        return {bind1(*this, {*cts[0]})};
+        return {Op::transpose(*cts[0])};
       } else {
         return Primitive::transpose(cts, args, params);
       }
@@ -318,8 +350,8 @@ class Elementwise final : public Primitive {
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t n, const Params& params) const override {
     if constexpr (arity == 1) {
-      (void)n, (void)params;
-      return {{bind1(*this, {args[0]})}, {dims[0]}};
+      (void)n;
+      return {{bind1(*this, {args[0]}, params)}, {dims[0]}};
     } else {
       return batch_elementwise(*this, args, dims, n, params);
     }
@@ -331,11 +363,27 @@ class Elementwise final : public Primitive {
       throw core::type_error(name() + " expected " + std::to_string(arity) + " operand" +
                              (arity == 1 ? "" : "s") + ", found " + std::to_string(n));
   }
-  ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const {
-    if constexpr (arity == 1)
-      return detail::unary_aval(name(), args, Op::accepts);
-    else
+  std::int64_t parameter(const Params& params) const {
+    return params.get<std::int64_t>(Op::parameter);
+  }
+  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
+    if constexpr (arity == 1) {
+      ShapedArray out = detail::unary_aval(name(), args, Op::accepts);
+      if constexpr (has_parameter_v<Op>) {  // integer_pow: no negative powers of integers
+        const std::int64_t y = parameter(params);
+        if (y < 0 && core::is_integer(out.dtype))
+          throw core::dtype_error(
+              "integer_pow: integers cannot be raised to negative powers: expected "
+              "y >= 0 for dtype " +
+              std::string(core::name(out.dtype)) + ", found y=" + std::to_string(y));
+      } else {
+        (void)params;
+      }
+      return out;
+    } else {
+      (void)params;
       return detail::nary_aval(name(), args, Op::accepts);
+    }
   }
 };
 
@@ -349,7 +397,8 @@ inline constinit const Elementwise<Op> elementwise_p{};
 /// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
 /// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array).
 template <class Op>
-requires ElementwiseOp<Op> &&(Op::arity == 1) Array xpr_apply(Op, const Array& x) {
+requires ElementwiseOp<Op> &&(Op::arity == 1) && (!has_parameter_v<Op>)Array
+    xpr_apply(Op, const Array& x) {
   Array in = x;
   if (Op::accepts == detail::Accepts::floating && !core::is_floating(x.dtype()))
     in = convert_element_type(x, DType::float64, x.weak_type());
@@ -357,5 +406,16 @@ requires ElementwiseOp<Op> &&(Op::arity == 1) Array xpr_apply(Op, const Array& x
     in = convert_element_type(x, DType::int32, x.weak_type());
   return bind1(elementwise_p<Op>, {in});
 }
+
+namespace detail {
+/// The primitive behind each binary elementwise `xpr::op` tag (a program's own too); null's type
+/// for any other tag (a type test: GCC 12's UBSan rejects pointer comparisons in constraints).
+template <class Op>
+inline constexpr std::nullptr_t binary_primitive = nullptr;
+template <class Op>
+requires ElementwiseOp<Op> &&(Op::arity == 2) &&
+    (!is_comparison_v<Op>)inline constexpr const Primitive* binary_primitive<Op> =
+    &elementwise_p<Op>;
+}  // namespace detail
 
 }  // namespace xpr::rt

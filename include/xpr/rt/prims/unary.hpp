@@ -5,8 +5,7 @@
 #pragma once
 
 #include "xpr/core/ops.hpp"
-#include "xpr/rt/array.hpp"
-#include "xpr/rt/prims/binary.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/prims/elementwise_primitive.hpp"
 
 namespace xpr::rt {
@@ -44,8 +43,5 @@ inline constinit const Elementwise<op::rsqrt>& rsqrt_p = elementwise_p<op::rsqrt
 inline constinit const Elementwise<op::abs>& abs_p = elementwise_p<op::abs>;
 inline constinit const Elementwise<op::sign>& sign_p = elementwise_p<op::sign>;
 inline constinit const Elementwise<op::logistic>& logistic_p = elementwise_p<op::logistic>;
-
-/// `-x`.
-inline Array operator-(const Array& x) { return xpr_apply(op::neg{}, x); }
 
 }  // namespace xpr::rt
