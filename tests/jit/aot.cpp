@@ -138,14 +138,14 @@ TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
   // Euler integration of x' = -x (fori_loop, a scan): the exported wrapper sets up the loop
   // control block the jit host would fill.
   auto newton = [](const Array& a) {
-    auto state = xpr::while_loop(
-        [](const std::tuple<Array, Array>& s) { return std::get<1>(s) > 0.5; },
-        [&a](const std::tuple<Array, Array>& s) {
-          const Array& x = std::get<0>(s);
-          Array next = (x + a / x) * 0.5;
-          return std::tuple{next, xpr::max(xpr::abs(next - x)) * 1e12};
-        },
-        std::tuple{a + 1.0, Array(1.0)});
+    auto state =
+        xpr::while_loop([](const std::tuple<Array, Array>& s) { return std::get<1>(s) > 0.5; },
+                        [&a](const std::tuple<Array, Array>& s) {
+                          const Array& x = std::get<0>(s);
+                          Array next = (x + a / x) * 0.5;
+                          return std::tuple{next, xpr::max(xpr::abs(next - x)) * 1e12};
+                        },
+                        std::tuple{a + 1.0, Array(1.0)});
     return std::get<0>(state);
   };
   fs::path dir = fresh_dir("loops");
@@ -159,7 +159,8 @@ TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
       EXPECT_NEAR(got.data<double>()[i], std::sqrt(args[0].data<double>()[i]), 1e-13);
   }
   auto euler = [](const Array& x0) {
-    return xpr::fori_loop(0, 100, [](const Array&, const Array& x) { return x - 0.01 * x; }, x0);
+    return xpr::fori_loop(
+        0, 100, [](const Array&, const Array& x) { return x - 0.01 * x; }, x0);
   };
   fs::path dir2 = fresh_dir("euler");
   aot::export_source(euler, std::tuple{ramp({3})}, dir2, "euler");
