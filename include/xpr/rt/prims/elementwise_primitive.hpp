@@ -363,7 +363,9 @@ class Elementwise final : public Primitive {
       throw core::type_error(name() + " expected " + std::to_string(arity) + " operand" +
                              (arity == 1 ? "" : "s") + ", found " + std::to_string(n));
   }
-  std::int64_t parameter(const Params& params) const {
+  // Constrained, not only guarded by `if constexpr` at its callers: src/runtime.cpp's explicit
+  // instantiations instantiate every member whose constraints hold.
+  std::int64_t parameter(const Params& params) const requires has_parameter_v<Op> {
     return params.get<std::int64_t>(Op::parameter);
   }
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const {
