@@ -23,6 +23,8 @@
 
 #include "xpr/xpr.hpp"
 
+#include "ratio_reporter.hpp"
+
 namespace {
 
 using xpr::Array;
@@ -210,39 +212,16 @@ BENCHMARK(BM_hand_newton_jacobian)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_jit_newton_jacfwd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_eager_newton_jacfwd)->Unit(benchmark::kMicrosecond);
 
-/// Keeps each benchmark's times (the medians when repeated) for the ratios printed at the end.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const std::string name = r.run_name.function_name;
-      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (median || (r.run_type == Run::RT_Iteration && !has_median_.count(name))) {
-        times_[name] = {r.GetAdjustedRealTime(), r.GetAdjustedCPUTime()};
-        if (median) has_median_[name] = true;
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void print_ratios() const {
-    std::printf("\nratios in the same run (medians when repeated)   real time   CPU time\n");
-    auto ratio = [&](const char* what, const char* a, const char* b) {
-      if (times_.count(a) && times_.count(b))
-        std::printf("  %-46s %9.2f %10.2f\n", what, times_.at(a).first / times_.at(b).first,
-                    times_.at(a).second / times_.at(b).second);
-    };
-    ratio("jit LJ forces (vmap pairs) / hand", "BM_jit_lj_forces_pairs", "BM_hand_lj_forces");
-    ratio("jit LJ forces (dense) / hand", "BM_jit_lj_forces_dense", "BM_hand_lj_forces");
-    ratio("eager LJ forces (vmap pairs) / hand", "BM_eager_lj_forces_pairs", "BM_hand_lj_forces");
-    ratio("eager LJ forces (dense) / hand", "BM_eager_lj_forces_dense", "BM_hand_lj_forces");
-    ratio("jit jacfwd Newton / hand", "BM_jit_newton_jacfwd", "BM_hand_newton_jacobian");
-    ratio("eager jacfwd Newton / hand", "BM_eager_newton_jacfwd", "BM_hand_newton_jacobian");
-  }
-
- private:
-  std::map<std::string, std::pair<double, double>> times_;
-  std::map<std::string, bool> has_median_;
-};
+/// The ratios this benchmark reports, from the times `r` kept.
+inline void print_ratios(const bench::RatioReporter& r) {
+  bench::RatioReporter::print_heading();
+  r.ratio("jit LJ forces (vmap pairs) / hand", "BM_jit_lj_forces_pairs", "BM_hand_lj_forces");
+  r.ratio("jit LJ forces (dense) / hand", "BM_jit_lj_forces_dense", "BM_hand_lj_forces");
+  r.ratio("eager LJ forces (vmap pairs) / hand", "BM_eager_lj_forces_pairs", "BM_hand_lj_forces");
+  r.ratio("eager LJ forces (dense) / hand", "BM_eager_lj_forces_dense", "BM_hand_lj_forces");
+  r.ratio("jit jacfwd Newton / hand", "BM_jit_newton_jacfwd", "BM_hand_newton_jacobian");
+  r.ratio("eager jacfwd Newton / hand", "BM_eager_newton_jacfwd", "BM_hand_newton_jacobian");
+}
 
 // ---- first-call latency
 // --------------------------------------------------------------------------
@@ -318,9 +297,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   check_programs();
-  RatioReporter reporter;
+  bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_ratios();
+  print_ratios(reporter);
   first_call_latency(std::filesystem::read_symlink("/proc/self/exe").string(), 7);
   benchmark::Shutdown();
 }

@@ -19,6 +19,8 @@
 
 #include "xpr/xpr.hpp"
 
+#include "ratio_reporter.hpp"
+
 namespace bench_mlp {
 
 template <class T>
@@ -201,43 +203,19 @@ BENCHMARK(BM_xpr_mlp_loss)->Unit(benchmark::kMicrosecond);
 // Forward mode pushes 9610 tangents through the network: seconds per call.
 BENCHMARK(BM_xpr_mlp_jacfwd)->Unit(benchmark::kMicrosecond)->Iterations(1);
 
-/// The console output, plus each benchmark's real and CPU times kept (the medians when repeated)
-/// for the ratios printed at the end. On a shared machine the CPU-time ratios are the steadier.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const std::string name = r.run_name.function_name;
-      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (median || (r.run_type == Run::RT_Iteration && !has_median_.count(name))) {
-        times_[name] = {r.GetAdjustedRealTime(), r.GetAdjustedCPUTime()};
-        if (median) has_median_[name] = true;
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void print_ratios() const {
-    std::printf("\nratios in the same run (medians when repeated)   real time   CPU time\n");
-    auto ratio = [&](const char* what, const char* a, const char* b) {
-      if (times_.count(a) && times_.count(b))
-        std::printf("  %-46s %9.2f %10.2f\n", what, times_.at(a).first / times_.at(b).first,
-                    times_.at(a).second / times_.at(b).second);
-    };
-    ratio("xpr value_and_grad / hand Eigen backprop", "BM_xpr_mlp_grad", "BM_hand_mlp_grad");
-    ratio("jit value_and_grad / hand Eigen backprop", "BM_jit_mlp_grad", "BM_hand_mlp_grad");
-    ratio("jit value_and_grad / xpr value_and_grad", "BM_jit_mlp_grad", "BM_xpr_mlp_grad");
-    ratio("xpr grad / hand Eigen backprop", "BM_xpr_mlp_grad_only", "BM_hand_mlp_grad");
-    ratio("xpr jacfwd / xpr value_and_grad", "BM_xpr_mlp_jacfwd", "BM_xpr_mlp_grad");
-    ratio("xpr jacfwd / hand Eigen backprop", "BM_xpr_mlp_jacfwd", "BM_hand_mlp_grad");
-    ratio("xpr eager loss / hand Eigen loss", "BM_xpr_mlp_loss", "BM_hand_mlp_loss");
-    ratio("xpr value_and_grad / xpr eager loss", "BM_xpr_mlp_grad", "BM_xpr_mlp_loss");
-    ratio("hand backprop / hand loss", "BM_hand_mlp_grad", "BM_hand_mlp_loss");
-  }
-
- private:
-  std::map<std::string, std::pair<double, double>> times_;
-  std::map<std::string, bool> has_median_;
-};
+/// The ratios this benchmark reports, from the times `r` kept.
+inline void print_ratios(const bench::RatioReporter& r) {
+  bench::RatioReporter::print_heading();
+  r.ratio("xpr value_and_grad / hand Eigen backprop", "BM_xpr_mlp_grad", "BM_hand_mlp_grad");
+  r.ratio("jit value_and_grad / hand Eigen backprop", "BM_jit_mlp_grad", "BM_hand_mlp_grad");
+  r.ratio("jit value_and_grad / xpr value_and_grad", "BM_jit_mlp_grad", "BM_xpr_mlp_grad");
+  r.ratio("xpr grad / hand Eigen backprop", "BM_xpr_mlp_grad_only", "BM_hand_mlp_grad");
+  r.ratio("xpr jacfwd / xpr value_and_grad", "BM_xpr_mlp_jacfwd", "BM_xpr_mlp_grad");
+  r.ratio("xpr jacfwd / hand Eigen backprop", "BM_xpr_mlp_jacfwd", "BM_hand_mlp_grad");
+  r.ratio("xpr eager loss / hand Eigen loss", "BM_xpr_mlp_loss", "BM_hand_mlp_loss");
+  r.ratio("xpr value_and_grad / xpr eager loss", "BM_xpr_mlp_grad", "BM_xpr_mlp_loss");
+  r.ratio("hand backprop / hand loss", "BM_hand_mlp_grad", "BM_hand_mlp_loss");
+}
 
 }  // namespace bench_mlp
 
@@ -245,8 +223,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   bench_mlp::check_gradients();
-  bench_mlp::RatioReporter reporter;
+  bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_ratios();
+  bench_mlp::print_ratios(reporter);
   benchmark::Shutdown();
 }
