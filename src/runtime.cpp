@@ -14,6 +14,7 @@
 #error "src/runtime.cpp is the compiled library: build it with XPR_COMPILED_LIB defined"
 #endif
 
+#define XPR_BUILDING_RUNTIME  // the definitions below are the library's (xpr/core/config.hpp)
 #include "xpr/xpr.hpp"
 
 namespace xpr::rt {

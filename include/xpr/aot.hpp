@@ -25,6 +25,7 @@
 
 #include "xpr/codegen/compiler.hpp"
 #include "xpr/codegen/emit.hpp"
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/jaxpr_parse.hpp"
@@ -63,57 +64,11 @@ using rt::ShapedArray;
 
 // ---- names ---------------------------------------------------------------------------------
 
-inline bool is_c_keyword(std::string_view s) {
-  static constexpr std::string_view words[] = {
-      "alignas",     "alignof",      "and",       "and_eq",
-      "asm",         "auto",         "bitand",    "bitor",
-      "bool",        "break",        "case",      "catch",
-      "char",        "char8_t",      "char16_t",  "char32_t",
-      "class",       "compl",        "concept",   "const",
-      "consteval",   "constexpr",    "constinit", "const_cast",
-      "continue",    "co_await",     "co_return", "co_yield",
-      "decltype",    "default",      "delete",    "do",
-      "double",      "dynamic_cast", "else",      "enum",
-      "explicit",    "export",       "extern",    "false",
-      "float",       "for",          "friend",    "goto",
-      "if",          "inline",       "int",       "long",
-      "main",        "mutable",      "namespace", "new",
-      "noexcept",    "not",          "not_eq",    "nullptr",
-      "operator",    "or",           "or_eq",     "private",
-      "protected",   "public",       "register",  "reinterpret_cast",
-      "requires",    "restrict",     "return",    "short",
-      "signed",      "sizeof",       "static",    "static_assert",
-      "static_cast", "struct",       "switch",    "template",
-      "this",        "thread_local", "throw",     "true",
-      "try",         "typedef",      "typeid",    "typename",
-      "union",       "unsigned",     "using",     "virtual",
-      "void",        "volatile",     "wchar_t",   "while",
-      "xor",         "xor_eq"};
-  return std::find(std::begin(words), std::end(words), s) != std::end(words);
-}
+bool is_c_keyword(std::string_view s);
 
 /// The exported function's name becomes a C symbol, two file names and a namespace: only a plain
 /// C identifier that no C or C++ rule reserves is accepted.
-inline void check_name(std::string_view name) {
-  auto fail = [&](const std::string& why) {
-    std::string shown;
-    for (char c : name.substr(0, 64))
-      shown += (c >= 32 && c < 127) ? c : '?';  // the name is echoed, never a control character
-    throw core::value_error("aot: expected the exported function's name to be a C identifier (" +
-                            why + "), found \"" + shown + "\"");
-  };
-  if (name.empty()) fail("a letter or '_' first");
-  if (name.size() > 128) fail("at most 128 characters");
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(name[0])) fail("a letter or '_' first");
-  for (char c : name)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) fail("letters, digits and '_' only");
-  if (name[0] == '_' && name.size() > 1 && (name[1] == '_' || (name[1] >= 'A' && name[1] <= 'Z')))
-    fail("names starting with '__' or '_' and a capital are reserved");
-  if (name.find("__") != std::string_view::npos) fail("'__' is reserved in C++");
-  if (name.rfind("xpr_", 0) == 0) fail("names starting with 'xpr_' are the export's own");
-  if (is_c_keyword(name)) fail("not a keyword");
-}
+void check_name(std::string_view name);
 
 // ---- types given as text: f64[n,3] ----------------------------------------------------------
 
@@ -127,64 +82,7 @@ struct TypeSpec {
   std::vector<DimSpec> dims;
 };
 
-inline TypeSpec parse_type(std::string_view text) {
-  auto fail = [&](const std::string& expected) -> TypeSpec {
-    std::string shown;
-    for (char c : text.substr(0, 64)) shown += (c >= 32 && c < 127) ? c : '?';
-    throw core::value_error("aot: expected a type like f64[n,3] (" + expected + "), found \"" +
-                            shown + "\"");
-  };
-  const auto open = text.find('[');
-  if (open == std::string_view::npos || text.empty() || text.back() != ']')
-    return fail("a dtype then dimensions in brackets");
-  const std::string_view dt = text.substr(0, open);
-  TypeSpec t;
-  if (dt == "f64")
-    t.dtype = DType::float64;
-  else if (dt == "f32")
-    t.dtype = DType::float32;
-  else if (dt == "i32")
-    t.dtype = DType::int32;
-  else if (dt == "i64")
-    t.dtype = DType::int64;
-  else if (dt == "bool")
-    t.dtype = DType::bool_;
-  else
-    return fail("dtype f64, f32, i32, i64 or bool");
-  std::string_view body = text.substr(open + 1, text.size() - open - 2);
-  if (body.empty()) return t;
-  std::size_t start = 0;
-  while (start <= body.size()) {
-    std::size_t comma = body.find(',', start);
-    if (comma == std::string_view::npos) comma = body.size();
-    std::string_view d = body.substr(start, comma - start);
-    while (!d.empty() && d.front() == ' ') d.remove_prefix(1);
-    while (!d.empty() && d.back() == ' ') d.remove_suffix(1);
-    if (d.empty()) return fail("no empty dimension");
-    DimSpec ds;
-    if (d[0] >= '0' && d[0] <= '9') {
-      long long v = 0;
-      for (char c : d) {
-        if (c < '0' || c > '9') return fail("a dimension is a number or a name");
-        if (v > (9223372036854775807LL - (c - '0')) / 10) return fail("a size that fits 64 bits");
-        v = v * 10 + (c - '0');
-      }
-      ds.value = v;
-    } else {
-      for (char c : d)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (c >= '0' && c <= '9')))
-          return fail("a dimension name is letters, digits and '_'");
-      if (d.size() > 64) return fail("a dimension name of at most 64 characters");
-      ds.name = std::string(d);
-    }
-    t.dims.push_back(std::move(ds));
-    start = comma + 1;
-    if (comma == body.size()) break;
-  }
-  if (t.dims.size() > 32) return fail("at most 32 dimensions");
-  return t;
-}
+TypeSpec parse_type(std::string_view text);
 
 // ---- the signature: which dimensions are size parameters ------------------------------------
 
@@ -217,56 +115,15 @@ struct TracedAt {
   codegen::Lowered plan;
 };
 
-inline rt::Avals avals_at(const Problem& p, const std::vector<long long>& vals) {
-  rt::Avals avals;
-  for (const ArgSig& a : p.args) {
-    std::vector<std::int64_t> d;
-    for (std::size_t k = 0; k < a.cls.size(); ++k)
-      d.push_back(a.cls[k] < 0 ? a.fixed[k] : vals[static_cast<std::size_t>(a.cls[k])]);
-    avals.push_back(ShapedArray{core::Shape(std::move(d)), a.dtype, a.weak});
-  }
-  return avals;
-}
+rt::Avals avals_at(const Problem& p, const std::vector<long long>& vals);
 
-inline TracedAt trace_at(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
-  TracedAt t{rt::make_jaxpr_flat(f, avals), {}};
-  rt::JitOptions jo;
-  jo.precise_math = o.precise_math;
-  t.plan = codegen::lower_standalone(t.jaxpr.jaxpr, jo);
-  return t;
-}
+TracedAt trace_at(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o);
 
-inline bool same_values(const Array& a, const Array& b) {
-  if (!a.is_concrete() || !b.is_concrete() || !a.aval().same_type(b.aval())) return false;
-  const std::size_t n = core::checked_nbytes(a.size(), core::itemsize(a.dtype()));
-  return std::memcmp(a.concrete()->bytes(), b.concrete()->bytes(), n) == 0;
-}
+bool same_values(const Array& a, const Array& b);
 
 /// `shapes[t]` is one array's shape in trace t: its dimensions as fixed sizes or size classes,
 /// or nothing when a dimension follows no class (the code is then not size-polymorphic).
-inline std::optional<Dims> symbolize(const Problem& p,
-                                     const std::vector<const core::Shape*>& shapes) {
-  const core::Shape& s0 = *shapes[0];
-  Dims r;
-  for (std::size_t k = 0; k < s0.rank(); ++k) {
-    bool fixed = true;
-    for (const core::Shape* s : shapes) fixed = fixed && s->rank() == s0.rank() && (*s)[k] == s0[k];
-    if (fixed) {
-      r.push_back(Dim{s0[k], -1});
-      continue;
-    }
-    int found = -1;
-    for (std::size_t c = 0; c < p.class_names.size() && found < 0; ++c) {
-      bool all = true;
-      for (std::size_t t = 0; t < shapes.size(); ++t)
-        all = all && shapes[t]->rank() == s0.rank() && (*shapes[t])[k] == p.assignments[t][c];
-      if (all) found = static_cast<int>(c);
-    }
-    if (found < 0) return std::nullopt;
-    r.push_back(Dim{s0[k], found});
-  }
-  return r;
-}
+std::optional<Dims> symbolize(const Problem& p, const std::vector<const core::Shape*>& shapes);
 
 /// The lowered function with every array's dimensions in terms of the size parameters.
 struct Plan {
@@ -276,152 +133,32 @@ struct Plan {
   std::vector<Dims> in_dims, const_dims, out_dims, kernel_out_dims, temp_dims;
 };
 
-inline Dims fixed_dims(const core::Shape& s) {
-  Dims d;
-  for (std::int64_t v : s) d.push_back(Dim{v, -1});
-  return d;
-}
+Dims fixed_dims(const core::Shape& s);
 
 /// Traces `f` at each assignment of the class sizes; when the generated code is the same at all
 /// of them (and so are the constants), the sizes are parameters of the exported function.
-inline std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Problem& p,
-                                           const Options& o, std::string& why) {
-  std::vector<TracedAt> ts;
-  for (const auto& vals : p.assignments) {
-    try {
-      ts.push_back(trace_at(f, avals_at(p, vals), o));
-    } catch (const core::error& e) {
-      why = std::string("tracing at other sizes fails: ") + e.what();
-      return std::nullopt;
-    }
-  }
-  for (std::size_t t = 1; t < ts.size(); ++t) {
-    const TracedAt& a = ts[0];
-    const TracedAt& b = ts[t];
-    bool same = a.plan.source == b.plan.source && a.jaxpr.consts.size() == b.jaxpr.consts.size() &&
-                a.plan.outputs.size() == b.plan.outputs.size() &&
-                a.plan.temps.size() == b.plan.temps.size() &&
-                a.plan.kernel_outputs.size() == b.plan.kernel_outputs.size();
-    for (std::size_t k = 0; same && k < a.jaxpr.consts.size(); ++k)
-      same = same_values(a.jaxpr.consts[k], b.jaxpr.consts[k]);
-    for (std::size_t k = 0; same && k < a.plan.outputs.size(); ++k)
-      same = a.plan.outputs[k].kind == b.plan.outputs[k].kind &&
-             a.plan.outputs[k].index == b.plan.outputs[k].index;
-    if (!same) {
-      why = "the generated code depends on the sizes";
-      return std::nullopt;
-    }
-  }
-  Plan plan;
-  plan.class_names = p.class_names;
-  plan.class_values = p.assignments[0];
-  auto each = [&](auto get, std::vector<Dims>& into, std::size_t count) {
-    for (std::size_t k = 0; k < count; ++k) {
-      std::vector<const core::Shape*> shapes;
-      for (const TracedAt& t : ts) shapes.push_back(&get(t, k));
-      std::optional<Dims> d = symbolize(p, shapes);
-      if (!d) return false;
-      into.push_back(std::move(*d));
-    }
-    return true;
-  };
-  const TracedAt& t0 = ts[0];
-  bool ok =
-      each([](const TracedAt& t,
-              std::size_t k) -> const core::Shape& { return t.jaxpr.jaxpr.invars[k].aval().shape; },
-           plan.in_dims, t0.jaxpr.jaxpr.invars.size()) &&
-      each([](const TracedAt& t,
-              std::size_t k) -> const core::Shape& { return t.plan.outputs[k].aval.shape; },
-           plan.out_dims, t0.plan.outputs.size()) &&
-      each([](const TracedAt& t,
-              std::size_t k) -> const core::Shape& { return t.plan.kernel_outputs[k].shape; },
-           plan.kernel_out_dims, t0.plan.kernel_outputs.size()) &&
-      each([](const TracedAt& t,
-              std::size_t k) -> const core::Shape& { return t.plan.temps[k].shape; },
-           plan.temp_dims, t0.plan.temps.size());
-  if (!ok) {
-    why = "an intermediate size follows no size parameter";
-    return std::nullopt;
-  }
-  for (const Array& c : t0.jaxpr.consts) plan.const_dims.push_back(fixed_dims(c.shape()));
-  plan.traced = std::move(ts[0]);
-  return plan;
-}
+std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Problem& p, const Options& o,
+                                    std::string& why);
 
-inline Plan fixed_plan(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
-  Plan plan;
-  plan.traced = trace_at(f, avals, o);
-  const TracedAt& t = plan.traced;
-  for (const rt::Var& v : t.jaxpr.jaxpr.invars) plan.in_dims.push_back(fixed_dims(v.aval().shape));
-  for (const Array& c : t.jaxpr.consts) plan.const_dims.push_back(fixed_dims(c.shape()));
-  for (const auto& o2 : t.plan.outputs) plan.out_dims.push_back(fixed_dims(o2.aval.shape));
-  for (const auto& a : t.plan.kernel_outputs) plan.kernel_out_dims.push_back(fixed_dims(a.shape));
-  for (const auto& a : t.plan.temps) plan.temp_dims.push_back(fixed_dims(a.shape));
-  return plan;
-}
+Plan fixed_plan(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o);
 
 /// Sizes for the probe traces: distinct, at least 101, and none equal to a fixed size or a size
 /// of the example (so no constant of the program is mistaken for a size parameter).
-inline std::vector<long long> probe_values(std::size_t count, const std::vector<long long>& avoid,
-                                           long long& next) {
-  std::vector<long long> r;
-  while (r.size() < count) {
-    ++next;
-    bool prime = next > 1;
-    for (long long d = 2; prime && d * d <= next; ++d) prime = next % d != 0;
-    if (prime && std::find(avoid.begin(), avoid.end(), next) == avoid.end()) r.push_back(next);
-  }
-  return r;
-}
+std::vector<long long> probe_values(std::size_t count, const std::vector<long long>& avoid,
+                                    long long& next);
 
 // ---- writing the source ---------------------------------------------------------------------
 
 inline std::string c_type(DType t) { return codegen::detail::c_type(t); }
 
-inline std::string type_text(DType t, const Dims& d, const std::vector<std::string>& params) {
-  std::string s(core::short_name(t));
-  s += "[";
-  for (std::size_t k = 0; k < d.size(); ++k)
-    s += (k ? "," : "") +
-         (d[k].cls < 0 ? std::to_string(d[k].value) : params[static_cast<std::size_t>(d[k].cls)]);
-  return s + "]";
-}
+std::string type_text(DType t, const Dims& d, const std::vector<std::string>& params);
 
 /// Statements computing the element count of `d` into `var`, returning 2 when the count or the
 /// array's bytes overflow (the kernel's index arithmetic then stays in range).
-inline std::string count_code(const std::string& var, const Dims& d, DType t) {
-  std::string s = "  long long " + var + " = 1;\n";
-  for (const Dim& x : d)
-    s += "  if (!xpr_mul(&" + var + ", " +
-         (x.cls < 0 ? std::to_string(x.value) + "LL" : "n" + std::to_string(x.cls)) +
-         ")) return 2;\n";
-  if (!d.empty())
-    s += "  if (" + var + " > 9223372036854775807LL / " + std::to_string(core::itemsize(t)) +
-         ") return 2;\n";
-  return s;
-}
+std::string count_code(const std::string& var, const Dims& d, DType t);
 
 /// A constant array's elements as C++ source, printed from their values.
-inline std::string const_elements(const Array& a) {
-  std::string s;
-  const auto n = static_cast<std::size_t>(a.size());
-  rt::dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* p = a.data<T>();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i) s += (i % 8 == 0) ? ",\n    " : ", ";
-      if constexpr (std::is_same_v<T, bool>)
-        s += p[i] ? "true" : "false";
-      else if constexpr (std::is_same_v<T, std::int64_t>)
-        s += p[i] == static_cast<std::int64_t>(-9223372036854775807LL - 1)
-                 ? "(-9223372036854775807LL-1)"
-                 : "(" + std::to_string(static_cast<long long>(p[i])) + "LL)";
-      else
-        s += codegen::detail::c_number(static_cast<double>(p[i]), a.dtype());
-    }
-  });
-  return s;
-}
+std::string const_elements(const Array& a);
 
 /// A portable GEMM for the exported source (the jit's kernels call the host's Eigen instead):
 /// row-major, cache-blocked so a panel of B stays in cache, inner loops over contiguous memory;
@@ -492,7 +229,379 @@ struct Files {
   std::string header, source, declaration;
 };
 
-inline Files write_files(const Plan& plan, const std::string& name) {
+Files write_files(const Plan& plan, const std::string& name);
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
+/// reader never sees half a file.
+void write_atomically(const std::filesystem::path& path, const std::string& text);
+
+Exported export_plan(const Plan& plan, const std::filesystem::path& dir, const std::string& name);
+
+/// Auto mode: the example's sizes other than 0 and 1, equal sizes tied, are parameters when the
+/// code generated at two other sets of sizes is the same.
+Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o);
+
+/// `jaxpr` applied to `in`, its equations bound one by one (eval_jaxpr checks the arguments'
+/// types against the invars'; tracing at other sizes must not). Calls the code generator inlines
+/// (`pjit`, custom-derivative calls) are evaluated from their bodies the same way, since their
+/// sub-jaxprs are typed at the text's sizes.
+Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,
+                      std::span<const Array> in, std::size_t depth = 0);
+
+inline rt::FlatFunction jaxpr_function(const rt::ClosedJaxpr& j) {
+  return
+      [&j](std::span<const Array> in) -> Arrays { return eval_any_shape(j.jaxpr, j.consts, in); };
+}
+
+}  // namespace detail
+
+/// Writes `dir/name.h` and `dir/name.cpp`: `f` traced at `example_args` (a std::tuple of its
+/// arguments, or the one argument) and lowered to C++ with a plain C entry point
+/// `int name(const T* in0, ..., T* out0, ..., long long n0, ...)` documented in the header.
+/// The sizes of the example other than 0 and 1 are parameters (equal sizes are one parameter)
+/// when the code generated at other sizes is the same, else the function works for the
+/// example's sizes only and takes none. `name` must be a C identifier (`value_error`); throws
+/// `not_implemented_error` for a primitive code generation does not cover. See examples/aot.cpp.
+template <class F, class Args>
+Exported export_source(F f, const Args& example_args, const std::filesystem::path& dir,
+                       const std::string& name, const Options& options = {}) {
+  detail::check_name(name);
+  auto run = [&](const auto&... args) {
+    using Tuple = std::tuple<std::remove_cvref_t<decltype(args)>...>;
+    auto [leaves, def] = rt::tree_flatten(std::forward_as_tuple(args...));
+    rt::Avals avals;
+    for (const rt::Array& a : leaves) avals.push_back(a.aval());
+    std::optional<rt::PyTreeDef> out_def;
+    rt::FlatFunction flat = rt::detail::flat_function<F, Tuple>(f, def, out_def);
+    return detail::export_plan(detail::plan_from_example(flat, avals, options), dir, name);
+  };
+  if constexpr (requires { std::tuple_size<Args>::value; })
+    return std::apply(run, example_args);
+  else
+    return run(example_args);
+}
+
+/// `export_source` for a closed jaxpr (e.g. from `parse_jaxpr`). `types` (one per invar, like
+/// "f64[n,3]"; empty: the invars' own types) may name dimensions: equal names are one size
+/// parameter, and the export fails with `value_error` unless the code is the same whatever the
+/// sizes. Without names, the invars' sizes are treated as an example, as `export_source(f, ...)`
+/// treats its example arguments.
+Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
+                       const std::filesystem::path& dir, const std::string& name,
+                       const Options& options = {});
+
+/// Builds `dir/name.cpp` (written by `export_source`) into `dir/libname.so` with the compiler of
+/// `jit` (XPR_CXX, default g++) and returns its path. Throws `compile_error` with the compiler's
+/// log when it fails.
+std::filesystem::path compile_library(const std::filesystem::path& dir, const std::string& name,
+                                      const Options& options = {});
+
+/// `xprc`: compiles a jaxpr text file (xpr's printer's syntax or JAX's) into `name.h`/`name.cpp`
+/// (and `libname.so` with --shared). `args` are the command line without the program name.
+/// Returns the exit status: 0 success, 2 a usage error, 1 any other error (said on `err`).
+int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace xpr::aot
+
+#if XPR_DEFINITIONS
+
+namespace xpr::aot::detail {
+
+XPR_FUNC bool is_c_keyword(std::string_view s) {
+  static constexpr std::string_view words[] = {
+      "alignas",     "alignof",      "and",       "and_eq",
+      "asm",         "auto",         "bitand",    "bitor",
+      "bool",        "break",        "case",      "catch",
+      "char",        "char8_t",      "char16_t",  "char32_t",
+      "class",       "compl",        "concept",   "const",
+      "consteval",   "constexpr",    "constinit", "const_cast",
+      "continue",    "co_await",     "co_return", "co_yield",
+      "decltype",    "default",      "delete",    "do",
+      "double",      "dynamic_cast", "else",      "enum",
+      "explicit",    "export",       "extern",    "false",
+      "float",       "for",          "friend",    "goto",
+      "if",          "inline",       "int",       "long",
+      "main",        "mutable",      "namespace", "new",
+      "noexcept",    "not",          "not_eq",    "nullptr",
+      "operator",    "or",           "or_eq",     "private",
+      "protected",   "public",       "register",  "reinterpret_cast",
+      "requires",    "restrict",     "return",    "short",
+      "signed",      "sizeof",       "static",    "static_assert",
+      "static_cast", "struct",       "switch",    "template",
+      "this",        "thread_local", "throw",     "true",
+      "try",         "typedef",      "typeid",    "typename",
+      "union",       "unsigned",     "using",     "virtual",
+      "void",        "volatile",     "wchar_t",   "while",
+      "xor",         "xor_eq"};
+  return std::find(std::begin(words), std::end(words), s) != std::end(words);
+}
+
+XPR_FUNC void check_name(std::string_view name) {
+  auto fail = [&](const std::string& why) {
+    std::string shown;
+    for (char c : name.substr(0, 64))
+      shown += (c >= 32 && c < 127) ? c : '?';  // the name is echoed, never a control character
+    throw core::value_error("aot: expected the exported function's name to be a C identifier (" +
+                            why + "), found \"" + shown + "\"");
+  };
+  if (name.empty()) fail("a letter or '_' first");
+  if (name.size() > 128) fail("at most 128 characters");
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) fail("a letter or '_' first");
+  for (char c : name)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) fail("letters, digits and '_' only");
+  if (name[0] == '_' && name.size() > 1 && (name[1] == '_' || (name[1] >= 'A' && name[1] <= 'Z')))
+    fail("names starting with '__' or '_' and a capital are reserved");
+  if (name.find("__") != std::string_view::npos) fail("'__' is reserved in C++");
+  if (name.rfind("xpr_", 0) == 0) fail("names starting with 'xpr_' are the export's own");
+  if (is_c_keyword(name)) fail("not a keyword");
+}
+
+XPR_FUNC TypeSpec parse_type(std::string_view text) {
+  auto fail = [&](const std::string& expected) -> TypeSpec {
+    std::string shown;
+    for (char c : text.substr(0, 64)) shown += (c >= 32 && c < 127) ? c : '?';
+    throw core::value_error("aot: expected a type like f64[n,3] (" + expected + "), found \"" +
+                            shown + "\"");
+  };
+  const auto open = text.find('[');
+  if (open == std::string_view::npos || text.empty() || text.back() != ']')
+    return fail("a dtype then dimensions in brackets");
+  const std::string_view dt = text.substr(0, open);
+  TypeSpec t;
+  if (dt == "f64")
+    t.dtype = DType::float64;
+  else if (dt == "f32")
+    t.dtype = DType::float32;
+  else if (dt == "i32")
+    t.dtype = DType::int32;
+  else if (dt == "i64")
+    t.dtype = DType::int64;
+  else if (dt == "bool")
+    t.dtype = DType::bool_;
+  else
+    return fail("dtype f64, f32, i32, i64 or bool");
+  std::string_view body = text.substr(open + 1, text.size() - open - 2);
+  if (body.empty()) return t;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    std::size_t comma = body.find(',', start);
+    if (comma == std::string_view::npos) comma = body.size();
+    std::string_view d = body.substr(start, comma - start);
+    while (!d.empty() && d.front() == ' ') d.remove_prefix(1);
+    while (!d.empty() && d.back() == ' ') d.remove_suffix(1);
+    if (d.empty()) return fail("no empty dimension");
+    DimSpec ds;
+    if (d[0] >= '0' && d[0] <= '9') {
+      long long v = 0;
+      for (char c : d) {
+        if (c < '0' || c > '9') return fail("a dimension is a number or a name");
+        if (v > (9223372036854775807LL - (c - '0')) / 10) return fail("a size that fits 64 bits");
+        v = v * 10 + (c - '0');
+      }
+      ds.value = v;
+    } else {
+      for (char c : d)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (c >= '0' && c <= '9')))
+          return fail("a dimension name is letters, digits and '_'");
+      if (d.size() > 64) return fail("a dimension name of at most 64 characters");
+      ds.name = std::string(d);
+    }
+    t.dims.push_back(std::move(ds));
+    start = comma + 1;
+    if (comma == body.size()) break;
+  }
+  if (t.dims.size() > 32) return fail("at most 32 dimensions");
+  return t;
+}
+
+XPR_FUNC rt::Avals avals_at(const Problem& p, const std::vector<long long>& vals) {
+  rt::Avals avals;
+  for (const ArgSig& a : p.args) {
+    std::vector<std::int64_t> d;
+    for (std::size_t k = 0; k < a.cls.size(); ++k)
+      d.push_back(a.cls[k] < 0 ? a.fixed[k] : vals[static_cast<std::size_t>(a.cls[k])]);
+    avals.push_back(ShapedArray{core::Shape(std::move(d)), a.dtype, a.weak});
+  }
+  return avals;
+}
+
+XPR_FUNC TracedAt trace_at(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
+  TracedAt t{rt::make_jaxpr_flat(f, avals), {}};
+  rt::JitOptions jo;
+  jo.precise_math = o.precise_math;
+  t.plan = codegen::lower_standalone(t.jaxpr.jaxpr, jo);
+  return t;
+}
+
+XPR_FUNC bool same_values(const Array& a, const Array& b) {
+  if (!a.is_concrete() || !b.is_concrete() || !a.aval().same_type(b.aval())) return false;
+  const std::size_t n = core::checked_nbytes(a.size(), core::itemsize(a.dtype()));
+  return std::memcmp(a.concrete()->bytes(), b.concrete()->bytes(), n) == 0;
+}
+
+XPR_FUNC std::optional<Dims> symbolize(const Problem& p,
+                                       const std::vector<const core::Shape*>& shapes) {
+  const core::Shape& s0 = *shapes[0];
+  Dims r;
+  for (std::size_t k = 0; k < s0.rank(); ++k) {
+    bool fixed = true;
+    for (const core::Shape* s : shapes) fixed = fixed && s->rank() == s0.rank() && (*s)[k] == s0[k];
+    if (fixed) {
+      r.push_back(Dim{s0[k], -1});
+      continue;
+    }
+    int found = -1;
+    for (std::size_t c = 0; c < p.class_names.size() && found < 0; ++c) {
+      bool all = true;
+      for (std::size_t t = 0; t < shapes.size(); ++t)
+        all = all && shapes[t]->rank() == s0.rank() && (*shapes[t])[k] == p.assignments[t][c];
+      if (all) found = static_cast<int>(c);
+    }
+    if (found < 0) return std::nullopt;
+    r.push_back(Dim{s0[k], found});
+  }
+  return r;
+}
+
+XPR_FUNC Dims fixed_dims(const core::Shape& s) {
+  Dims d;
+  for (std::int64_t v : s) d.push_back(Dim{v, -1});
+  return d;
+}
+
+XPR_FUNC std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Problem& p,
+                                             const Options& o, std::string& why) {
+  std::vector<TracedAt> ts;
+  for (const auto& vals : p.assignments) {
+    try {
+      ts.push_back(trace_at(f, avals_at(p, vals), o));
+    } catch (const core::error& e) {
+      why = std::string("tracing at other sizes fails: ") + e.what();
+      return std::nullopt;
+    }
+  }
+  for (std::size_t t = 1; t < ts.size(); ++t) {
+    const TracedAt& a = ts[0];
+    const TracedAt& b = ts[t];
+    bool same = a.plan.source == b.plan.source && a.jaxpr.consts.size() == b.jaxpr.consts.size() &&
+                a.plan.outputs.size() == b.plan.outputs.size() &&
+                a.plan.temps.size() == b.plan.temps.size() &&
+                a.plan.kernel_outputs.size() == b.plan.kernel_outputs.size();
+    for (std::size_t k = 0; same && k < a.jaxpr.consts.size(); ++k)
+      same = same_values(a.jaxpr.consts[k], b.jaxpr.consts[k]);
+    for (std::size_t k = 0; same && k < a.plan.outputs.size(); ++k)
+      same = a.plan.outputs[k].kind == b.plan.outputs[k].kind &&
+             a.plan.outputs[k].index == b.plan.outputs[k].index;
+    if (!same) {
+      why = "the generated code depends on the sizes";
+      return std::nullopt;
+    }
+  }
+  Plan plan;
+  plan.class_names = p.class_names;
+  plan.class_values = p.assignments[0];
+  auto each = [&](auto get, std::vector<Dims>& into, std::size_t count) {
+    for (std::size_t k = 0; k < count; ++k) {
+      std::vector<const core::Shape*> shapes;
+      for (const TracedAt& t : ts) shapes.push_back(&get(t, k));
+      std::optional<Dims> d = symbolize(p, shapes);
+      if (!d) return false;
+      into.push_back(std::move(*d));
+    }
+    return true;
+  };
+  const TracedAt& t0 = ts[0];
+  bool ok =
+      each([](const TracedAt& t,
+              std::size_t k) -> const core::Shape& { return t.jaxpr.jaxpr.invars[k].aval().shape; },
+           plan.in_dims, t0.jaxpr.jaxpr.invars.size()) &&
+      each([](const TracedAt& t,
+              std::size_t k) -> const core::Shape& { return t.plan.outputs[k].aval.shape; },
+           plan.out_dims, t0.plan.outputs.size()) &&
+      each([](const TracedAt& t,
+              std::size_t k) -> const core::Shape& { return t.plan.kernel_outputs[k].shape; },
+           plan.kernel_out_dims, t0.plan.kernel_outputs.size()) &&
+      each([](const TracedAt& t,
+              std::size_t k) -> const core::Shape& { return t.plan.temps[k].shape; },
+           plan.temp_dims, t0.plan.temps.size());
+  if (!ok) {
+    why = "an intermediate size follows no size parameter";
+    return std::nullopt;
+  }
+  for (const Array& c : t0.jaxpr.consts) plan.const_dims.push_back(fixed_dims(c.shape()));
+  plan.traced = std::move(ts[0]);
+  return plan;
+}
+
+XPR_FUNC Plan fixed_plan(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
+  Plan plan;
+  plan.traced = trace_at(f, avals, o);
+  const TracedAt& t = plan.traced;
+  for (const rt::Var& v : t.jaxpr.jaxpr.invars) plan.in_dims.push_back(fixed_dims(v.aval().shape));
+  for (const Array& c : t.jaxpr.consts) plan.const_dims.push_back(fixed_dims(c.shape()));
+  for (const auto& o2 : t.plan.outputs) plan.out_dims.push_back(fixed_dims(o2.aval.shape));
+  for (const auto& a : t.plan.kernel_outputs) plan.kernel_out_dims.push_back(fixed_dims(a.shape));
+  for (const auto& a : t.plan.temps) plan.temp_dims.push_back(fixed_dims(a.shape));
+  return plan;
+}
+
+XPR_FUNC std::vector<long long> probe_values(std::size_t count, const std::vector<long long>& avoid,
+                                             long long& next) {
+  std::vector<long long> r;
+  while (r.size() < count) {
+    ++next;
+    bool prime = next > 1;
+    for (long long d = 2; prime && d * d <= next; ++d) prime = next % d != 0;
+    if (prime && std::find(avoid.begin(), avoid.end(), next) == avoid.end()) r.push_back(next);
+  }
+  return r;
+}
+
+XPR_FUNC std::string type_text(DType t, const Dims& d, const std::vector<std::string>& params) {
+  std::string s(core::short_name(t));
+  s += "[";
+  for (std::size_t k = 0; k < d.size(); ++k)
+    s += (k ? "," : "") +
+         (d[k].cls < 0 ? std::to_string(d[k].value) : params[static_cast<std::size_t>(d[k].cls)]);
+  return s + "]";
+}
+
+XPR_FUNC std::string count_code(const std::string& var, const Dims& d, DType t) {
+  std::string s = "  long long " + var + " = 1;\n";
+  for (const Dim& x : d)
+    s += "  if (!xpr_mul(&" + var + ", " +
+         (x.cls < 0 ? std::to_string(x.value) + "LL" : "n" + std::to_string(x.cls)) +
+         ")) return 2;\n";
+  if (!d.empty())
+    s += "  if (" + var + " > 9223372036854775807LL / " + std::to_string(core::itemsize(t)) +
+         ") return 2;\n";
+  return s;
+}
+
+XPR_FUNC std::string const_elements(const Array& a) {
+  std::string s;
+  const auto n = static_cast<std::size_t>(a.size());
+  rt::dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = a.data<T>();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i) s += (i % 8 == 0) ? ",\n    " : ", ";
+      if constexpr (std::is_same_v<T, bool>)
+        s += p[i] ? "true" : "false";
+      else if constexpr (std::is_same_v<T, std::int64_t>)
+        s += p[i] == static_cast<std::int64_t>(-9223372036854775807LL - 1)
+                 ? "(-9223372036854775807LL-1)"
+                 : "(" + std::to_string(static_cast<long long>(p[i])) + "LL)";
+      else
+        s += codegen::detail::c_number(static_cast<double>(p[i]), a.dtype());
+    }
+  });
+  return s;
+}
+
+XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   const codegen::Lowered& L = plan.traced.plan;
   const rt::ClosedJaxpr& cj = plan.traced.jaxpr;
   std::vector<std::string> params;
@@ -719,9 +828,7 @@ inline Files write_files(const Plan& plan, const std::string& name) {
   return {h, s, decl};
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
-/// reader never sees half a file.
-inline void write_atomically(const std::filesystem::path& path, const std::string& text) {
+XPR_FUNC void write_atomically(const std::filesystem::path& path, const std::string& text) {
   std::string tmpl = (path.parent_path() / ("." + path.filename().string() + ".XXXXXX")).string();
   std::vector<char> t(tmpl.begin(), tmpl.end());
   t.push_back('\0');
@@ -747,8 +854,8 @@ inline void write_atomically(const std::filesystem::path& path, const std::strin
   }
 }
 
-inline Exported export_plan(const Plan& plan, const std::filesystem::path& dir,
-                            const std::string& name) {
+XPR_FUNC Exported export_plan(const Plan& plan, const std::filesystem::path& dir,
+                              const std::string& name) {
   Files f = write_files(plan, name);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -767,9 +874,8 @@ inline Exported export_plan(const Plan& plan, const std::filesystem::path& dir,
   return e;
 }
 
-/// Auto mode: the example's sizes other than 0 and 1, equal sizes tied, are parameters when the
-/// code generated at two other sets of sizes is the same.
-inline Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
+XPR_FUNC Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& avals,
+                                const Options& o) {
   if (o.fixed_sizes) return fixed_plan(f, avals, o);
   Problem p;
   std::vector<long long> example, avoid{0, 1};
@@ -800,12 +906,8 @@ inline Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& avals,
   return fixed_plan(f, avals, o);
 }
 
-/// `jaxpr` applied to `in`, its equations bound one by one (eval_jaxpr checks the arguments'
-/// types against the invars'; tracing at other sizes must not). Calls the code generator inlines
-/// (`pjit`, custom-derivative calls) are evaluated from their bodies the same way, since their
-/// sub-jaxprs are typed at the text's sizes.
-inline Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,
-                             std::span<const Array> in, std::size_t depth = 0) {
+XPR_FUNC Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,
+                               std::span<const Array> in, std::size_t depth) {
   if (depth > rt::max_jaxpr_nesting)
     throw core::not_implemented_error("aot: calls nested deeper than " +
                                       std::to_string(rt::max_jaxpr_nesting));
@@ -840,48 +942,13 @@ inline Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> cons
   for (const rt::Atom& a : jaxpr.outvars) out.push_back(read(a));
   return out;
 }
+}  // namespace xpr::aot::detail
 
-inline rt::FlatFunction jaxpr_function(const rt::ClosedJaxpr& j) {
-  return
-      [&j](std::span<const Array> in) -> Arrays { return eval_any_shape(j.jaxpr, j.consts, in); };
-}
+namespace xpr::aot {
 
-}  // namespace detail
-
-/// Writes `dir/name.h` and `dir/name.cpp`: `f` traced at `example_args` (a std::tuple of its
-/// arguments, or the one argument) and lowered to C++ with a plain C entry point
-/// `int name(const T* in0, ..., T* out0, ..., long long n0, ...)` documented in the header.
-/// The sizes of the example other than 0 and 1 are parameters (equal sizes are one parameter)
-/// when the code generated at other sizes is the same, else the function works for the
-/// example's sizes only and takes none. `name` must be a C identifier (`value_error`); throws
-/// `not_implemented_error` for a primitive code generation does not cover. See examples/aot.cpp.
-template <class F, class Args>
-Exported export_source(F f, const Args& example_args, const std::filesystem::path& dir,
-                       const std::string& name, const Options& options = {}) {
-  detail::check_name(name);
-  auto run = [&](const auto&... args) {
-    using Tuple = std::tuple<std::remove_cvref_t<decltype(args)>...>;
-    auto [leaves, def] = rt::tree_flatten(std::forward_as_tuple(args...));
-    rt::Avals avals;
-    for (const rt::Array& a : leaves) avals.push_back(a.aval());
-    std::optional<rt::PyTreeDef> out_def;
-    rt::FlatFunction flat = rt::detail::flat_function<F, Tuple>(f, def, out_def);
-    return detail::export_plan(detail::plan_from_example(flat, avals, options), dir, name);
-  };
-  if constexpr (requires { std::tuple_size<Args>::value; })
-    return std::apply(run, example_args);
-  else
-    return run(example_args);
-}
-
-/// `export_source` for a closed jaxpr (e.g. from `parse_jaxpr`). `types` (one per invar, like
-/// "f64[n,3]"; empty: the invars' own types) may name dimensions: equal names are one size
-/// parameter, and the export fails with `value_error` unless the code is the same whatever the
-/// sizes. Without names, the invars' sizes are treated as an example, as `export_source(f, ...)`
-/// treats its example arguments.
-inline Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
-                              const std::filesystem::path& dir, const std::string& name,
-                              const Options& options = {}) {
+XPR_FUNC Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
+                                const std::filesystem::path& dir, const std::string& name,
+                                const Options& options) {
   detail::check_name(name);
   const rt::FlatFunction flat = detail::jaxpr_function(jaxpr);
   const rt::Avals own = jaxpr.jaxpr.in_avals();
@@ -938,11 +1005,8 @@ inline Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<st
       names + "), found that " + why);
 }
 
-/// Builds `dir/name.cpp` (written by `export_source`) into `dir/libname.so` with the compiler of
-/// `jit` (XPR_CXX, default g++) and returns its path. Throws `compile_error` with the compiler's
-/// log when it fails.
-inline std::filesystem::path compile_library(const std::filesystem::path& dir,
-                                             const std::string& name, const Options& options = {}) {
+XPR_FUNC std::filesystem::path compile_library(const std::filesystem::path& dir,
+                                               const std::string& name, const Options& options) {
   detail::check_name(name);
   const std::filesystem::path src = dir / (name + ".cpp");
   const std::filesystem::path so = dir / ("lib" + name + ".so");
@@ -978,10 +1042,7 @@ inline std::filesystem::path compile_library(const std::filesystem::path& dir,
   return so;
 }
 
-/// `xprc`: compiles a jaxpr text file (xpr's printer's syntax or JAX's) into `name.h`/`name.cpp`
-/// (and `libname.so` with --shared). `args` are the command line without the program name.
-/// Returns the exit status: 0 success, 2 a usage error, 1 any other error (said on `err`).
-inline int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+XPR_FUNC int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const char* usage =
       "usage: xprc IN.jaxpr --name NAME --out DIR [--shared] [--types TYPE...]\n"
       "            [--precise-math] [--fixed-sizes]\n"
@@ -1060,3 +1121,4 @@ inline int run_xprc(const std::vector<std::string>& args, std::ostream& out, std
 }
 
 }  // namespace xpr::aot
+#endif  // XPR_DEFINITIONS

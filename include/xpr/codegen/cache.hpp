@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "xpr/codegen/compiler.hpp"
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 
 namespace xpr::codegen {
@@ -66,24 +67,78 @@ inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 146959810393466
   return h;
 }
 
-inline std::string hex16(std::uint64_t v) {
+std::string hex16(std::uint64_t v);
+
+/// A directory is trusted when it is a real directory owned by this user that nobody else may
+/// write (a kernel loaded from it runs in this process).
+bool trusted_dir(const std::string& path);
+
+/// The disk cache directory: $XPR_CACHE_DIR, else $XDG_CACHE_HOME/xpr, else ~/.cache/xpr, created
+/// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
+/// trusted.
+const std::string& cache_dir();
+
+// A cache entry is the shared object followed by a trailer: 8 bytes of FNV-1a hash of the object
+// and 8 bytes of magic. A truncated or corrupted file fails the check and is rebuilt. (The ELF
+// loader reads only what the headers point to, so the trailer does not disturb dlopen.)
+inline constexpr char entry_magic[9] = "XPRSO001";
+
+std::string with_trailer(std::string so);
+
+bool entry_valid(const std::string& path);
+
+bool write_file(const std::string& path, const std::string& bytes);
+
+std::string random_suffix();
+
+std::shared_ptr<Library> open_library(const std::string& path, const std::string& key);
+
+inline void log_line(const std::string& s) {
+  if (log_enabled()) std::cerr << "xpr jit: " << s << "\n";
+}
+
+std::string join(const std::vector<std::string>& v);
+
+/// Compiles `source` in a fresh private temporary directory under `parent`; returns the shared
+/// object's bytes. Throws compile_error (keeping the source) when the compiler rejects it.
+std::string compile_to_bytes(const std::string& source, const std::string& parent,
+                             const std::string& key);
+
+/// The loaded library for `source`, from memory, disk or the compiler.
+std::shared_ptr<const Library> load_library(const std::string& source);
+
+}  // namespace detail
+
+/// Compiles, memory hits and disk hits of the jit cache in this process so far.
+inline JitCacheStats jit_cache_stats() {
+  auto& c = detail::counters();
+  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
+}
+
+}  // namespace xpr::codegen
+
+namespace xpr {
+using codegen::jit_cache_stats;
+using codegen::JitCacheStats;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::codegen::detail {
+
+XPR_FUNC std::string hex16(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
-/// A directory is trusted when it is a real directory owned by this user that nobody else may
-/// write (a kernel loaded from it runs in this process).
-inline bool trusted_dir(const std::string& path) {
+XPR_FUNC bool trusted_dir(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return false;
   return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
 
-/// The disk cache directory: $XPR_CACHE_DIR, else $XDG_CACHE_HOME/xpr, else ~/.cache/xpr, created
-/// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
-/// trusted.
-inline const std::string& cache_dir() {
+XPR_FUNC const std::string& cache_dir() {
   static const std::string dir = [] {
     std::string d;
     if (const char* e = std::getenv("XPR_CACHE_DIR"); e && *e) {
@@ -110,12 +165,7 @@ inline const std::string& cache_dir() {
   return dir;
 }
 
-// A cache entry is the shared object followed by a trailer: 8 bytes of FNV-1a hash of the object
-// and 8 bytes of magic. A truncated or corrupted file fails the check and is rebuilt. (The ELF
-// loader reads only what the headers point to, so the trailer does not disturb dlopen.)
-inline constexpr char entry_magic[9] = "XPRSO001";
-
-inline std::string with_trailer(std::string so) {
+XPR_FUNC std::string with_trailer(std::string so) {
   std::uint64_t h = fnv1a(so);
   char b[8];
   std::memcpy(b, &h, 8);
@@ -124,7 +174,7 @@ inline std::string with_trailer(std::string so) {
   return so;
 }
 
-inline bool entry_valid(const std::string& path) {
+XPR_FUNC bool entry_valid(const std::string& path) {
   std::string bytes = read_text(path);
   if (bytes.size() < 16 + 64) return false;
   if (bytes.compare(bytes.size() - 8, 8, entry_magic, 8) != 0) return false;
@@ -133,7 +183,7 @@ inline bool entry_valid(const std::string& path) {
   return fnv1a(std::string_view(bytes).substr(0, bytes.size() - 16)) == h;
 }
 
-inline bool write_file(const std::string& path, const std::string& bytes) {
+XPR_FUNC bool write_file(const std::string& path, const std::string& bytes) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0) return false;
   std::size_t done = 0;
@@ -148,13 +198,13 @@ inline bool write_file(const std::string& path, const std::string& bytes) {
   return ::close(fd) == 0;
 }
 
-inline std::string random_suffix() {
+XPR_FUNC std::string random_suffix() {
   static std::atomic<unsigned> counter{0};
   std::random_device rd;
   return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + hex16(rd());
 }
 
-inline std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
+XPR_FUNC std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return nullptr;
   auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
@@ -170,20 +220,14 @@ inline std::shared_ptr<Library> open_library(const std::string& path, const std:
   return lib;
 }
 
-inline void log_line(const std::string& s) {
-  if (log_enabled()) std::cerr << "xpr jit: " << s << "\n";
-}
-
-inline std::string join(const std::vector<std::string>& v) {
+XPR_FUNC std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& a : v) s += (s.empty() ? "" : " ") + a;
   return s;
 }
 
-/// Compiles `source` in a fresh private temporary directory under `parent`; returns the shared
-/// object's bytes. Throws compile_error (keeping the source) when the compiler rejects it.
-inline std::string compile_to_bytes(const std::string& source, const std::string& parent,
-                                    const std::string& key) {
+XPR_FUNC std::string compile_to_bytes(const std::string& source, const std::string& parent,
+                                      const std::string& key) {
   std::string tmpl = parent + "/xpr-build-XXXXXX";
   std::vector<char> t(tmpl.begin(), tmpl.end());
   t.push_back('\0');
@@ -216,8 +260,7 @@ inline std::string compile_to_bytes(const std::string& source, const std::string
   return bytes;
 }
 
-/// The loaded library for `source`, from memory, disk or the compiler.
-inline std::shared_ptr<const Library> load_library(const std::string& source) {
+XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) {
   const CompilerInfo& ci = compiler_info();
   if (!ci.ok)
     throw no_compiler_error("jit: no working C++ compiler (XPR_CXX=" + env_or("XPR_CXX", "g++") +
@@ -308,17 +351,5 @@ inline std::shared_ptr<const Library> load_library(const std::string& source) {
   return slot->lib;
 }
 
-}  // namespace detail
-
-/// Compiles, memory hits and disk hits of the jit cache in this process so far.
-inline JitCacheStats jit_cache_stats() {
-  auto& c = detail::counters();
-  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
-}
-
-}  // namespace xpr::codegen
-
-namespace xpr {
-using codegen::jit_cache_stats;
-using codegen::JitCacheStats;
-}  // namespace xpr
+}  // namespace xpr::codegen::detail
+#endif  // XPR_DEFINITIONS

@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "xpr/core/config.hpp"
+
 extern char** environ;
 
 namespace xpr::codegen {
@@ -31,7 +33,45 @@ namespace detail {
 
 /// Runs `argv` (no shell: nothing in it is interpreted), its stdout and stderr into `log_path`.
 /// Returns the exit status, or -1 when it could not be started.
-inline int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
+int run_process(const std::vector<std::string>& argv, const std::string& log_path);
+
+/// The whole file (empty if it cannot be read). POSIX read(): istreambuf_iterator trips GCC 12's
+/// -Wnull-dereference inside libstdc++.
+std::string read_text(const std::string& path);
+
+inline std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+
+bool log_enabled();
+
+}  // namespace detail
+
+/// The compiler jit runs, probed once per process.
+struct CompilerInfo {
+  std::vector<std::string> command;  // XPR_CXX split on spaces ("ccache g++" works)
+  std::string version;               // first line of `--version`
+  std::string target;                // the flags -march=native resolves to (cc1plus's -m...)
+  bool ok = false;
+};
+
+/// The flags every kernel is compiled with, before the source and output paths. `-lm` comes after
+/// the source (see compile_command), or libmvec is not recorded as needed and dlopen fails.
+std::vector<std::string> compile_flags();
+
+const CompilerInfo& compiler_info();
+
+/// The full command compiling `src` into the shared object `out`.
+std::vector<std::string> compile_command(const std::string& src, const std::string& out);
+
+}  // namespace xpr::codegen
+
+#if XPR_DEFINITIONS
+
+namespace xpr::codegen::detail {
+
+XPR_FUNC int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -52,9 +92,7 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   return WEXITSTATUS(status);
 }
 
-/// The whole file (empty if it cannot be read). POSIX read(): istreambuf_iterator trips GCC 12's
-/// -Wnull-dereference inside libstdc++.
-inline std::string read_text(const std::string& path) {
+XPR_FUNC std::string read_text(const std::string& path) {
   std::string out;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
@@ -69,38 +107,24 @@ inline std::string read_text(const std::string& path) {
   return out;
 }
 
-inline std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : std::string(fallback);
-}
-
-inline bool log_enabled() {
+XPR_FUNC bool log_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("XPR_LOG");
     return v && *v && std::string(v) != "0";
   }();
   return on;
 }
+}  // namespace xpr::codegen::detail
 
-}  // namespace detail
+namespace xpr::codegen {
 
-/// The compiler jit runs, probed once per process.
-struct CompilerInfo {
-  std::vector<std::string> command;  // XPR_CXX split on spaces ("ccache g++" works)
-  std::string version;               // first line of `--version`
-  std::string target;                // the flags -march=native resolves to (cc1plus's -m...)
-  bool ok = false;
-};
-
-/// The flags every kernel is compiled with, before the source and output paths. `-lm` comes after
-/// the source (see compile_command), or libmvec is not recorded as needed and dlopen fails.
-inline std::vector<std::string> compile_flags() {
+XPR_FUNC std::vector<std::string> compile_flags() {
   return {"-std=c++20",          "-O3",      "-march=native", "-fno-math-errno", "-fwrapv",
           "-ffp-contract=off",   "-fno-plt", "-fPIC",         "-shared",         "-nostdlib",
           "-fvisibility=hidden", "-w"};
 }
 
-inline const CompilerInfo& compiler_info() {
+XPR_FUNC const CompilerInfo& compiler_info() {
   static const CompilerInfo info = [] {
     CompilerInfo ci;
     std::istringstream words(detail::env_or("XPR_CXX", "g++"));
@@ -141,8 +165,7 @@ inline const CompilerInfo& compiler_info() {
   return info;
 }
 
-/// The full command compiling `src` into the shared object `out`.
-inline std::vector<std::string> compile_command(const std::string& src, const std::string& out) {
+XPR_FUNC std::vector<std::string> compile_command(const std::string& src, const std::string& out) {
   std::vector<std::string> cmd = compiler_info().command;
   for (const std::string& f : compile_flags()) cmd.push_back(f);
   cmd.push_back(src);
@@ -153,3 +176,4 @@ inline std::vector<std::string> compile_command(const std::string& src, const st
 }
 
 }  // namespace xpr::codegen
+#endif  // XPR_DEFINITIONS

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -82,28 +83,9 @@ struct Lowered {
 class LoopControl {
  public:
   /// The block to put in the kernel's buffer `plan.control`.
-  void* begin() {
-    const std::optional<std::int64_t> b = rt::LoopIterationLimit::budget();
-    block_[0] = b ? 1 : 0;
-    block_[1] = b ? *b : 0;
-    start_ = block_[1];
-    return block_;
-  }
+  void* begin();
   /// After the call (and after the kernel's scratch memory is released).
-  void end(const Lowered& plan) const {
-    if (plan.control < 0) return;
-    if (block_[0]) rt::LoopIterationLimit::spend(start_ - block_[1]);
-    const long long status = block_[2];
-    if (status == 1) rt::LoopIterationLimit::count("while");  // the budget is 0: throws
-    if (status == 2) rt::LoopIterationLimit::count("scan");
-    if (status >= 3 && static_cast<std::size_t>(status - 3) < plan.checks.size()) {
-      const auto& [prim, params] = plan.checks[static_cast<std::size_t>(status - 3)];
-      const rt::Array unfinished[] = {rt::Array(true)};
-      (void)prim->impl(unfinished, params);  // throws check_max_trips' value_error
-    }
-    if (status != 0)
-      throw core::value_error("jit: the kernel stopped with status " + std::to_string(status));
-  }
+  void end(const Lowered& plan) const;
 
  private:
   long long block_[4] = {0, 0, 0, 0};
@@ -122,86 +104,16 @@ using rt::Primitive;
 using rt::ShapedArray;
 using rt::Var;
 
-inline const char* c_type(DType t) {
-  switch (t) {
-    case DType::bool_:
-      return "bool";
-    case DType::int32:
-      return "int";
-    case DType::int64:
-      return "long long";
-    case DType::float32:
-      return "float";
-    case DType::float64:
-      return "double";
-  }
-  return "void";
-}
+const char* c_type(DType t);
 
-inline const char* dtype_suffix(DType t) {
-  switch (t) {
-    case DType::bool_:
-      return "b";
-    case DType::int32:
-      return "i32";
-    case DType::int64:
-      return "i64";
-    case DType::float32:
-      return "f32";
-    case DType::float64:
-      return "f64";
-  }
-  return "";
-}
+const char* dtype_suffix(DType t);
 
 /// A number as C++ source, printed from its value: hexadecimal floats (exact), builtins for
 /// infinities and NaN, the most negative integers as an expression (their literal would overflow).
-inline std::string c_number(double v, DType t) {
-  if (t == DType::bool_) return v != 0 ? "true" : "false";
-  if (t == DType::int32 || t == DType::int64) {
-    auto i = static_cast<long long>(v);
-    std::string s = t == DType::int32 ? "" : "LL";
-    if (t == DType::int32 && i == -2147483648LL) return "(-2147483647-1)";
-    if (i == static_cast<long long>(-9223372036854775807LL - 1))
-      return "(-9223372036854775807LL-1)";
-    return "(" + std::to_string(i) + s + ")";
-  }
-  const bool f32 = t == DType::float32;
-  if (v != v) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (v == __builtin_inf()) return f32 ? "__builtin_inff()" : "__builtin_inf()";
-  if (v == -__builtin_inf()) return f32 ? "(-__builtin_inff())" : "(-__builtin_inf())";
-  char buf[64];
-  auto r = f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v), std::chars_format::hex)
-               : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::hex);
-  std::string s(buf, r.ptr);
-  // to_chars' hex form has no "0x": "-1.8p+1" -> "-0x1.8p+1".
-  if (s[0] == '-')
-    s = "(-0x" + s.substr(1) + (f32 ? "f)" : ")");
-  else
-    s = "0x" + s + (f32 ? "f" : "");
-  return s;
-}
+std::string c_number(double v, DType t);
 
 /// A rank-0 literal's value as C++ source.
-inline std::string c_literal(const Array& a) {
-  switch (a.dtype()) {
-    case DType::bool_:
-      return a.item<bool>() ? "true" : "false";
-    case DType::int32:
-      return c_number(static_cast<double>(a.item<std::int32_t>()), a.dtype());
-    case DType::int64: {
-      long long i = a.item<std::int64_t>();
-      if (i == static_cast<long long>(-9223372036854775807LL - 1))
-        return "(-9223372036854775807LL-1)";
-      return "(" + std::to_string(i) + "LL)";
-    }
-    case DType::float32:
-      return c_number(static_cast<double>(a.item<float>()), a.dtype());
-    case DType::float64:
-      return c_number(a.item<double>(), a.dtype());
-  }
-  return "0";
-}
+std::string c_literal(const Array& a);
 
 // ---------------------------------------------------------------------------------------------
 // The elementwise table: one row per primitive, keyed by its `xpr::op` tag.
@@ -219,16 +131,8 @@ struct CCall {
   const std::string& operator[](std::size_t i) const { return args[i]; }
   DType in() const { return arg_dtypes.empty() ? out : arg_dtypes[0]; }
   bool floating() const { return core::is_floating(in()); }
-  std::string math(const std::string& fn, const std::string& x) const {
-    std::string id = fn + "_" + dtype_suffix(in());
-    math_used->insert(id);
-    return "xpr_" + id + "(" + x + ")";
-  }
-  std::string math2(const std::string& fn, const std::string& x, const std::string& y) const {
-    std::string id = fn + "_" + dtype_suffix(in());
-    math_used->insert(id);
-    return "xpr_" + id + "(" + x + ", " + y + ")";
-  }
+  std::string math(const std::string& fn, const std::string& x) const;
+  std::string math2(const std::string& fn, const std::string& x, const std::string& y) const;
   std::string lit(double v) const { return c_number(v, in()); }
   std::string type() const { return c_type(in()); }
 };
@@ -372,26 +276,12 @@ struct c_expr<op::integer_pow> {
 };
 /// select_n(which, case0, case1, ...): bool `which` picks case1 when true; int32 is clamped.
 struct c_select_n {
-  static std::string emit(const CCall& c) {
-    const std::size_t n = c.args.size() - 1;
-    if (c.arg_dtypes[0] == DType::bool_) return "(" + c[0] + " ? " + c[2] + " : " + c[1] + ")";
-    std::string e = c[n];
-    for (std::size_t k = n - 1; k-- > 0;)
-      e = "(" + c[0] + " <= " + std::to_string(k) + " ? " + c[k + 1] + " : " + e + ")";
-    return e;
-  }
+  static std::string emit(const CCall& c);
 };
 /// convert_element_type: C++'s conversion, except float-to-int saturates and NaN becomes 0
 /// (core::convert_element), and anything-to-bool is `!= 0`.
 struct c_convert {
-  static std::string emit(const CCall& c) {
-    DType from = c.in(), to = c.out;
-    if (to == DType::bool_) return "(" + c[0] + " != 0)";
-    if (core::is_floating(from) && core::is_integer(to))
-      return "xpr_cvt_" + std::string(dtype_suffix(from)) + "_" + dtype_suffix(to) + "(" + c[0] +
-             ")";
-    return "static_cast<" + std::string(c_type(to)) + ">(" + c[0] + ")";
-  }
+  static std::string emit(const CCall& c);
 };
 
 /// One row of the table.
@@ -407,64 +297,13 @@ ElementwiseRow row(const Primitive& p, bool math = false) {
 }
 
 /// The table, built on first use (primitives are inline objects of other headers).
-inline const std::vector<ElementwiseRow>& elementwise_table() {
-  static const std::vector<ElementwiseRow> table = {
-      row<op::neg>(rt::neg_p),
-      row<op::sin>(rt::sin_p, true),
-      row<op::cos>(rt::cos_p, true),
-      row<op::tan>(rt::tan_p, true),
-      row<op::tanh>(rt::tanh_p, true),
-      row<op::exp>(rt::exp_p, true),
-      row<op::log>(rt::log_p, true),
-      row<op::log1p>(rt::log1p_p, true),
-      row<op::expm1>(rt::expm1_p, true),
-      row<op::sqrt>(rt::sqrt_p),
-      row<op::rsqrt>(rt::rsqrt_p),
-      row<op::abs>(rt::abs_p),
-      row<op::sign>(rt::sign_p),
-      row<op::logistic>(rt::logistic_p, true),
-      row<op::stop_gradient>(rt::stop_gradient_p),
-      row<op::add>(rt::add_p),
-      row<op::sub>(rt::sub_p),
-      row<op::mul>(rt::mul_p),
-      row<op::div>(rt::div_p),
-      row<op::max>(rt::max_p),
-      row<op::min>(rt::min_p),
-      row<op::pow>(rt::pow_p, true),
-      row<op::integer_pow>(rt::integer_pow_p),
-      row<op::eq>(rt::eq_p),
-      row<op::ne>(rt::ne_p),
-      row<op::lt>(rt::lt_p),
-      row<op::le>(rt::le_p),
-      row<op::gt>(rt::gt_p),
-      row<op::ge>(rt::ge_p),
-      {&rt::select_n_p, &c_select_n::emit, false},
-      {&rt::convert_element_type_p, &c_convert::emit, false},
-  };
-  return table;
-}
+const std::vector<ElementwiseRow>& elementwise_table();
 
-inline const ElementwiseRow* find_elementwise(const Primitive* p) {
-  for (const ElementwiseRow& r : elementwise_table())
-    if (r.primitive == p) return &r;
-  return nullptr;
-}
+const ElementwiseRow* find_elementwise(const Primitive* p);
 
 /// libm's name of each math function the table uses, and whether glibc 2.35's libmvec has a
 /// vector version of it (all of these do, for float and double, on x86-64).
-inline std::string math_declaration(const std::string& id, bool precise) {
-  // id: "sin_f64" -> double xpr_sin_f64(double) asm("sin")
-  auto us = id.rfind('_');
-  std::string fn = id.substr(0, us);
-  bool f32 = id.substr(us + 1) == "f32";
-  std::string t = f32 ? "float" : "double";
-  std::string sym = fn + (f32 ? "f" : "");
-  std::string params = fn == "pow" ? t + ", " + t : t;
-  std::string attrs = precise ? "__attribute__((const, nothrow, leaf))"
-                              : "__attribute__((const, nothrow, leaf, simd(\"notinbranch\")))";
-  return "extern \"C\" " + t + " xpr_" + id + "(" + params + ") __asm__(\"" + sym + "\") " + attrs +
-         ";\n";
-}
+std::string math_declaration(const std::string& id, bool precise);
 
 // ---------------------------------------------------------------------------------------------
 // The lowering
@@ -476,14 +315,7 @@ inline bool is_scatter(const Primitive* p) {
 }
 
 /// The primitives with a loop nest of their own.
-inline bool is_standalone(const Primitive* p) {
-  return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
-         p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
-         p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
-         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
-         p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
-         p == &rt::gather_p || is_scatter(p);
-}
+bool is_standalone(const Primitive* p);
 
 /// Control flow: sub-jaxprs lowered over the kernel's buffers, run by native `switch`/`for`.
 /// Matched by name, so this header needs not include the control-flow primitives' headers.
@@ -495,89 +327,16 @@ inline bool is_control(const Primitive* p) {
 /// Call-like primitives whose body is a sub-jaxpr applied to the operands as they are (a nested
 /// `pjit`, custom-derivative calls, whose derivative rules do not matter when evaluating, and
 /// checkpoint): inlined before lowering, so their equations fuse with their neighbours.
-inline const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
-  static const char* const names[] = {"pjit",  "custom_jvp_call", "custom_vjp_call", "checkpoint",
-                                      "remat", "closed_call",     "core_call"};
-  bool call = false;
-  for (const char* n : names) call = call || e.primitive->name() == n;
-  if (!call) return nullptr;
-  for (const char* key : {"jaxpr", "call_jaxpr"})
-    if (const rt::ParamValue* v = e.params.find(key))
-      if (const rt::JaxprParam* j = std::get_if<rt::JaxprParam>(v); j && *j) {
-        const rt::ClosedJaxpr& c = **j;
-        if (c.jaxpr.invars.size() != e.inputs.size() || c.jaxpr.outvars.size() != e.outputs.size())
-          return nullptr;
-        for (const Array& k : c.consts)
-          if (k.ndim() != 0 || !k.is_concrete()) return nullptr;  // only scalars become literals
-        return &c;
-      }
-  return nullptr;
-}
+const rt::ClosedJaxpr* inlinable_body(const Eqn& e);
 
 /// Appends `body` applied to `args` to `out`; returns its outputs. Equations get fresh result
 /// variables, so a body inlined twice defines each variable once.
-inline std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
-                                     std::span<const Array> consts, std::span<const Atom> args,
-                                     std::size_t depth) {
-  if (depth > rt::max_jaxpr_nesting)
-    throw core::not_implemented_error("jit: code generation for calls nested deeper than " +
-                                      std::to_string(rt::max_jaxpr_nesting) + " not implemented");
-  std::unordered_map<const void*, Atom> env;
-  for (std::size_t i = 0; i < body.constvars.size(); ++i)
-    env.emplace(body.constvars[i].id(), Atom(Literal{consts[i]}));
-  for (std::size_t i = 0; i < body.invars.size(); ++i) env.emplace(body.invars[i].id(), args[i]);
-  auto read = [&](const Atom& a) -> Atom {
-    if (const Var* v = std::get_if<Var>(&a)) {
-      auto it = env.find(v->id());
-      if (it == env.end())
-        throw core::not_implemented_error(
-            "jit: code generation for a jaxpr using an undefined variable not implemented");
-      return it->second;
-    }
-    return a;
-  };
-  for (const Eqn& e : body.eqns) {
-    std::vector<Atom> ins;
-    for (const Atom& a : e.inputs) ins.push_back(read(a));
-    if (const rt::ClosedJaxpr* sub = e.primitive ? inlinable_body(e) : nullptr) {
-      std::vector<Atom> res = inline_into(out, sub->jaxpr, sub->consts, ins, depth + 1);
-      for (std::size_t k = 0; k < e.outputs.size(); ++k)
-        env.insert_or_assign(e.outputs[k].id(), res[k]);
-      continue;
-    }
-    Eqn n{e.primitive, std::move(ins), e.params, {}};
-    for (const Var& v : e.outputs) {
-      n.outputs.emplace_back(v.aval());
-      env.insert_or_assign(v.id(), Atom(n.outputs.back()));
-    }
-    out.push_back(std::move(n));
-  }
-  std::vector<Atom> res;
-  for (const Atom& a : body.outvars) res.push_back(read(a));
-  return res;
-}
+std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
+                              std::span<const Array> consts, std::span<const Atom> args,
+                              std::size_t depth);
 
 /// `j` with its call-like equations inlined (j itself when it has none).
-inline Jaxpr inline_calls(const Jaxpr& j) {
-  bool any = false;
-  for (const Eqn& e : j.eqns) any = any || (e.primitive && inlinable_body(e));
-  if (!any) return j;
-  Jaxpr r;
-  r.constvars = j.constvars;
-  r.invars = j.invars;
-  std::vector<Atom> args;
-  for (const Var& v : j.invars) args.emplace_back(v);
-  std::vector<Atom> cs;
-  for (const Var& v : j.constvars) cs.emplace_back(v);
-  // The outer jaxpr's constvars stay variables: pass them through an environment of atoms.
-  Jaxpr body = j;
-  body.invars.insert(body.invars.begin(), j.constvars.begin(), j.constvars.end());
-  body.constvars.clear();
-  std::vector<Atom> all = cs;
-  all.insert(all.end(), args.begin(), args.end());
-  r.outvars = inline_into(r.eqns, body, {}, all, 0);
-  return r;
-}
+Jaxpr inline_calls(const Jaxpr& j);
 
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
@@ -588,21 +347,7 @@ class Lowering {
   Lowering(const Jaxpr& j, const JitOptions& o, bool standalone = false)
       : jaxpr_(j), opts_(o), standalone_(standalone) {}
 
-  Lowered run() {
-    number_vars();
-    collect_dims();
-    form_groups(jaxpr_.eqns, top_, 0);
-    assign_buffers();
-    std::string decls, body;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      decls += "static void g" + std::to_string(g) +
-               "(void* const* b, const long long* n, const XprHost* h);\n";
-      body += emit_group(g);
-    }
-    out_.source = preamble() + decls + "\n" + body + entry();
-    for (const Eqn* e : checks_) out_.checks.emplace_back(e->primitive, e->params);
-    return std::move(out_);
-  }
+  Lowered run();
 
  private:
   /// A sub-jaxpr of a control-flow equation instantiated over the kernel's buffers: its groups
@@ -645,366 +390,59 @@ class Lowering {
     throw core::not_implemented_error("jit: code generation for " + what + " not implemented");
   }
 
-  VarInfo& info(const Var& v) {
-    auto it = vars_.find(v.id());
-    if (it == vars_.end()) unsupported("a jaxpr using an undefined variable");
-    return it->second;
-  }
+  VarInfo& info(const Var& v);
 
-  void def(const Var& v, int group) {
-    // Each aval's byte count must fit (Shape checks element counts; this checks bytes).
-    (void)core::checked_nbytes(v.aval().size(), core::itemsize(v.aval().dtype));
-    if (!vars_.emplace(v.id(), VarInfo{next_var_++, group, -1}).second)
-      unsupported("a jaxpr defining a variable twice");
-  }
+  void def(const Var& v, int group);
 
   void number_vars() {
     for (const Var& v : jaxpr_.invars) def(v, -1);
     for (const Var& v : jaxpr_.constvars) def(v, -1);
   }
 
-  void collect_dims() {
-    auto add = [&](const Var& v) {
-      for (std::int64_t d : v.aval().shape) {
-        dim_symbols_.emplace_back(d, out_.dims.size());
-        out_.dims.push_back(d);
-      }
-    };
-    for (const Var& v : jaxpr_.invars) add(v);
-    for (const Var& v : jaxpr_.constvars) add(v);
-    out_.num_args = jaxpr_.invars.size();
-    out_.num_consts = jaxpr_.constvars.size();
-  }
+  void collect_dims();
 
   /// A dimension size as C++: the first argument dimension of that size (so the source, and the
   /// compiled kernel, are the same for inputs that differ only in sizes), else the number.
-  std::string dim(std::int64_t d) const {
-    for (const auto& [v, k] : dim_symbols_)
-      if (v == d) return "n[" + std::to_string(k) + "]";
-    return std::to_string(d) + "LL";
-  }
-  std::string count(const core::Shape& s) const {
-    if (s.rank() == 0) return "1LL";
-    std::string r;
-    for (std::size_t i = 0; i < s.rank(); ++i) r += (i ? " * " : "") + dim(s[i]);
-    return r;
-  }
+  std::string dim(std::int64_t d) const;
+  std::string count(const core::Shape& s) const;
   /// The row-major stride of dimension `i` of `s`.
-  std::string stride(const core::Shape& s, std::size_t i) const {
-    std::string r;
-    for (std::size_t k = i + 1; k < s.rank(); ++k) r += (r.empty() ? "" : " * ") + dim(s[k]);
-    return r.empty() ? "1LL" : r;
-  }
+  std::string stride(const core::Shape& s, std::size_t i) const;
 
-  static bool all_vars_or_scalar_literals(const Eqn& e) {
-    for (const Atom& a : e.inputs)
-      if (const Literal* l = std::get_if<Literal>(&a); l && l->value.ndim() != 0) return false;
-    return true;
-  }
+  static bool all_vars_or_scalar_literals(const Eqn& e);
 
   /// Groups the equations `eqns` of one scope (the top-level jaxpr or an instantiated
   /// sub-jaxpr), appending the new groups' indices to `scope`.
   void form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
-                   std::size_t depth) {
-    if (depth > rt::max_jaxpr_nesting)
-      unsupported("control flow nested deeper than " + std::to_string(rt::max_jaxpr_nesting));
-    int last = -1;  // this scope's latest group
-    for (const Eqn& e : eqns) {
-      if (!e.primitive) unsupported("an equation without a primitive");
-      if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
-      for (const Atom& a : e.inputs)
-        if (const Var* v = std::get_if<Var>(&a)) (void)info(*v);  // defined before its use
-      if (is_control(e.primitive)) {
-        groups_.push_back(Group{Kind::control, {}, {&e}, {}, {}, {}});
-        const auto g = static_cast<int>(groups_.size() - 1);
-        scope.push_back(groups_.size() - 1);
-        last = g;
-        for (const Var& v : e.outputs) def(v, g);
-        instantiate_control(static_cast<std::size_t>(g), depth);
-        continue;
-      }
-      const bool bcast = e.primitive == &rt::broadcast_in_dim_p;
-      const ElementwiseRow* r = bcast ? nullptr : find_elementwise(e.primitive);
-      if (!r && !bcast && !is_standalone(e.primitive)) unsupported("'" + e.primitive->name() + "'");
-      if (e.outputs.size() != 1) unsupported("'" + e.primitive->name() + "' with several results");
-      if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
-        unsupported("'" + e.primitive->name() + "' on integers");
-      if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
-        unsupported("dot_general of booleans");
-      const core::Shape& shape = e.outputs[0].aval().shape;
-      if (r || bcast) {
-        if (r && e.primitive == &rt::integer_pow_p) {
-          CCall c;
-          c.args = {"x"};
-          c.arg_dtypes = {aval_of(e.inputs[0]).dtype};
-          c.out = e.outputs[0].aval().dtype;
-          c.params = &e.params;
-          c.math_used = &math_used_;
-          if (c_expr<op::integer_pow>::emit(c).empty())
-            unsupported("integer_pow of a huge exponent");
-        }
-        bool join = last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
-                    groups_[static_cast<std::size_t>(last)].shape == shape &&
-                    groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns;
-        if (!join) {
-          groups_.push_back(Group{Kind::elementwise, shape, {}, {}, {}, {}});
-          scope.push_back(groups_.size() - 1);
-          last = static_cast<int>(groups_.size() - 1);
-        }
-      } else {
-        groups_.push_back(Group{Kind::standalone, shape, {}, {}, {}, {}});
-        scope.push_back(groups_.size() - 1);
-        last = static_cast<int>(groups_.size() - 1);
-      }
-      groups_[static_cast<std::size_t>(last)].eqns.push_back(&e);
-      def(e.outputs[0], last);
-    }
-  }
+                   std::size_t depth);
 
   /// `body` applied to `args` as a new scope of groups.
-  Block instantiate(const rt::ClosedJaxpr& body, std::span<const Atom> args, std::size_t depth) {
-    if (body.jaxpr.invars.size() != args.size())
-      unsupported("a sub-jaxpr called with the wrong number of operands");
-    sub_eqns_.emplace_back();
-    std::vector<Eqn>& eqns = sub_eqns_.back();
-    Block blk;
-    blk.outs = inline_into(eqns, body.jaxpr, body.consts, args, depth);
-    form_groups(eqns, blk.groups, depth + 1);
-    return blk;
-  }
+  Block instantiate(const rt::ClosedJaxpr& body, std::span<const Atom> args, std::size_t depth);
 
-  static std::vector<Atom> atoms(std::span<const Atom> a, std::size_t from, std::size_t n) {
-    if (from > a.size() || n > a.size() - from) unsupported("a control-flow equation's operands");
-    return std::vector<Atom>(a.begin() + static_cast<std::ptrdiff_t>(from),
-                             a.begin() + static_cast<std::ptrdiff_t>(from + n));
-  }
-  static void check_types(std::span<const Atom> outs, std::span<const Var> to) {
-    if (outs.size() != to.size()) unsupported("a sub-jaxpr returning the wrong number of results");
-    for (std::size_t k = 0; k < to.size(); ++k)
-      if (!aval_of(outs[k]).same_type(to[k].aval()))
-        unsupported("a sub-jaxpr returning the wrong types");
-  }
+  static std::vector<Atom> atoms(std::span<const Atom> a, std::size_t from, std::size_t n);
+  static void check_types(std::span<const Atom> outs, std::span<const Var> to);
 
   /// The sub-jaxprs of a control-flow group, over the equation's operands: cond's branches read
   /// the operands where they are; while's and scan's bodies read the carry from the equation's
   /// result buffers, which the loop updates in place.
-  void instantiate_control(std::size_t g, std::size_t depth) {
-    const Eqn& e = *groups_[g].eqns[0];
-    const std::string& p = e.primitive->name();
-    std::vector<Atom> reads;
-    std::vector<Block> blocks;
-    std::vector<Var> slices;
-    std::vector<Atom> outs_as_atoms;
-    for (const Var& v : e.outputs) outs_as_atoms.emplace_back(v);
-    if (p == "cond") {
-      if (e.inputs.empty()) unsupported("cond without an index");
-      const rt::JaxprTuple& bs = e.params.get<rt::JaxprTuple>("branches");
-      if (bs.empty()) unsupported("cond without branches");
-      const std::vector<Atom> ops = atoms(e.inputs, 1, e.inputs.size() - 1);
-      for (const rt::JaxprParam& br : bs) {
-        if (!br) unsupported("cond with a missing branch");
-        blocks.push_back(instantiate(*br, ops, depth));
-        check_types(blocks.back().outs, e.outputs);
-        reads.insert(reads.end(), blocks.back().outs.begin(), blocks.back().outs.end());
-      }
-      reads.push_back(e.inputs[0]);
-    } else if (p == "while") {
-      auto nc = static_cast<std::size_t>(e.params.get<std::int64_t>("cond_nconsts"));
-      auto nb = static_cast<std::size_t>(e.params.get<std::int64_t>("body_nconsts"));
-      const std::vector<Atom> cc = atoms(e.inputs, 0, nc), bc = atoms(e.inputs, nc, nb);
-      const std::vector<Atom> init = atoms(e.inputs, nc + nb, e.outputs.size());
-      if (nc + nb + e.outputs.size() != e.inputs.size()) unsupported("while's operands");
-      std::vector<Atom> cargs = cc, bargs = bc;
-      cargs.insert(cargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
-      bargs.insert(bargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
-      for (const char* key : {"cond_jaxpr", "body_jaxpr"}) {
-        const rt::JaxprParam& j = e.params.get<rt::JaxprParam>(key);
-        if (!j) unsupported("while without a sub-jaxpr");
-        blocks.push_back(instantiate(*j, key[0] == 'c' ? cargs : bargs, depth));
-      }
-      if (blocks[0].outs.size() != 1 || aval_of(blocks[0].outs[0]).dtype != DType::bool_ ||
-          aval_of(blocks[0].outs[0]).ndim() != 0)
-        unsupported("while with a predicate that is not a bool scalar");
-      check_types(blocks[1].outs, e.outputs);
-      scatter_in_place(blocks[1], e.outputs);
-      reads = init;
-      reads.push_back(blocks[0].outs[0]);
-      reads.insert(reads.end(), blocks[1].outs.begin(), blocks[1].outs.end());
-    } else if (p == "scan") {
-      const rt::JaxprParam& j = e.params.get<rt::JaxprParam>("jaxpr");
-      if (!j) unsupported("scan without a body");
-      auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
-      auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
-      const std::int64_t length = e.params.get<std::int64_t>("length");
-      if (length < 0 || ncarry > e.outputs.size()) unsupported("scan's parameters");
-      std::vector<Atom> args = atoms(e.inputs, 0, nconst);
-      const std::vector<Atom> init = atoms(e.inputs, nconst, ncarry);
-      args.insert(args.end(), outs_as_atoms.begin(),
-                  outs_as_atoms.begin() + static_cast<std::ptrdiff_t>(ncarry));
-      for (std::size_t i = nconst + ncarry; i < e.inputs.size(); ++i) {
-        const ShapedArray& xs = aval_of(e.inputs[i]);
-        if (xs.ndim() == 0 || xs.shape[0] != length) unsupported("scan's xs");
-        slices.emplace_back(ShapedArray{
-            core::Shape(std::vector<std::int64_t>(xs.shape.begin() + 1, xs.shape.end())), xs.dtype,
-            xs.weak_type});
-        def(slices.back(), static_cast<int>(g));
-        args.emplace_back(slices.back());
-        reads.push_back(e.inputs[i]);
-      }
-      blocks.push_back(instantiate(*j, args, depth));
-      const Block& body = blocks[0];
-      if (body.outs.size() != e.outputs.size()) unsupported("scan's results");
-      for (std::size_t k = 0; k < body.outs.size(); ++k) {
-        const ShapedArray& o = e.outputs[k].aval();
-        const ShapedArray& y = aval_of(body.outs[k]);
-        if (k < ncarry ? !y.same_type(o)
-                       : (o.ndim() == 0 || o.shape[0] != length || y.dtype != o.dtype ||
-                          y.size() * length != o.size()))
-          unsupported("scan's result types");
-      }
-      scatter_in_place(body,
-                       std::vector<Var>(e.outputs.begin(),
-                                        e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry)));
-      reads.insert(reads.end(), init.begin(), init.end());
-      reads.insert(reads.end(), body.outs.begin(), body.outs.end());
-    } else {  // check_max_trips
-      if (e.inputs.size() != e.outputs.size() + 1) unsupported("check_max_trips' operands");
-      reads = e.inputs;
-    }
-    Group& grp = groups_[g];
-    grp.blocks = std::move(blocks);
-    grp.slices = std::move(slices);
-    grp.reads = std::move(reads);
-  }
+  void instantiate_control(std::size_t g, std::size_t depth);
 
   /// Whether anything in `blk` (nested blocks included) reads `v`, except operand 0 of `except`.
-  bool block_reads(const Block& blk, const Var& v, const Eqn* except) const {
-    auto is_v = [&](const Atom& a) {
-      const Var* w = std::get_if<Var>(&a);
-      return w && w->id() == v.id();
-    };
-    for (std::size_t g : blk.groups) {
-      const Group& grp = groups_[g];
-      for (const Eqn* e : grp.eqns)
-        for (std::size_t i = 0; i < e->inputs.size(); ++i)
-          if (is_v(e->inputs[i]) && !(e == except && i == 0)) return true;
-      for (const Atom& a : grp.reads)
-        if (is_v(a)) return true;
-      for (const Block& b : grp.blocks)
-        if (block_reads(b, v, except)) return true;
-    }
-    return false;
-  }
+  bool block_reads(const Block& blk, const Var& v, const Eqn* except) const;
 
   /// A loop body's scatter whose operand is carry k and whose result is the new carry k, with
   /// nothing else reading carry k, updates the carry's buffer in place (XLA's in-place
   /// dynamic-update/scatter in loops): no copy of the operand, no copy back into the carry.
-  void scatter_in_place(const Block& body, const std::vector<Var>& carry) {
-    for (std::size_t k = 0; k < carry.size() && k < body.outs.size(); ++k) {
-      const Var* out = std::get_if<Var>(&body.outs[k]);
-      if (!out) continue;
-      for (std::size_t g : body.groups) {
-        const Group& grp = groups_[g];
-        if (grp.kind != Kind::standalone || !is_scatter(grp.eqns[0]->primitive)) continue;
-        const Eqn& e = *grp.eqns[0];
-        const Var* x = std::get_if<Var>(&e.inputs[0]);
-        if (e.outputs[0].id() != out->id() || !x || x->id() != carry[k].id()) continue;
-        bool other = block_reads(body, carry[k], &e);
-        for (const Atom& a : body.outs)
-          if (const Var* w = std::get_if<Var>(&a); w && w->id() == carry[k].id()) other = true;
-        if (!other) in_place_.emplace_back(*out, carry[k]);
-      }
-    }
-  }
+  void scatter_in_place(const Block& body, const std::vector<Var>& carry);
   std::vector<std::pair<Var, Var>> in_place_;  // (scatter result, carry it updates in place)
 
-  void assign_buffers() {
-    next_buffer_ = out_.num_args + out_.num_consts;
-    for (std::size_t i = 0; i < jaxpr_.invars.size(); ++i)
-      info(jaxpr_.invars[i]).buffer = static_cast<int>(i);
-    for (std::size_t i = 0; i < jaxpr_.constvars.size(); ++i)
-      info(jaxpr_.constvars[i]).buffer = static_cast<int>(out_.num_args + i);
-    // Outputs first (their buffers are the host's result arrays), then temporaries.
-    for (const Atom& a : jaxpr_.outvars) {
-      OutputSpec o;
-      o.aval = aval_of(a);
-      if (const Literal* l = std::get_if<Literal>(&a)) {
-        o.kind = OutputSpec::literal;
-        o.value = l->value;
-      } else {
-        VarInfo& vi = info(std::get<Var>(a));
-        if (vi.group == -1) {
-          o.kind = vi.buffer < static_cast<int>(out_.num_args) ? OutputSpec::argument
-                                                               : OutputSpec::constant;
-          o.index = vi.buffer < static_cast<int>(out_.num_args)
-                        ? static_cast<std::size_t>(vi.buffer)
-                        : static_cast<std::size_t>(vi.buffer) - out_.num_args;
-        } else {
-          if (vi.buffer < 0) {
-            vi.buffer = static_cast<int>(next_buffer_++);
-            out_.kernel_outputs.push_back(std::get<Var>(a).aval());
-          }
-          o.kind = OutputSpec::kernel_buffer;
-          o.index = static_cast<std::size_t>(vi.buffer) - out_.num_args - out_.num_consts;
-        }
-      }
-      out_.outputs.push_back(std::move(o));
-    }
-    auto buffer = [&](const Var& v) {
-      VarInfo& vi = info(v);
-      if (vi.buffer < 0) {
-        vi.buffer = static_cast<int>(next_buffer_++);
-        out_.temps.push_back(v.aval());
-      }
-    };
-    for (const auto& [result, carry] : in_place_) {
-      buffer(carry);
-      info(result).buffer = info(carry).buffer;
-    }
-    // A value used by another group than its own lives in a buffer.
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      auto read = [&](const Atom& a) {
-        if (const Var* v = std::get_if<Var>(&a); v && info(*v).group != static_cast<int>(g))
-          buffer(*v);
-      };
-      for (const Eqn* e : groups_[g].eqns)
-        for (const Atom& a : e->inputs) read(a);
-      for (const Atom& a : groups_[g].reads) read(a);
-    }
-    // Standalone primitives and control flow read and write buffers only.
-    for (const Group& grp : groups_)
-      if (!grp.elementwise()) {
-        for (const Var& o : grp.eqns[0]->outputs) buffer(o);
-        for (const Var& s : grp.slices) buffer(s);
-        if (grp.kind == Kind::control && grp.eqns[0]->primitive->name() != "cond")
-          uses_control_ = true;  // a loop, or check_max_trips
-      }
-    // The loop-control block (see `LoopControl`).
-    if (uses_control_) {
-      out_.control = static_cast<int>(next_buffer_++);
-      out_.temps.push_back(ShapedArray{core::Shape{4}, DType::int64, false});
-    }
-  }
+  void assign_buffers();
   bool uses_control_ = false;
-  std::string ptr(const Var& v, bool mut = false) {
-    const VarInfo& vi = info(v);
-    std::string t = c_type(v.aval().dtype);
-    return "static_cast<" + std::string(mut ? "" : "const ") + t + "*>(b[" +
-           std::to_string(vi.buffer) + "])";
-  }
+  std::string ptr(const Var& v, bool mut = false);
   std::string name(const Var& v) { return "v" + std::to_string(info(v).id); }
 
   // ---- groups ----
 
-  std::string emit_group(std::size_t g) {
-    const Group& grp = groups_[g];
-    std::string f =
-        "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
-        "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
-    if (grp.kind == Kind::elementwise) return f + emit_elementwise(g) + "}\n\n";
-    if (grp.kind == Kind::control) return f + emit_control(grp) + "}\n\n";
-    return f + emit_standalone(*grp.eqns[0]) + "}\n\n";
-  }
+  std::string emit_group(std::size_t g);
 
   // ---- control flow ----
 
@@ -1024,379 +462,38 @@ class Lowering {
   /// `dst_off`, reading `src` from element `src_off`.
   std::string copy(const std::string& dst, const ShapedArray& da, const Atom& src,
                    const std::string& ind, const std::string& dst_off = "0",
-                   const std::string& src_off = "0") {
-    const std::string t = c_type(da.dtype);
-    auto at = [](const std::string& off) { return off == "0" ? "[i]" : "[" + off + " + i]"; };
-    std::string from;
-    if (const Literal* l = std::get_if<Literal>(&src))
-      from = c_literal(l->value);
-    else
-      from = ptr(std::get<Var>(src)) + at(src_off);
-    return ind + "for (long long i = 0; i < " + count(da.shape) + "; ++i)\n" + ind +
-           "  static_cast<" + t + "*>(" + dst + ")" + at(dst_off) + " = " + from + ";\n";
-  }
+                   const std::string& src_off = "0");
   std::string buf(const Var& v) { return "b[" + std::to_string(info(v).buffer) + "]"; }
 
-  std::string call(const Block& blk, const std::string& ind) {
-    std::string s;
-    for (std::size_t g : blk.groups) {
-      s += ind + "g" + std::to_string(g) + "(b, n, h);\n";
-      if (groups_[g].kind == Kind::control && uses_control_) s += ind + "if (ctl[2]) return;\n";
-    }
-    return s;
-  }
+  std::string call(const Block& blk, const std::string& ind);
 
   /// Counts one loop iteration against the LoopIterationLimit's budget; `code` says which
   /// primitive ran out (the host raises its exception).
-  static std::string count_iteration(int code, const std::string& ind) {
-    return ind + "if (ctl[0]) {\n" + ind + "  if (ctl[1] == 0) {\n" + ind +
-           "    ctl[2] = " + std::to_string(code) + ";\n" + ind + "    return;\n" + ind + "  }\n" +
-           ind + "  --ctl[1];\n" + ind + "}\n";
-  }
+  static std::string count_iteration(int code, const std::string& ind);
 
   /// The new carry `outs` written into the carry buffers `carry`. A result that is another carry
   /// (a permutation of the carries) is staged first, so no carry is read after it is overwritten.
   std::string update_carry(const std::vector<Atom>& outs, const std::vector<Var>& carry,
-                           const std::string& ind) {
-    std::string s, later;
-    for (std::size_t k = 0; k < carry.size(); ++k) {
-      const Var* v = std::get_if<Var>(&outs[k]);
-      if (v && info(*v).buffer == info(carry[k]).buffer) continue;  // unchanged, or in place
-      bool is_carry = false;
-      for (const Var& c : carry) is_carry = is_carry || (v && v->id() == c.id());
-      if (is_carry) {
-        std::string st = "b[" + std::to_string(next_buffer_++) + "]";
-        out_.temps.push_back(carry[k].aval());
-        s += copy(st, carry[k].aval(), outs[k], ind);
-        staged_.emplace_back(carry[k].aval());  // the staged value, read back from its buffer
-        def(staged_.back(), -1);
-        info(staged_.back()).buffer = static_cast<int>(next_buffer_ - 1);
-        later += copy(buf(carry[k]), carry[k].aval(), Atom(staged_.back()), ind);
-      } else {
-        later += copy(buf(carry[k]), carry[k].aval(), outs[k], ind);
-      }
-    }
-    return s + later;
-  }
+                           const std::string& ind);
 
-  std::string emit_control(const Group& grp) {
-    const Eqn& e = *grp.eqns[0];
-    const std::string& p = e.primitive->name();
-    std::string s;
-    if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n  (void)ctl;\n";
-    if (p == "cond") {
-      const std::string nb = std::to_string(grp.blocks.size() - 1);
-      s += "  long long k = " + scalar(e.inputs[0]) + ";\n";
-      s += "  k = k < 0 ? 0 : k > " + nb + " ? " + nb + " : k;\n";  // clamped, as cond's impl
-      s += "  switch (k) {\n";
-      for (std::size_t br = 0; br < grp.blocks.size(); ++br) {
-        s += br + 1 == grp.blocks.size() ? "    default: {\n"
-                                         : "    case " + std::to_string(br) + ": {\n";
-        s += call(grp.blocks[br], "      ");
-        for (std::size_t k = 0; k < e.outputs.size(); ++k)
-          s += copy(buf(e.outputs[k]), e.outputs[k].aval(), grp.blocks[br].outs[k], "      ");
-        s += "      break;\n    }\n";
-      }
-      return s + "  }\n";
-    }
-    if (p == "while") {
-      const Block &c = grp.blocks[0], &body = grp.blocks[1];
-      const std::size_t n0 = e.inputs.size() - e.outputs.size();
-      for (std::size_t k = 0; k < e.outputs.size(); ++k)
-        s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[n0 + k], "  ");
-      s += "  for (;;) {\n" + call(c, "    ");
-      s += "    if (!" + scalar(c.outs[0]) + ") break;\n";
-      s += count_iteration(1, "    ");
-      s += call(body, "    ");
-      s += update_carry(body.outs, e.outputs, "    ");
-      return s + "  }\n";
-    }
-    if (p == "scan") {
-      const Block& body = grp.blocks[0];
-      auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
-      auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
-      const std::int64_t length = e.params.get<std::int64_t>("length");
-      const bool reverse = e.params.get<bool>("reverse");
-      std::vector<Var> carry(e.outputs.begin(),
-                             e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry));
-      for (std::size_t k = 0; k < ncarry; ++k)
-        s += copy(buf(carry[k]), carry[k].aval(), e.inputs[nconst + k], "  ");
-      s += "  const long long L = " + dim(length) + ";\n";
-      s += "  for (long long step = 0; step < L; ++step) {\n";
-      s += count_iteration(2, "    ");
-      s += std::string("    const long long it = ") + (reverse ? "L - 1 - step" : "step") +
-           ";\n    (void)it;\n";
-      for (std::size_t j = 0; j < grp.slices.size(); ++j) {
-        const Var& x = grp.slices[j];
-        s += copy(buf(x), x.aval(), e.inputs[nconst + ncarry + j], "    ", "0",
-                  "it * (" + count(x.aval().shape) + ")");
-      }
-      s += call(body, "    ");
-      // The ys first: they may read a carry the update below overwrites.
-      for (std::size_t k = ncarry; k < e.outputs.size(); ++k) {
-        const ShapedArray ya = aval_of(body.outs[k]);
-        s += copy(buf(e.outputs[k]), ya, body.outs[k], "    ", "it * (" + count(ya.shape) + ")");
-      }
-      std::vector<Atom> couts(body.outs.begin(),
-                              body.outs.begin() + static_cast<std::ptrdiff_t>(ncarry));
-      s += update_carry(couts, carry, "    ");
-      return s + "  }\n";
-    }
-    // check_max_trips: the status names this equation; the host calls its impl for the message.
-    checks_.push_back(&e);
-    s += "  if (" + scalar(e.inputs[0]) +
-         ") {\n    ctl[2] = " + std::to_string(2 + checks_.size()) + ";\n    return;\n  }\n";
-    for (std::size_t k = 0; k < e.outputs.size(); ++k)
-      s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[k + 1], "  ");
-    return s;
-  }
+  std::string emit_control(const Group& grp);
   std::vector<const Eqn*> checks_;
   std::deque<Var> staged_;
 
   // ---- elementwise groups ----
 
-  std::string emit_elementwise(std::size_t g) {
-    const Group& grp = groups_[g];
-    const std::size_t rank = grp.shape.rank();
-    std::string pre, body;
-    std::map<std::size_t, std::string> read_name;  // var id -> expression read in the loop
-    std::size_t nbc = 0;
-    bool nd = false;
-    std::vector<std::string> bc_index;  // per broadcast: index expression in i0..ir-1
-    auto operand = [&](const Atom& a, bool allow_array = true) -> std::string {
-      if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
-      const Var& v = std::get<Var>(a);
-      const VarInfo& vi = info(v);
-      if (vi.group == static_cast<int>(g)) return name(v);
-      auto it = read_name.find(vi.id);
-      if (it != read_name.end()) return it->second;
-      std::string p = "p" + std::to_string(vi.id);
-      std::string t = c_type(v.aval().dtype);
-      std::string expr;
-      if (v.aval().ndim() == 0 || !allow_array) {
-        pre += "  const " + t + " " + p + " = " + ptr(v) + "[0];\n";
-        expr = p;
-      } else {
-        pre += "  const " + t + "* __restrict " + p + " = " + ptr(v) + ";\n";
-        expr = p + "[i]";
-      }
-      read_name.emplace(vi.id, expr);
-      return expr;
-    };
-    for (const Eqn* ep : grp.eqns) {
-      const Eqn& e = *ep;
-      const Var& o = e.outputs[0];
-      std::string t = c_type(o.aval().dtype);
-      std::string expr;
-      if (e.primitive == &rt::broadcast_in_dim_p) {
-        const Atom& a = e.inputs[0];
-        const ShapedArray& in = aval_of(a);
-        if (in.ndim() == 0 || in.shape == o.aval().shape) {
-          expr = operand(a);
-        } else {
-          // A strided read of a buffered operand: stride 0 along broadcast dimensions.
-          const Var& v = std::get<Var>(a);
-          const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
-          std::string p = "q" + std::to_string(nbc);
-          pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(v) +
-                 ";\n";
-          std::string idx;
-          for (std::size_t k = 0; k < bd.size(); ++k) {
-            if (in.shape[k] == 1) continue;
-            idx += (idx.empty() ? "" : " + ") + std::string("i") + std::to_string(bd[k]) + " * (" +
-                   stride(in.shape, k) + ")";
-          }
-          expr = p + "[" + (idx.empty() ? "0" : idx) + "]";
-          ++nbc;
-          nd = true;
-        }
-      } else {
-        const ElementwiseRow* r = find_elementwise(e.primitive);
-        CCall c;
-        for (const Atom& a : e.inputs) {
-          c.args.push_back(operand(a));
-          c.arg_dtypes.push_back(aval_of(a).dtype);
-        }
-        c.out = o.aval().dtype;
-        c.params = &e.params;
-        c.math_used = &math_used_;
-        if (e.primitive == &rt::div_p && !c.floating())
-          helpers_used_.insert(std::string("idiv_") + dtype_suffix(c.in()));
-        if (e.primitive == &rt::convert_element_type_p && core::is_floating(c.in()) &&
-            core::is_integer(c.out))
-          helpers_used_.insert(std::string("cvt_") + dtype_suffix(c.in()) + "_" +
-                               dtype_suffix(c.out));
-        if (e.primitive == &rt::select_n_p && c.arg_dtypes[0] == DType::int32 && c.args.size() < 2)
-          unsupported("select_n without cases");
-        expr = r->emit(c);
-      }
-      body += "    const " + t + " " + name(o) + " = " + expr + ";\n";
-      if (info(o).buffer >= 0) {
-        std::string on = "o" + std::to_string(info(o).id);
-        pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
-        body += "    " + on + "[i] = " + name(o) + ";\n";
-      }
-    }
-    (void)bc_index;
-    std::string loop;
-    if (!nd || rank == 0) {
-      loop = "  const long long N = " + count(grp.shape) +
-             ";\n  for (long long i = 0; i < N; ++i) {\n" + body + "  }\n";
-    } else {
-      std::string open, close;
-      std::string ind = "  ";
-      for (std::size_t k = 0; k < rank; ++k) {
-        open += ind + "for (long long i" + std::to_string(k) + " = 0; i" + std::to_string(k) +
-                " < " + dim(grp.shape[k]) + "; ++i" + std::to_string(k) + ") {\n";
-        close = ind + "}\n" + close;
-        ind += "  ";
-      }
-      std::string flat;
-      for (std::size_t k = 0; k < rank; ++k)
-        flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
-                stride(grp.shape, k) + ")";
-      // Body lines are indented for the flat loop; fine for readability either way.
-      loop = open + ind + "const long long i = " + flat + ";\n" + body + close;
-    }
-    return pre + loop;
-  }
+  std::string emit_elementwise(std::size_t g);
 
   // ---- standalone primitives ----
 
   /// Nested loops over `shape` (indices i0, i1, ...) around `body`, which may use `i` (the flat
   /// row-major index).
   std::string nest(const core::Shape& shape, const std::string& body,
-                   const std::string& ivar = "i") {
-    std::string open, close, ind = "  ";
-    const std::size_t rank = shape.rank();
-    for (std::size_t k = 0; k < rank; ++k) {
-      std::string iv = ivar + std::to_string(k);
-      open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[k]) + "; ++" + iv +
-              ") {\n";
-      close = ind + "}\n" + close;
-      ind += "  ";
-    }
-    std::string flat;
-    for (std::size_t k = 0; k < rank; ++k)
-      flat += (k ? " + " : "") + ivar + std::to_string(k) + " * (" + stride(shape, k) + ")";
-    if (flat.empty()) flat = "0";
-    return open + ind + "const long long " + ivar + " = " + flat + "; (void)" + ivar + ";\n" + ind +
-           body + "\n" + close;
-  }
+                   const std::string& ivar = "i");
 
-  std::string in_ptr(const Atom& a, std::string& pre, const std::string& name_) {
-    std::string t = c_type(aval_of(a).dtype);
-    if (const Literal* l = std::get_if<Literal>(&a)) {
-      pre += "  const " + t + " " + name_ + "_v[1] = {" + c_literal(l->value) + "};\n";
-      pre += "  const " + t + "* __restrict " + name_ + " = " + name_ + "_v;\n";
-    } else {
-      pre += "  const " + t + "* __restrict " + name_ + " = " + ptr(std::get<Var>(a)) + ";\n";
-    }
-    return name_;
-  }
+  std::string in_ptr(const Atom& a, std::string& pre, const std::string& name_);
 
-  std::string emit_standalone(const Eqn& e) {
-    const Var& o = e.outputs[0];
-    const ShapedArray& oa = o.aval();
-    const std::string t = c_type(oa.dtype);
-    std::string pre = "  " + t + "* __restrict o = " + ptr(o, true) + ";\n";
-    const Primitive* p = e.primitive;
-    if (p == &rt::reshape_p || p == &rt::squeeze_p || p == &rt::expand_dims_p) {
-      if (p == &rt::reshape_p) {
-        const rt::ParamValue* d = e.params.find("dimensions");
-        if (d && !std::holds_alternative<rt::None>(*d)) unsupported("reshape with dimensions");
-      }
-      in_ptr(e.inputs[0], pre, "x");
-      return pre + "  const long long N = " + count(oa.shape) +
-             ";\n  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
-    }
-    if (p == &rt::iota_p) {
-      auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
-      return pre + nest(oa.shape, "o[i] = static_cast<" + t + ">(i" + std::to_string(d) + ");");
-    }
-    if (p == &rt::transpose_p) {
-      const auto& perm = e.params.get<rt::Axes>("permutation");
-      const ShapedArray& in = aval_of(e.inputs[0]);
-      in_ptr(e.inputs[0], pre, "x");
-      std::string idx;
-      for (std::size_t k = 0; k < perm.size(); ++k)
-        idx += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
-               stride(in.shape, static_cast<std::size_t>(perm[k])) + ")";
-      return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
-    }
-    if (p == &rt::rev_p) {
-      const auto& dims = e.params.get<rt::Axes>("dimensions");
-      in_ptr(e.inputs[0], pre, "x");
-      std::string idx;
-      for (std::size_t k = 0; k < oa.ndim(); ++k) {
-        bool r = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
-        std::string ik = "i" + std::to_string(k);
-        idx += (k ? " + " : "") + (r ? "(" + dim(oa.shape[k]) + " - 1 - " + ik + ")" : ik) +
-               " * (" + stride(oa.shape, k) + ")";
-      }
-      return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
-    }
-    if (p == &rt::slice_p) {
-      const auto& start = e.params.get<rt::Axes>("start_indices");
-      const rt::ParamValue* sv = e.params.find("strides");
-      const rt::Axes* st = sv ? std::get_if<rt::Axes>(sv) : nullptr;
-      const ShapedArray& in = aval_of(e.inputs[0]);
-      in_ptr(e.inputs[0], pre, "x");
-      std::string idx;
-      for (std::size_t k = 0; k < oa.ndim(); ++k) {
-        std::int64_t s = st ? (*st)[k] : 1;
-        idx += (k ? " + " : "") + std::string("(") + std::to_string(start[k]) + "LL + i" +
-               std::to_string(k) + " * " + std::to_string(s) + "LL) * (" + stride(in.shape, k) +
-               ")";
-      }
-      return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
-    }
-    if (p == &rt::concatenate_p) {
-      auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
-      std::string s = pre;
-      std::string offset = "0LL";
-      for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-        const ShapedArray& in = aval_of(e.inputs[k]);
-        std::string xn = "x" + std::to_string(k);
-        std::string sp;
-        in_ptr(e.inputs[k], sp, xn);
-        std::string oidx;
-        for (std::size_t a = 0; a < in.ndim(); ++a)
-          oidx += (a ? " + " : "") + std::string("(j") + std::to_string(a) +
-                  (a == d ? " + (" + offset + ")" : "") + ") * (" + stride(oa.shape, a) + ")";
-        s += "  {\n" + sp + nest(in.shape, "o[" + oidx + "] = " + xn + "[j];", "j") + "  }\n";
-        offset += " + " + dim(in.shape[d]);
-      }
-      return s;
-    }
-    if (p == &rt::pad_p) {
-      const auto& cfg = e.params.get<rt::PaddingConfig>("padding_config");
-      const ShapedArray& in = aval_of(e.inputs[0]);
-      in_ptr(e.inputs[0], pre, "x");
-      in_ptr(e.inputs[1], pre, "pv");
-      // Fill, then place each operand element at lo + i * (interior + 1) when inside the output.
-      std::string s = pre + "  const long long N = " + count(oa.shape) +
-                      ";\n  for (long long i = 0; i < N; ++i) o[i] = pv[0];\n";
-      std::string cond, oidx;
-      for (std::size_t k = 0; k < in.ndim(); ++k) {
-        std::string pos = "(" + std::to_string(cfg.dims[k][0]) + "LL + j" + std::to_string(k) +
-                          " * " + std::to_string(cfg.dims[k][2] + 1) + "LL)";
-        cond += (k ? " && " : "") + pos + " >= 0 && " + pos + " < " + dim(oa.shape[k]);
-        oidx += (k ? " + " : "") + pos + " * (" + stride(oa.shape, k) + ")";
-      }
-      if (cond.empty()) cond = "true";
-      if (oidx.empty()) oidx = "0";
-      return s + nest(in.shape, "if (" + cond + ") o[" + oidx + "] = x[j];", "j");
-    }
-    if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
-      return pre + emit_reduce(e);
-    if (p == &rt::dot_general_p) return pre + emit_dot(e);
-    if (p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p)
-      return pre + emit_dynamic_slice(e, p == &rt::dynamic_update_slice_p);
-    if (p == &rt::gather_p) return pre + emit_gather(e);
-    if (is_scatter(p)) return pre + emit_scatter(e);
-    unsupported("'" + p->name() + "'");
-  }
+  std::string emit_standalone(const Eqn& e);
 
   // ---- indexing ----
 
@@ -1406,411 +503,40 @@ class Lowering {
   /// Loops over the dimensions of `shape` in the order `order` (indices `<ivar><d>`) around
   /// `body`.
   std::string loops(const core::Shape& shape, const std::vector<std::size_t>& order,
-                    const std::string& body, const std::string& ivar) {
-    std::string open, close, ind = "  ";
-    for (std::size_t d : order) {
-      std::string iv = ivar + std::to_string(d);
-      open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[d]) + "; ++" + iv +
-              ") {\n";
-      close = ind + "}\n" + close;
-      ind += "  ";
-    }
-    std::string b, line;
-    for (char c : body) {
-      line += c;
-      if (c == '\n') {
-        b += ind + line;
-        line.clear();
-      }
-    }
-    if (!line.empty()) b += ind + line + "\n";
-    return open + b + close;
-  }
+                    const std::string& body, const std::string& ivar);
 
   /// dynamic_slice and dynamic_update_slice: each start clamped into [0, dim - window size], as
   /// the interpreter's `clamp_start` does (and lax.dynamic_slice).
-  std::string emit_dynamic_slice(const Eqn& e, bool update) {
-    const ShapedArray& x = aval_of(e.inputs[0]);
-    const ShapedArray& w = update ? aval_of(e.inputs[1]) : e.outputs[0].aval();
-    const std::size_t first = update ? 2 : 1;
-    if (e.inputs.size() != first + x.ndim()) unsupported("'" + e.primitive->name() + "' operands");
-    std::string s;
-    in_ptr(e.inputs[0], s, "x");
-    if (update) in_ptr(e.inputs[1], s, "u");
-    std::string idx;
-    for (std::size_t k = 0; k < x.ndim(); ++k) {
-      const std::string sk = "s" + std::to_string(k), hi = "hi" + std::to_string(k);
-      s += "  const long long " + hi + " = " + dim(x.shape[k]) + " - " + dim(w.shape[k]) + ";\n";
-      s += "  long long " + sk + " = " + index_scalar(e.inputs[first + k]) + ";\n";
-      s += "  " + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk +
-           ";\n";
-      idx += (k ? " + " : "") + std::string("(") + sk + " + j" + std::to_string(k) + ") * (" +
-             stride(x.shape, k) + ")";
-    }
-    if (idx.empty()) idx = "0";
-    if (!update) return s + nest(w.shape, "o[j] = x[" + idx + "];", "j");
-    s += "  for (long long i = 0, N = " + count(x.shape) + "; i < N; ++i) o[i] = x[i];\n";
-    return s + nest(w.shape, "o[" + idx + "] = u[j];", "j");
-  }
+  std::string emit_dynamic_slice(const Eqn& e, bool update);
 
   /// gather's fill value for out-of-bounds windows under fill_or_drop, as the interpreter's
   /// `fill_value_as` computes it.
-  static std::string fill_literal(const rt::Params& params, DType t) {
-    std::string r;
-    rt::dispatch_dtype(t, [&](auto tag) {
-      using T = decltype(tag);
-      r = c_literal(Array(rt::detail::gs::fill_value_as<T>(params)));
-    });
-    return r;
-  }
+  static std::string fill_literal(const rt::Params& params, DType t);
 
   /// The start of the window along operand dimension `d` read from index element `elem`: clamped
   /// into [0, dim - size]; under fill_or_drop `oob` records whether it was outside.
   std::string window_start(const std::string& sk, const std::string& elem, std::int64_t xdim,
-                           std::int64_t size, bool drop) {
-    std::string hi = "(" + dim(xdim) + " - " + dim(size) + ")";
-    std::string s = "long long " + sk + " = static_cast<long long>(" + elem + ");\n";
-    if (drop) s += "oob = oob || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
-    return s + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
-  }
+                           std::int64_t size, bool drop);
 
-  std::string emit_gather(const Eqn& e) {
-    const auto& dn = e.params.get<rt::GatherDimensionNumbers>("dimension_numbers");
-    const rt::Axes& ss = e.params.get<rt::Axes>("slice_sizes");
-    const bool drop =
-        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
-    const ShapedArray& x = aval_of(e.inputs[0]);
-    const ShapedArray& ia = aval_of(e.inputs[1]);
-    const ShapedArray& oa = e.outputs[0].aval();
-    const auto window =
-        rt::detail::gs::window_dims(x.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
-    std::vector<std::size_t> bpos;  // output dimension of each batch dimension of the indices
-    for (std::size_t o = 0; o < oa.ndim(); ++o)
-      if (!rt::detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o)))
-        bpos.push_back(o);
-    std::string s;
-    in_ptr(e.inputs[0], s, "x");
-    in_ptr(e.inputs[1], s, "id");
-    std::string row;  // the index vector's first element
-    for (std::size_t b = 0; b < bpos.size(); ++b)
-      row += (b ? " + " : "") + std::string("i") + std::to_string(bpos[b]) + " * (" +
-             stride(ia.shape, b) + ")";
-    if (row.empty()) row = "0";
-    std::string body = "const long long r = " + row + ";\n(void)r;\n";
-    if (drop) body += "bool oob = false;\n";
-    std::string src;
-    for (std::size_t k = 0; k < dn.start_index_map.size(); ++k) {
-      const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
-      const std::string sk = "s" + std::to_string(k);
-      body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], ss[d], drop);
-      src += (src.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
-    }
-    for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
-      src += (src.empty() ? "" : " + ") + std::string("i") +
-             std::to_string(bpos[static_cast<std::size_t>(dn.start_indices_batching_dims[i])]) +
-             " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
-    for (std::size_t w = 0; w < window.size(); ++w)
-      src += (src.empty() ? "" : " + ") + std::string("i") + std::to_string(dn.offset_dims[w]) +
-             " * (" + stride(x.shape, window[w]) + ")";
-    if (src.empty()) src = "0";
-    std::string flat;
-    for (std::size_t k = 0; k < oa.ndim(); ++k)
-      flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
-              stride(oa.shape, k) + ")";
-    if (flat.empty()) flat = "0";
-    body += "o[" + flat + "] = " +
-            (drop ? "oob ? " + fill_literal(e.params, oa.dtype) + " : x[" + src + "]"
-                  : "x[" + src + "]") +
-            ";\n";
-    std::vector<std::size_t> order(oa.ndim());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    return s + loops(oa.shape, order, body, "i");
-  }
+  std::string emit_gather(const Eqn& e);
 
-  std::string emit_scatter(const Eqn& e) {
-    const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
-    const bool drop =
-        e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
-    const ShapedArray& x = aval_of(e.inputs[0]);
-    const ShapedArray& ia = aval_of(e.inputs[1]);
-    const ShapedArray& ua = aval_of(e.inputs[2]);
-    const auto window =
-        rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
-    std::vector<std::int64_t> size(x.ndim(), 1);  // the window's extent in each operand dim
-    for (std::size_t k = 0; k < window.size(); ++k)
-      size[window[k]] = ua.shape[static_cast<std::size_t>(dn.update_window_dims[k])];
-    std::vector<std::size_t> sd, order;  // the updates' scatter dimensions; loop order
-    for (std::size_t d = 0; d < ua.ndim(); ++d)
-      if (!rt::detail::gs::contains(dn.update_window_dims, static_cast<std::int64_t>(d)))
-        sd.push_back(d);
-    // The interpreter's order: index vectors in row-major order, then each window's elements
-    // (so repeated indices combine in the same order, and scatter's last update wins alike).
-    order = sd;
-    for (std::int64_t d : dn.update_window_dims) order.push_back(static_cast<std::size_t>(d));
-    std::string s;
-    const Var* xv = std::get_if<Var>(&e.inputs[0]);
-    const bool in_place = xv && info(*xv).buffer == info(e.outputs[0]).buffer;
-    if (!in_place) in_ptr(e.inputs[0], s, "x");
-    in_ptr(e.inputs[1], s, "id");
-    in_ptr(e.inputs[2], s, "u");
-    s += "  const long long N = " + count(x.shape) + ";\n";
-    s += in_place ? "  // in place: o is the operand's buffer, a loop carry\n"
-                  : "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
-    s += "  if (N == 0) return;\n";
-    std::string row;
-    for (std::size_t b = 0; b < sd.size(); ++b)
-      row += (b ? " + " : "") + std::string("j") + std::to_string(sd[b]) + " * (" +
-             stride(ia.shape, b) + ")";
-    if (row.empty()) row = "0";
-    std::string body = "const long long r = " + row + ";\n(void)r;\n";
-    if (drop) body += "bool oob = false;\n";
-    std::string dst;
-    for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
-      const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
-      const std::string sk = "s" + std::to_string(k);
-      body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], size[d], drop);
-      dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
-    }
-    if (drop) body += "if (oob) continue;\n";
-    for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
-      dst += (dst.empty() ? "" : " + ") + std::string("j") +
-             std::to_string(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[i])]) +
-             " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
-    for (std::size_t w = 0; w < window.size(); ++w)
-      dst += (dst.empty() ? "" : " + ") + std::string("j") +
-             std::to_string(dn.update_window_dims[w]) + " * (" + stride(x.shape, window[w]) + ")";
-    if (dst.empty()) dst = "0";
-    std::string usrc;
-    for (std::size_t d = 0; d < ua.ndim(); ++d)
-      usrc += (d ? " + " : "") + std::string("j") + std::to_string(d) + " * (" +
-              stride(ua.shape, d) + ")";
-    if (usrc.empty()) usrc = "0";
-    body += "const long long t = " + dst + ";\n";
-    CCall c;
-    c.args = {"o[t]", "u[" + usrc + "]"};
-    c.arg_dtypes = {x.dtype, x.dtype};
-    c.out = x.dtype;
-    c.math_used = &math_used_;
-    const Primitive* p = e.primitive;
-    std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
-                    : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
-                    : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
-                    : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
-                                              : c[1];
-    body += "o[t] = " + v + ";\n";
-    // do/while(0): a dropped window's `continue` skips one element, loops or none.
-    return s + loops(ua.shape, order, "do {\n" + body + "} while (false);\n", "j");
-  }
+  std::string emit_scatter(const Eqn& e);
 
-  std::string emit_reduce(const Eqn& e) {
-    const ShapedArray& in = aval_of(e.inputs[0]);
-    const ShapedArray& oa = e.outputs[0].aval();
-    const DType dt = in.dtype;
-    const std::string t = c_type(dt);
-    const bool fl = core::is_floating(dt);
-    const auto& axes = e.params.get<rt::Axes>("axes");
-    std::vector<bool> red(in.ndim(), false);
-    for (std::int64_t a : axes) red[static_cast<std::size_t>(a)] = true;
-    std::string id, comb;
-    auto combine = [&](const std::string& a, const std::string& b) -> std::string {
-      if (e.primitive == &rt::reduce_sum_p)
-        return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
-      CCall c;
-      c.args = {a, b};
-      c.arg_dtypes = {dt, dt};
-      c.out = dt;
-      c.math_used = &math_used_;
-      return e.primitive == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
-    };
-    if (e.primitive == &rt::reduce_sum_p) {
-      id = c_number(0, dt);
-    } else if (e.primitive == &rt::reduce_max_p) {
-      id = fl                   ? c_number(-__builtin_inf(), dt)
-           : dt == DType::bool_ ? "false"
-           : dt == DType::int32 ? "(-2147483647-1)"
-                                : "(-9223372036854775807LL-1)";
-    } else {
-      id = fl                   ? c_number(__builtin_inf(), dt)
-           : dt == DType::bool_ ? "true"
-           : dt == DType::int32 ? "2147483647"
-                                : "9223372036854775807LL";
-    }
-    std::string pre;
-    in_ptr(e.inputs[0], pre, "x");
-    // Reduced axes trailing and contiguous: per output element, eight independent accumulators
-    // over a contiguous run (vectorizable without reassociating one running sum).
-    std::size_t first_red = in.ndim();
-    while (first_red > 0 && red[first_red - 1]) --first_red;
-    bool trailing = true;
-    for (std::size_t k = 0; k < first_red; ++k) trailing = trailing && !red[k];
-    if (trailing) {
-      core::Shape kept(std::vector<std::int64_t>(
-          in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(first_red)));
-      core::Shape inner(std::vector<std::int64_t>(
-          in.shape.begin() + static_cast<std::ptrdiff_t>(first_red), in.shape.end()));
-      std::string s =
-          pre + "  const long long M = " + count(kept) + ", K = " + count(inner) + ";\n";
-      s += "  for (long long j = 0; j < M; ++j) {\n";
-      s += "    const " + t + "* __restrict r = x + j * K;\n";
-      s += "    " + t + " acc[8] = {" + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " +
-           id + ", " + id + ", " + id + "};\n";
-      s += "    long long k = 0;\n";
-      s += "    for (; k + 8 <= K; k += 8)\n      for (int l = 0; l < 8; ++l) acc[l] = " +
-           combine("acc[l]", "r[k + l]") + ";\n";
-      s += "    " + t + " s = " + id + ";\n";
-      s += "    for (int l = 0; l < 8; ++l) s = " + combine("s", "acc[l]") + ";\n";
-      s += "    for (; k < K; ++k) s = " + combine("s", "r[k]") + ";\n";
-      s += "    o[j] = s;\n  }\n";
-      return s;
-    }
-    std::string s = pre + "  const long long M = " + count(oa.shape) +
-                    ";\n  for (long long j = 0; j < M; ++j) o[j] = " + id + ";\n";
-    std::string oidx;
-    std::size_t ok = 0;
-    for (std::size_t k = 0; k < in.ndim(); ++k)
-      if (!red[k])
-        oidx += (oidx.empty() ? "" : " + ") + std::string("i") + std::to_string(k) + " * (" +
-                stride(oa.shape, ok++) + ")";
-    if (oidx.empty()) oidx = "0";
-    return s + nest(in.shape, "o[" + oidx + "] = " + combine("o[" + oidx + "]", "x[i]") + ";");
-  }
+  std::string emit_reduce(const Eqn& e);
 
-  std::string emit_dot(const Eqn& e) {
-    const auto& dn = e.params.get<rt::DotDimensionNumbers>("dimension_numbers");
-    const ShapedArray& la = aval_of(e.inputs[0]);
-    const ShapedArray& ra = aval_of(e.inputs[1]);
-    const DType dt = e.outputs[0].aval().dtype;
-    auto free_dims = [](std::size_t rank, const rt::Axes& c, const rt::Axes& b) {
-      rt::Axes f;
-      for (std::size_t k = 0; k < rank; ++k) {
-        auto kk = static_cast<std::int64_t>(k);
-        if (std::find(c.begin(), c.end(), kk) == c.end() &&
-            std::find(b.begin(), b.end(), kk) == b.end())
-          f.push_back(kk);
-      }
-      return f;
-    };
-    rt::Axes lf = free_dims(la.ndim(), dn.lhs_contracting, dn.lhs_batch);
-    rt::Axes rf = free_dims(ra.ndim(), dn.rhs_contracting, dn.rhs_batch);
-    auto cat = [](std::initializer_list<const rt::Axes*> parts) {
-      rt::Axes r;
-      for (const rt::Axes* p : parts) r.insert(r.end(), p->begin(), p->end());
-      return r;
-    };
-    auto identity = [](const rt::Axes& p) {
-      for (std::size_t k = 0; k < p.size(); ++k)
-        if (p[k] != static_cast<std::int64_t>(k)) return false;
-      return true;
-    };
-    auto prod = [&](const ShapedArray& a, const rt::Axes& ds) {
-      if (ds.empty()) return std::string("1LL");
-      std::string r;
-      for (std::size_t k = 0; k < ds.size(); ++k)
-        r += (k ? " * " : "") + dim(a.shape[static_cast<std::size_t>(ds[k])]);
-      return r;
-    };
-    std::string s;
-    // Each operand in a layout the GEMM reads directly, or copied into one (a transpose).
-    auto operand = [&](std::size_t which, const ShapedArray& a, const rt::Axes& plain,
-                       const rt::Axes& transposed, std::string& trans) -> std::string {
-      std::string nm = which == 0 ? "a" : "bb";
-      in_ptr(e.inputs[which], s, nm + "0");
-      if (identity(plain)) {
-        trans = "0";
-        return nm + "0";
-      }
-      if (identity(transposed)) {
-        trans = "1";
-        return nm + "0";
-      }
-      trans = "0";
-      // Copy into a temporary buffer in the `plain` order.
-      core::Shape ps;
-      std::vector<std::int64_t> pd;
-      for (std::int64_t d : plain) pd.push_back(a.shape[static_cast<std::size_t>(d)]);
-      ps = core::Shape(pd);
-      int buf = static_cast<int>(next_buffer_++);
-      out_.temps.push_back(ShapedArray{ps, a.dtype, false});
-      std::string tn = nm + "1";
-      s += "  " + std::string(c_type(a.dtype)) + "* __restrict " + tn + " = static_cast<" +
-           c_type(a.dtype) + "*>(b[" + std::to_string(buf) + "]);\n";
-      std::string idx;
-      for (std::size_t k = 0; k < plain.size(); ++k)
-        idx += (k ? " + " : "") + std::string("t") + std::to_string(k) + " * (" +
-               stride(a.shape, static_cast<std::size_t>(plain[k])) + ")";
-      s += "  {\n" + nest(ps, tn + "[t] = " + nm + "0[" + (idx.empty() ? "0" : idx) + "];", "t") +
-           "  }\n";
-      return tn;
-    };
-    std::string ta, tb;
-    std::string A = operand(0, la, cat({&dn.lhs_batch, &lf, &dn.lhs_contracting}),
-                            cat({&dn.lhs_batch, &dn.lhs_contracting, &lf}), ta);
-    std::string B = operand(1, ra, cat({&dn.rhs_batch, &dn.rhs_contracting, &rf}),
-                            cat({&dn.rhs_batch, &rf, &dn.rhs_contracting}), tb);
-    s += "  h->gemm(" + std::to_string(static_cast<int>(dt)) + ", " + prod(la, dn.lhs_batch) +
-         ", " + prod(la, lf) + ", " + prod(ra, rf) + ", " + prod(la, dn.lhs_contracting) + ", " +
-         A + ", " + ta + ", " + B + ", " + tb + ", o);\n";
-    return s;
-  }
+  std::string emit_dot(const Eqn& e);
 
   // ---- file ----
 
-  std::string preamble() const {
-    std::string s =
-        "// Generated by xpr::jit. No includes: the kernel links only against libm/libmvec.\n"
-        "// Buffers b[]: arguments, consts, outputs, temporaries; n[]: the arguments' sizes.\n\n"
-        "struct XprHost {\n"
-        "  void (*gemm)(int dtype, long long batch, long long m, long long n, long long k,\n"
-        "               const void* a, int a_transposed, const void* b, int b_transposed, void* "
-        "c);\n"
-        "};\n\n";
-    for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
-    for (const std::string& h : helpers_used_) s += helper(h);
-    return s + "\n";
-  }
+  std::string preamble() const;
 
-  static std::string helper(const std::string& h) {
-    if (h.rfind("idiv_", 0) == 0) {
-      std::string t = h == "idiv_i32" ? "int" : "long long";
-      // XLA: x / 0 == -1, INT_MIN / -1 == INT_MIN (wraps, -fwrapv), else truncation.
-      return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
-             " b) { return b == 0 ? static_cast<" + t + ">(-1) : b == -1 ? -a : a / b; }\n";
-    }
-    // cvt_<from>_<to>: saturating, NaN -> 0 (core::convert_element).
-    bool f32 = h.find("_f32_") != std::string::npos;
-    bool to32 = h.size() >= 3 && h.substr(h.size() - 3) == "i32";
-    std::string from = f32 ? "float" : "double", to = to32 ? "int" : "long long";
-    std::string lo = to32 ? "(-2147483647-1)" : "(-9223372036854775807LL-1)";
-    std::string hi = to32 ? "2147483647" : "9223372036854775807LL";
-    return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? static_cast<" +
-           to + ">(0) : x <= static_cast<" + from + ">(" + lo + ") ? " + lo +
-           " : x >= static_cast<" + from + ">(" + hi + ") ? " + hi + " : static_cast<" + to +
-           ">(x); }\n";
-  }
+  static std::string helper(const std::string& h);
 
-  std::string entry() const {
-    if (standalone_)
-      return "static void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n" +
-             calls() + "  (void)b; (void)n; (void)h;\n}\n";
-    std::string s =
-        "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; "
-        "}\n\n"
-        "extern \"C\" __attribute__((visibility(\"default\")))\n"
-        "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
-    return s + calls() + "  (void)b; (void)n; (void)h;\n}\n";
-  }
+  std::string entry() const;
 
   // The top-level groups in order; after a control-flow group, a set status word in the loop
   // control block (a runaway loop) stops the kernel so the host can throw.
-  std::string calls() const {
-    std::string s;
-    if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n";
-    for (std::size_t g : top_) {
-      s += "  g" + std::to_string(g) + "(b, n, h);\n";
-      if (groups_[g].kind == Kind::control && uses_control_) s += "  if (ctl[2]) return;\n";
-    }
-    return s;
-  }
+  std::string calls() const;
 };
 
 }  // namespace detail
@@ -1833,3 +559,1406 @@ inline Lowered lower_standalone(const rt::Jaxpr& jaxpr, const JitOptions& option
 }
 
 }  // namespace xpr::codegen
+
+#if XPR_DEFINITIONS
+
+namespace xpr::codegen {
+
+XPR_FUNC void* LoopControl::begin() {
+  const std::optional<std::int64_t> b = rt::LoopIterationLimit::budget();
+  block_[0] = b ? 1 : 0;
+  block_[1] = b ? *b : 0;
+  start_ = block_[1];
+  return block_;
+}
+
+XPR_FUNC void LoopControl::end(const Lowered& plan) const {
+  if (plan.control < 0) return;
+  if (block_[0]) rt::LoopIterationLimit::spend(start_ - block_[1]);
+  const long long status = block_[2];
+  if (status == 1) rt::LoopIterationLimit::count("while");  // the budget is 0: throws
+  if (status == 2) rt::LoopIterationLimit::count("scan");
+  if (status >= 3 && static_cast<std::size_t>(status - 3) < plan.checks.size()) {
+    const auto& [prim, params] = plan.checks[static_cast<std::size_t>(status - 3)];
+    const rt::Array unfinished[] = {rt::Array(true)};
+    (void)prim->impl(unfinished, params);  // throws check_max_trips' value_error
+  }
+  if (status != 0)
+    throw core::value_error("jit: the kernel stopped with status " + std::to_string(status));
+}
+}  // namespace xpr::codegen
+
+namespace xpr::codegen::detail {
+
+XPR_FUNC const char* c_type(DType t) {
+  switch (t) {
+    case DType::bool_:
+      return "bool";
+    case DType::int32:
+      return "int";
+    case DType::int64:
+      return "long long";
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
+  }
+  return "void";
+}
+
+XPR_FUNC const char* dtype_suffix(DType t) {
+  switch (t) {
+    case DType::bool_:
+      return "b";
+    case DType::int32:
+      return "i32";
+    case DType::int64:
+      return "i64";
+    case DType::float32:
+      return "f32";
+    case DType::float64:
+      return "f64";
+  }
+  return "";
+}
+
+XPR_FUNC std::string c_number(double v, DType t) {
+  if (t == DType::bool_) return v != 0 ? "true" : "false";
+  if (t == DType::int32 || t == DType::int64) {
+    auto i = static_cast<long long>(v);
+    std::string s = t == DType::int32 ? "" : "LL";
+    if (t == DType::int32 && i == -2147483648LL) return "(-2147483647-1)";
+    if (i == static_cast<long long>(-9223372036854775807LL - 1))
+      return "(-9223372036854775807LL-1)";
+    return "(" + std::to_string(i) + s + ")";
+  }
+  const bool f32 = t == DType::float32;
+  if (v != v) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (v == __builtin_inf()) return f32 ? "__builtin_inff()" : "__builtin_inf()";
+  if (v == -__builtin_inf()) return f32 ? "(-__builtin_inff())" : "(-__builtin_inf())";
+  char buf[64];
+  auto r = f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v), std::chars_format::hex)
+               : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::hex);
+  std::string s(buf, r.ptr);
+  // to_chars' hex form has no "0x": "-1.8p+1" -> "-0x1.8p+1".
+  if (s[0] == '-')
+    s = "(-0x" + s.substr(1) + (f32 ? "f)" : ")");
+  else
+    s = "0x" + s + (f32 ? "f" : "");
+  return s;
+}
+
+XPR_FUNC std::string c_literal(const Array& a) {
+  switch (a.dtype()) {
+    case DType::bool_:
+      return a.item<bool>() ? "true" : "false";
+    case DType::int32:
+      return c_number(static_cast<double>(a.item<std::int32_t>()), a.dtype());
+    case DType::int64: {
+      long long i = a.item<std::int64_t>();
+      if (i == static_cast<long long>(-9223372036854775807LL - 1))
+        return "(-9223372036854775807LL-1)";
+      return "(" + std::to_string(i) + "LL)";
+    }
+    case DType::float32:
+      return c_number(static_cast<double>(a.item<float>()), a.dtype());
+    case DType::float64:
+      return c_number(a.item<double>(), a.dtype());
+  }
+  return "0";
+}
+
+XPR_FUNC std::string CCall::math(const std::string& fn, const std::string& x) const {
+  std::string id = fn + "_" + dtype_suffix(in());
+  math_used->insert(id);
+  return "xpr_" + id + "(" + x + ")";
+}
+
+XPR_FUNC std::string CCall::math2(const std::string& fn, const std::string& x,
+                                  const std::string& y) const {
+  std::string id = fn + "_" + dtype_suffix(in());
+  math_used->insert(id);
+  return "xpr_" + id + "(" + x + ", " + y + ")";
+}
+
+XPR_FUNC std::string c_select_n::emit(const CCall& c) {
+  const std::size_t n = c.args.size() - 1;
+  if (c.arg_dtypes[0] == DType::bool_) return "(" + c[0] + " ? " + c[2] + " : " + c[1] + ")";
+  std::string e = c[n];
+  for (std::size_t k = n - 1; k-- > 0;)
+    e = "(" + c[0] + " <= " + std::to_string(k) + " ? " + c[k + 1] + " : " + e + ")";
+  return e;
+}
+
+XPR_FUNC std::string c_convert::emit(const CCall& c) {
+  DType from = c.in(), to = c.out;
+  if (to == DType::bool_) return "(" + c[0] + " != 0)";
+  if (core::is_floating(from) && core::is_integer(to))
+    return "xpr_cvt_" + std::string(dtype_suffix(from)) + "_" + dtype_suffix(to) + "(" + c[0] + ")";
+  return "static_cast<" + std::string(c_type(to)) + ">(" + c[0] + ")";
+}
+
+XPR_FUNC const std::vector<ElementwiseRow>& elementwise_table() {
+  static const std::vector<ElementwiseRow> table = {
+      row<op::neg>(rt::neg_p),
+      row<op::sin>(rt::sin_p, true),
+      row<op::cos>(rt::cos_p, true),
+      row<op::tan>(rt::tan_p, true),
+      row<op::tanh>(rt::tanh_p, true),
+      row<op::exp>(rt::exp_p, true),
+      row<op::log>(rt::log_p, true),
+      row<op::log1p>(rt::log1p_p, true),
+      row<op::expm1>(rt::expm1_p, true),
+      row<op::sqrt>(rt::sqrt_p),
+      row<op::rsqrt>(rt::rsqrt_p),
+      row<op::abs>(rt::abs_p),
+      row<op::sign>(rt::sign_p),
+      row<op::logistic>(rt::logistic_p, true),
+      row<op::stop_gradient>(rt::stop_gradient_p),
+      row<op::add>(rt::add_p),
+      row<op::sub>(rt::sub_p),
+      row<op::mul>(rt::mul_p),
+      row<op::div>(rt::div_p),
+      row<op::max>(rt::max_p),
+      row<op::min>(rt::min_p),
+      row<op::pow>(rt::pow_p, true),
+      row<op::integer_pow>(rt::integer_pow_p),
+      row<op::eq>(rt::eq_p),
+      row<op::ne>(rt::ne_p),
+      row<op::lt>(rt::lt_p),
+      row<op::le>(rt::le_p),
+      row<op::gt>(rt::gt_p),
+      row<op::ge>(rt::ge_p),
+      {&rt::select_n_p, &c_select_n::emit, false},
+      {&rt::convert_element_type_p, &c_convert::emit, false},
+  };
+  return table;
+}
+
+XPR_FUNC const ElementwiseRow* find_elementwise(const Primitive* p) {
+  for (const ElementwiseRow& r : elementwise_table())
+    if (r.primitive == p) return &r;
+  return nullptr;
+}
+
+XPR_FUNC std::string math_declaration(const std::string& id, bool precise) {
+  // id: "sin_f64" -> double xpr_sin_f64(double) asm("sin")
+  auto us = id.rfind('_');
+  std::string fn = id.substr(0, us);
+  bool f32 = id.substr(us + 1) == "f32";
+  std::string t = f32 ? "float" : "double";
+  std::string sym = fn + (f32 ? "f" : "");
+  std::string params = fn == "pow" ? t + ", " + t : t;
+  std::string attrs = precise ? "__attribute__((const, nothrow, leaf))"
+                              : "__attribute__((const, nothrow, leaf, simd(\"notinbranch\")))";
+  return "extern \"C\" " + t + " xpr_" + id + "(" + params + ") __asm__(\"" + sym + "\") " + attrs +
+         ";\n";
+}
+
+XPR_FUNC bool is_standalone(const Primitive* p) {
+  return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
+         p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
+         p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
+         p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
+         p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
+         p == &rt::gather_p || is_scatter(p);
+}
+
+XPR_FUNC const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
+  static const char* const names[] = {"pjit",  "custom_jvp_call", "custom_vjp_call", "checkpoint",
+                                      "remat", "closed_call",     "core_call"};
+  bool call = false;
+  for (const char* n : names) call = call || e.primitive->name() == n;
+  if (!call) return nullptr;
+  for (const char* key : {"jaxpr", "call_jaxpr"})
+    if (const rt::ParamValue* v = e.params.find(key))
+      if (const rt::JaxprParam* j = std::get_if<rt::JaxprParam>(v); j && *j) {
+        const rt::ClosedJaxpr& c = **j;
+        if (c.jaxpr.invars.size() != e.inputs.size() || c.jaxpr.outvars.size() != e.outputs.size())
+          return nullptr;
+        for (const Array& k : c.consts)
+          if (k.ndim() != 0 || !k.is_concrete()) return nullptr;  // only scalars become literals
+        return &c;
+      }
+  return nullptr;
+}
+
+XPR_FUNC std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
+                                       std::span<const Array> consts, std::span<const Atom> args,
+                                       std::size_t depth) {
+  if (depth > rt::max_jaxpr_nesting)
+    throw core::not_implemented_error("jit: code generation for calls nested deeper than " +
+                                      std::to_string(rt::max_jaxpr_nesting) + " not implemented");
+  std::unordered_map<const void*, Atom> env;
+  for (std::size_t i = 0; i < body.constvars.size(); ++i)
+    env.emplace(body.constvars[i].id(), Atom(Literal{consts[i]}));
+  for (std::size_t i = 0; i < body.invars.size(); ++i) env.emplace(body.invars[i].id(), args[i]);
+  auto read = [&](const Atom& a) -> Atom {
+    if (const Var* v = std::get_if<Var>(&a)) {
+      auto it = env.find(v->id());
+      if (it == env.end())
+        throw core::not_implemented_error(
+            "jit: code generation for a jaxpr using an undefined variable not implemented");
+      return it->second;
+    }
+    return a;
+  };
+  for (const Eqn& e : body.eqns) {
+    std::vector<Atom> ins;
+    for (const Atom& a : e.inputs) ins.push_back(read(a));
+    if (const rt::ClosedJaxpr* sub = e.primitive ? inlinable_body(e) : nullptr) {
+      std::vector<Atom> res = inline_into(out, sub->jaxpr, sub->consts, ins, depth + 1);
+      for (std::size_t k = 0; k < e.outputs.size(); ++k)
+        env.insert_or_assign(e.outputs[k].id(), res[k]);
+      continue;
+    }
+    Eqn n{e.primitive, std::move(ins), e.params, {}};
+    for (const Var& v : e.outputs) {
+      n.outputs.emplace_back(v.aval());
+      env.insert_or_assign(v.id(), Atom(n.outputs.back()));
+    }
+    out.push_back(std::move(n));
+  }
+  std::vector<Atom> res;
+  for (const Atom& a : body.outvars) res.push_back(read(a));
+  return res;
+}
+
+XPR_FUNC Jaxpr inline_calls(const Jaxpr& j) {
+  bool any = false;
+  for (const Eqn& e : j.eqns) any = any || (e.primitive && inlinable_body(e));
+  if (!any) return j;
+  Jaxpr r;
+  r.constvars = j.constvars;
+  r.invars = j.invars;
+  std::vector<Atom> args;
+  for (const Var& v : j.invars) args.emplace_back(v);
+  std::vector<Atom> cs;
+  for (const Var& v : j.constvars) cs.emplace_back(v);
+  // The outer jaxpr's constvars stay variables: pass them through an environment of atoms.
+  Jaxpr body = j;
+  body.invars.insert(body.invars.begin(), j.constvars.begin(), j.constvars.end());
+  body.constvars.clear();
+  std::vector<Atom> all = cs;
+  all.insert(all.end(), args.begin(), args.end());
+  r.outvars = inline_into(r.eqns, body, {}, all, 0);
+  return r;
+}
+
+XPR_FUNC Lowered Lowering::run() {
+  number_vars();
+  collect_dims();
+  form_groups(jaxpr_.eqns, top_, 0);
+  assign_buffers();
+  std::string decls, body;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    decls += "static void g" + std::to_string(g) +
+             "(void* const* b, const long long* n, const XprHost* h);\n";
+    body += emit_group(g);
+  }
+  out_.source = preamble() + decls + "\n" + body + entry();
+  for (const Eqn* e : checks_) out_.checks.emplace_back(e->primitive, e->params);
+  return std::move(out_);
+}
+
+XPR_FUNC Lowering::VarInfo& Lowering::info(const Var& v) {
+  auto it = vars_.find(v.id());
+  if (it == vars_.end()) unsupported("a jaxpr using an undefined variable");
+  return it->second;
+}
+
+XPR_FUNC void Lowering::def(const Var& v, int group) {
+  // Each aval's byte count must fit (Shape checks element counts; this checks bytes).
+  (void)core::checked_nbytes(v.aval().size(), core::itemsize(v.aval().dtype));
+  if (!vars_.emplace(v.id(), VarInfo{next_var_++, group, -1}).second)
+    unsupported("a jaxpr defining a variable twice");
+}
+
+XPR_FUNC void Lowering::collect_dims() {
+  auto add = [&](const Var& v) {
+    for (std::int64_t d : v.aval().shape) {
+      dim_symbols_.emplace_back(d, out_.dims.size());
+      out_.dims.push_back(d);
+    }
+  };
+  for (const Var& v : jaxpr_.invars) add(v);
+  for (const Var& v : jaxpr_.constvars) add(v);
+  out_.num_args = jaxpr_.invars.size();
+  out_.num_consts = jaxpr_.constvars.size();
+}
+
+XPR_FUNC std::string Lowering::dim(std::int64_t d) const {
+  for (const auto& [v, k] : dim_symbols_)
+    if (v == d) return "n[" + std::to_string(k) + "]";
+  return std::to_string(d) + "LL";
+}
+
+XPR_FUNC std::string Lowering::count(const core::Shape& s) const {
+  if (s.rank() == 0) return "1LL";
+  std::string r;
+  for (std::size_t i = 0; i < s.rank(); ++i) r += (i ? " * " : "") + dim(s[i]);
+  return r;
+}
+
+XPR_FUNC std::string Lowering::stride(const core::Shape& s, std::size_t i) const {
+  std::string r;
+  for (std::size_t k = i + 1; k < s.rank(); ++k) r += (r.empty() ? "" : " * ") + dim(s[k]);
+  return r.empty() ? "1LL" : r;
+}
+
+XPR_FUNC bool Lowering::all_vars_or_scalar_literals(const Eqn& e) {
+  for (const Atom& a : e.inputs)
+    if (const Literal* l = std::get_if<Literal>(&a); l && l->value.ndim() != 0) return false;
+  return true;
+}
+
+XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
+                                    std::size_t depth) {
+  if (depth > rt::max_jaxpr_nesting)
+    unsupported("control flow nested deeper than " + std::to_string(rt::max_jaxpr_nesting));
+  int last = -1;  // this scope's latest group
+  for (const Eqn& e : eqns) {
+    if (!e.primitive) unsupported("an equation without a primitive");
+    if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
+    for (const Atom& a : e.inputs)
+      if (const Var* v = std::get_if<Var>(&a)) (void)info(*v);  // defined before its use
+    if (is_control(e.primitive)) {
+      groups_.push_back(Group{Kind::control, {}, {&e}, {}, {}, {}});
+      const auto g = static_cast<int>(groups_.size() - 1);
+      scope.push_back(groups_.size() - 1);
+      last = g;
+      for (const Var& v : e.outputs) def(v, g);
+      instantiate_control(static_cast<std::size_t>(g), depth);
+      continue;
+    }
+    const bool bcast = e.primitive == &rt::broadcast_in_dim_p;
+    const ElementwiseRow* r = bcast ? nullptr : find_elementwise(e.primitive);
+    if (!r && !bcast && !is_standalone(e.primitive)) unsupported("'" + e.primitive->name() + "'");
+    if (e.outputs.size() != 1) unsupported("'" + e.primitive->name() + "' with several results");
+    if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
+      unsupported("'" + e.primitive->name() + "' on integers");
+    if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
+      unsupported("dot_general of booleans");
+    const core::Shape& shape = e.outputs[0].aval().shape;
+    if (r || bcast) {
+      if (r && e.primitive == &rt::integer_pow_p) {
+        CCall c;
+        c.args = {"x"};
+        c.arg_dtypes = {aval_of(e.inputs[0]).dtype};
+        c.out = e.outputs[0].aval().dtype;
+        c.params = &e.params;
+        c.math_used = &math_used_;
+        if (c_expr<op::integer_pow>::emit(c).empty()) unsupported("integer_pow of a huge exponent");
+      }
+      bool join = last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
+                  groups_[static_cast<std::size_t>(last)].shape == shape &&
+                  groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns;
+      if (!join) {
+        groups_.push_back(Group{Kind::elementwise, shape, {}, {}, {}, {}});
+        scope.push_back(groups_.size() - 1);
+        last = static_cast<int>(groups_.size() - 1);
+      }
+    } else {
+      groups_.push_back(Group{Kind::standalone, shape, {}, {}, {}, {}});
+      scope.push_back(groups_.size() - 1);
+      last = static_cast<int>(groups_.size() - 1);
+    }
+    groups_[static_cast<std::size_t>(last)].eqns.push_back(&e);
+    def(e.outputs[0], last);
+  }
+}
+
+XPR_FUNC Lowering::Block Lowering::instantiate(const rt::ClosedJaxpr& body,
+                                               std::span<const Atom> args, std::size_t depth) {
+  if (body.jaxpr.invars.size() != args.size())
+    unsupported("a sub-jaxpr called with the wrong number of operands");
+  sub_eqns_.emplace_back();
+  std::vector<Eqn>& eqns = sub_eqns_.back();
+  Block blk;
+  blk.outs = inline_into(eqns, body.jaxpr, body.consts, args, depth);
+  form_groups(eqns, blk.groups, depth + 1);
+  return blk;
+}
+
+XPR_FUNC std::vector<Atom> Lowering::atoms(std::span<const Atom> a, std::size_t from,
+                                           std::size_t n) {
+  if (from > a.size() || n > a.size() - from) unsupported("a control-flow equation's operands");
+  return std::vector<Atom>(a.begin() + static_cast<std::ptrdiff_t>(from),
+                           a.begin() + static_cast<std::ptrdiff_t>(from + n));
+}
+
+XPR_FUNC void Lowering::check_types(std::span<const Atom> outs, std::span<const Var> to) {
+  if (outs.size() != to.size()) unsupported("a sub-jaxpr returning the wrong number of results");
+  for (std::size_t k = 0; k < to.size(); ++k)
+    if (!aval_of(outs[k]).same_type(to[k].aval()))
+      unsupported("a sub-jaxpr returning the wrong types");
+}
+
+XPR_FUNC void Lowering::instantiate_control(std::size_t g, std::size_t depth) {
+  const Eqn& e = *groups_[g].eqns[0];
+  const std::string& p = e.primitive->name();
+  std::vector<Atom> reads;
+  std::vector<Block> blocks;
+  std::vector<Var> slices;
+  std::vector<Atom> outs_as_atoms;
+  for (const Var& v : e.outputs) outs_as_atoms.emplace_back(v);
+  if (p == "cond") {
+    if (e.inputs.empty()) unsupported("cond without an index");
+    const rt::JaxprTuple& bs = e.params.get<rt::JaxprTuple>("branches");
+    if (bs.empty()) unsupported("cond without branches");
+    const std::vector<Atom> ops = atoms(e.inputs, 1, e.inputs.size() - 1);
+    for (const rt::JaxprParam& br : bs) {
+      if (!br) unsupported("cond with a missing branch");
+      blocks.push_back(instantiate(*br, ops, depth));
+      check_types(blocks.back().outs, e.outputs);
+      reads.insert(reads.end(), blocks.back().outs.begin(), blocks.back().outs.end());
+    }
+    reads.push_back(e.inputs[0]);
+  } else if (p == "while") {
+    auto nc = static_cast<std::size_t>(e.params.get<std::int64_t>("cond_nconsts"));
+    auto nb = static_cast<std::size_t>(e.params.get<std::int64_t>("body_nconsts"));
+    const std::vector<Atom> cc = atoms(e.inputs, 0, nc), bc = atoms(e.inputs, nc, nb);
+    const std::vector<Atom> init = atoms(e.inputs, nc + nb, e.outputs.size());
+    if (nc + nb + e.outputs.size() != e.inputs.size()) unsupported("while's operands");
+    std::vector<Atom> cargs = cc, bargs = bc;
+    cargs.insert(cargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
+    bargs.insert(bargs.end(), outs_as_atoms.begin(), outs_as_atoms.end());
+    for (const char* key : {"cond_jaxpr", "body_jaxpr"}) {
+      const rt::JaxprParam& j = e.params.get<rt::JaxprParam>(key);
+      if (!j) unsupported("while without a sub-jaxpr");
+      blocks.push_back(instantiate(*j, key[0] == 'c' ? cargs : bargs, depth));
+    }
+    if (blocks[0].outs.size() != 1 || aval_of(blocks[0].outs[0]).dtype != DType::bool_ ||
+        aval_of(blocks[0].outs[0]).ndim() != 0)
+      unsupported("while with a predicate that is not a bool scalar");
+    check_types(blocks[1].outs, e.outputs);
+    scatter_in_place(blocks[1], e.outputs);
+    reads = init;
+    reads.push_back(blocks[0].outs[0]);
+    reads.insert(reads.end(), blocks[1].outs.begin(), blocks[1].outs.end());
+  } else if (p == "scan") {
+    const rt::JaxprParam& j = e.params.get<rt::JaxprParam>("jaxpr");
+    if (!j) unsupported("scan without a body");
+    auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
+    auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
+    const std::int64_t length = e.params.get<std::int64_t>("length");
+    if (length < 0 || ncarry > e.outputs.size()) unsupported("scan's parameters");
+    std::vector<Atom> args = atoms(e.inputs, 0, nconst);
+    const std::vector<Atom> init = atoms(e.inputs, nconst, ncarry);
+    args.insert(args.end(), outs_as_atoms.begin(),
+                outs_as_atoms.begin() + static_cast<std::ptrdiff_t>(ncarry));
+    for (std::size_t i = nconst + ncarry; i < e.inputs.size(); ++i) {
+      const ShapedArray& xs = aval_of(e.inputs[i]);
+      if (xs.ndim() == 0 || xs.shape[0] != length) unsupported("scan's xs");
+      slices.emplace_back(
+          ShapedArray{core::Shape(std::vector<std::int64_t>(xs.shape.begin() + 1, xs.shape.end())),
+                      xs.dtype, xs.weak_type});
+      def(slices.back(), static_cast<int>(g));
+      args.emplace_back(slices.back());
+      reads.push_back(e.inputs[i]);
+    }
+    blocks.push_back(instantiate(*j, args, depth));
+    const Block& body = blocks[0];
+    if (body.outs.size() != e.outputs.size()) unsupported("scan's results");
+    for (std::size_t k = 0; k < body.outs.size(); ++k) {
+      const ShapedArray& o = e.outputs[k].aval();
+      const ShapedArray& y = aval_of(body.outs[k]);
+      if (k < ncarry ? !y.same_type(o)
+                     : (o.ndim() == 0 || o.shape[0] != length || y.dtype != o.dtype ||
+                        y.size() * length != o.size()))
+        unsupported("scan's result types");
+    }
+    scatter_in_place(body,
+                     std::vector<Var>(e.outputs.begin(),
+                                      e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry)));
+    reads.insert(reads.end(), init.begin(), init.end());
+    reads.insert(reads.end(), body.outs.begin(), body.outs.end());
+  } else {  // check_max_trips
+    if (e.inputs.size() != e.outputs.size() + 1) unsupported("check_max_trips' operands");
+    reads = e.inputs;
+  }
+  Group& grp = groups_[g];
+  grp.blocks = std::move(blocks);
+  grp.slices = std::move(slices);
+  grp.reads = std::move(reads);
+}
+
+XPR_FUNC bool Lowering::block_reads(const Block& blk, const Var& v, const Eqn* except) const {
+  auto is_v = [&](const Atom& a) {
+    const Var* w = std::get_if<Var>(&a);
+    return w && w->id() == v.id();
+  };
+  for (std::size_t g : blk.groups) {
+    const Group& grp = groups_[g];
+    for (const Eqn* e : grp.eqns)
+      for (std::size_t i = 0; i < e->inputs.size(); ++i)
+        if (is_v(e->inputs[i]) && !(e == except && i == 0)) return true;
+    for (const Atom& a : grp.reads)
+      if (is_v(a)) return true;
+    for (const Block& b : grp.blocks)
+      if (block_reads(b, v, except)) return true;
+  }
+  return false;
+}
+
+XPR_FUNC void Lowering::scatter_in_place(const Block& body, const std::vector<Var>& carry) {
+  for (std::size_t k = 0; k < carry.size() && k < body.outs.size(); ++k) {
+    const Var* out = std::get_if<Var>(&body.outs[k]);
+    if (!out) continue;
+    for (std::size_t g : body.groups) {
+      const Group& grp = groups_[g];
+      if (grp.kind != Kind::standalone || !is_scatter(grp.eqns[0]->primitive)) continue;
+      const Eqn& e = *grp.eqns[0];
+      const Var* x = std::get_if<Var>(&e.inputs[0]);
+      if (e.outputs[0].id() != out->id() || !x || x->id() != carry[k].id()) continue;
+      bool other = block_reads(body, carry[k], &e);
+      for (const Atom& a : body.outs)
+        if (const Var* w = std::get_if<Var>(&a); w && w->id() == carry[k].id()) other = true;
+      if (!other) in_place_.emplace_back(*out, carry[k]);
+    }
+  }
+}
+
+XPR_FUNC void Lowering::assign_buffers() {
+  next_buffer_ = out_.num_args + out_.num_consts;
+  for (std::size_t i = 0; i < jaxpr_.invars.size(); ++i)
+    info(jaxpr_.invars[i]).buffer = static_cast<int>(i);
+  for (std::size_t i = 0; i < jaxpr_.constvars.size(); ++i)
+    info(jaxpr_.constvars[i]).buffer = static_cast<int>(out_.num_args + i);
+  // Outputs first (their buffers are the host's result arrays), then temporaries.
+  for (const Atom& a : jaxpr_.outvars) {
+    OutputSpec o;
+    o.aval = aval_of(a);
+    if (const Literal* l = std::get_if<Literal>(&a)) {
+      o.kind = OutputSpec::literal;
+      o.value = l->value;
+    } else {
+      VarInfo& vi = info(std::get<Var>(a));
+      if (vi.group == -1) {
+        o.kind = vi.buffer < static_cast<int>(out_.num_args) ? OutputSpec::argument
+                                                             : OutputSpec::constant;
+        o.index = vi.buffer < static_cast<int>(out_.num_args)
+                      ? static_cast<std::size_t>(vi.buffer)
+                      : static_cast<std::size_t>(vi.buffer) - out_.num_args;
+      } else {
+        if (vi.buffer < 0) {
+          vi.buffer = static_cast<int>(next_buffer_++);
+          out_.kernel_outputs.push_back(std::get<Var>(a).aval());
+        }
+        o.kind = OutputSpec::kernel_buffer;
+        o.index = static_cast<std::size_t>(vi.buffer) - out_.num_args - out_.num_consts;
+      }
+    }
+    out_.outputs.push_back(std::move(o));
+  }
+  auto buffer = [&](const Var& v) {
+    VarInfo& vi = info(v);
+    if (vi.buffer < 0) {
+      vi.buffer = static_cast<int>(next_buffer_++);
+      out_.temps.push_back(v.aval());
+    }
+  };
+  for (const auto& [result, carry] : in_place_) {
+    buffer(carry);
+    info(result).buffer = info(carry).buffer;
+  }
+  // A value used by another group than its own lives in a buffer.
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    auto read = [&](const Atom& a) {
+      if (const Var* v = std::get_if<Var>(&a); v && info(*v).group != static_cast<int>(g))
+        buffer(*v);
+    };
+    for (const Eqn* e : groups_[g].eqns)
+      for (const Atom& a : e->inputs) read(a);
+    for (const Atom& a : groups_[g].reads) read(a);
+  }
+  // Standalone primitives and control flow read and write buffers only.
+  for (const Group& grp : groups_)
+    if (!grp.elementwise()) {
+      for (const Var& o : grp.eqns[0]->outputs) buffer(o);
+      for (const Var& s : grp.slices) buffer(s);
+      if (grp.kind == Kind::control && grp.eqns[0]->primitive->name() != "cond")
+        uses_control_ = true;  // a loop, or check_max_trips
+    }
+  // The loop-control block (see `LoopControl`).
+  if (uses_control_) {
+    out_.control = static_cast<int>(next_buffer_++);
+    out_.temps.push_back(ShapedArray{core::Shape{4}, DType::int64, false});
+  }
+}
+
+XPR_FUNC std::string Lowering::ptr(const Var& v, bool mut) {
+  const VarInfo& vi = info(v);
+  std::string t = c_type(v.aval().dtype);
+  return "static_cast<" + std::string(mut ? "" : "const ") + t + "*>(b[" +
+         std::to_string(vi.buffer) + "])";
+}
+
+XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
+  const Group& grp = groups_[g];
+  std::string f =
+      "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
+      "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
+  if (grp.kind == Kind::elementwise) return f + emit_elementwise(g) + "}\n\n";
+  if (grp.kind == Kind::control) return f + emit_control(grp) + "}\n\n";
+  return f + emit_standalone(*grp.eqns[0]) + "}\n\n";
+}
+
+XPR_FUNC std::string Lowering::copy(const std::string& dst, const ShapedArray& da, const Atom& src,
+                                    const std::string& ind, const std::string& dst_off,
+                                    const std::string& src_off) {
+  const std::string t = c_type(da.dtype);
+  auto at = [](const std::string& off) { return off == "0" ? "[i]" : "[" + off + " + i]"; };
+  std::string from;
+  if (const Literal* l = std::get_if<Literal>(&src))
+    from = c_literal(l->value);
+  else
+    from = ptr(std::get<Var>(src)) + at(src_off);
+  return ind + "for (long long i = 0; i < " + count(da.shape) + "; ++i)\n" + ind +
+         "  static_cast<" + t + "*>(" + dst + ")" + at(dst_off) + " = " + from + ";\n";
+}
+
+XPR_FUNC std::string Lowering::call(const Block& blk, const std::string& ind) {
+  std::string s;
+  for (std::size_t g : blk.groups) {
+    s += ind + "g" + std::to_string(g) + "(b, n, h);\n";
+    if (groups_[g].kind == Kind::control && uses_control_) s += ind + "if (ctl[2]) return;\n";
+  }
+  return s;
+}
+
+XPR_FUNC std::string Lowering::count_iteration(int code, const std::string& ind) {
+  return ind + "if (ctl[0]) {\n" + ind + "  if (ctl[1] == 0) {\n" + ind +
+         "    ctl[2] = " + std::to_string(code) + ";\n" + ind + "    return;\n" + ind + "  }\n" +
+         ind + "  --ctl[1];\n" + ind + "}\n";
+}
+
+XPR_FUNC std::string Lowering::update_carry(const std::vector<Atom>& outs,
+                                            const std::vector<Var>& carry, const std::string& ind) {
+  std::string s, later;
+  for (std::size_t k = 0; k < carry.size(); ++k) {
+    const Var* v = std::get_if<Var>(&outs[k]);
+    if (v && info(*v).buffer == info(carry[k]).buffer) continue;  // unchanged, or in place
+    bool is_carry = false;
+    for (const Var& c : carry) is_carry = is_carry || (v && v->id() == c.id());
+    if (is_carry) {
+      std::string st = "b[" + std::to_string(next_buffer_++) + "]";
+      out_.temps.push_back(carry[k].aval());
+      s += copy(st, carry[k].aval(), outs[k], ind);
+      staged_.emplace_back(carry[k].aval());  // the staged value, read back from its buffer
+      def(staged_.back(), -1);
+      info(staged_.back()).buffer = static_cast<int>(next_buffer_ - 1);
+      later += copy(buf(carry[k]), carry[k].aval(), Atom(staged_.back()), ind);
+    } else {
+      later += copy(buf(carry[k]), carry[k].aval(), outs[k], ind);
+    }
+  }
+  return s + later;
+}
+
+XPR_FUNC std::string Lowering::emit_control(const Group& grp) {
+  const Eqn& e = *grp.eqns[0];
+  const std::string& p = e.primitive->name();
+  std::string s;
+  if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n  (void)ctl;\n";
+  if (p == "cond") {
+    const std::string nb = std::to_string(grp.blocks.size() - 1);
+    s += "  long long k = " + scalar(e.inputs[0]) + ";\n";
+    s += "  k = k < 0 ? 0 : k > " + nb + " ? " + nb + " : k;\n";  // clamped, as cond's impl
+    s += "  switch (k) {\n";
+    for (std::size_t br = 0; br < grp.blocks.size(); ++br) {
+      s += br + 1 == grp.blocks.size() ? "    default: {\n"
+                                       : "    case " + std::to_string(br) + ": {\n";
+      s += call(grp.blocks[br], "      ");
+      for (std::size_t k = 0; k < e.outputs.size(); ++k)
+        s += copy(buf(e.outputs[k]), e.outputs[k].aval(), grp.blocks[br].outs[k], "      ");
+      s += "      break;\n    }\n";
+    }
+    return s + "  }\n";
+  }
+  if (p == "while") {
+    const Block &c = grp.blocks[0], &body = grp.blocks[1];
+    const std::size_t n0 = e.inputs.size() - e.outputs.size();
+    for (std::size_t k = 0; k < e.outputs.size(); ++k)
+      s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[n0 + k], "  ");
+    s += "  for (;;) {\n" + call(c, "    ");
+    s += "    if (!" + scalar(c.outs[0]) + ") break;\n";
+    s += count_iteration(1, "    ");
+    s += call(body, "    ");
+    s += update_carry(body.outs, e.outputs, "    ");
+    return s + "  }\n";
+  }
+  if (p == "scan") {
+    const Block& body = grp.blocks[0];
+    auto nconst = static_cast<std::size_t>(e.params.get<std::int64_t>("num_consts"));
+    auto ncarry = static_cast<std::size_t>(e.params.get<std::int64_t>("num_carry"));
+    const std::int64_t length = e.params.get<std::int64_t>("length");
+    const bool reverse = e.params.get<bool>("reverse");
+    std::vector<Var> carry(e.outputs.begin(),
+                           e.outputs.begin() + static_cast<std::ptrdiff_t>(ncarry));
+    for (std::size_t k = 0; k < ncarry; ++k)
+      s += copy(buf(carry[k]), carry[k].aval(), e.inputs[nconst + k], "  ");
+    s += "  const long long L = " + dim(length) + ";\n";
+    s += "  for (long long step = 0; step < L; ++step) {\n";
+    s += count_iteration(2, "    ");
+    s += std::string("    const long long it = ") + (reverse ? "L - 1 - step" : "step") +
+         ";\n    (void)it;\n";
+    for (std::size_t j = 0; j < grp.slices.size(); ++j) {
+      const Var& x = grp.slices[j];
+      s += copy(buf(x), x.aval(), e.inputs[nconst + ncarry + j], "    ", "0",
+                "it * (" + count(x.aval().shape) + ")");
+    }
+    s += call(body, "    ");
+    // The ys first: they may read a carry the update below overwrites.
+    for (std::size_t k = ncarry; k < e.outputs.size(); ++k) {
+      const ShapedArray ya = aval_of(body.outs[k]);
+      s += copy(buf(e.outputs[k]), ya, body.outs[k], "    ", "it * (" + count(ya.shape) + ")");
+    }
+    std::vector<Atom> couts(body.outs.begin(),
+                            body.outs.begin() + static_cast<std::ptrdiff_t>(ncarry));
+    s += update_carry(couts, carry, "    ");
+    return s + "  }\n";
+  }
+  // check_max_trips: the status names this equation; the host calls its impl for the message.
+  checks_.push_back(&e);
+  s += "  if (" + scalar(e.inputs[0]) + ") {\n    ctl[2] = " + std::to_string(2 + checks_.size()) +
+       ";\n    return;\n  }\n";
+  for (std::size_t k = 0; k < e.outputs.size(); ++k)
+    s += copy(buf(e.outputs[k]), e.outputs[k].aval(), e.inputs[k + 1], "  ");
+  return s;
+}
+
+XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g) {
+  const Group& grp = groups_[g];
+  const std::size_t rank = grp.shape.rank();
+  std::string pre, body;
+  std::map<std::size_t, std::string> read_name;  // var id -> expression read in the loop
+  std::size_t nbc = 0;
+  bool nd = false;
+  std::vector<std::string> bc_index;  // per broadcast: index expression in i0..ir-1
+  auto operand = [&](const Atom& a, bool allow_array = true) -> std::string {
+    if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
+    const Var& v = std::get<Var>(a);
+    const VarInfo& vi = info(v);
+    if (vi.group == static_cast<int>(g)) return name(v);
+    auto it = read_name.find(vi.id);
+    if (it != read_name.end()) return it->second;
+    std::string p = "p" + std::to_string(vi.id);
+    std::string t = c_type(v.aval().dtype);
+    std::string expr;
+    if (v.aval().ndim() == 0 || !allow_array) {
+      pre += "  const " + t + " " + p + " = " + ptr(v) + "[0];\n";
+      expr = p;
+    } else {
+      pre += "  const " + t + "* __restrict " + p + " = " + ptr(v) + ";\n";
+      expr = p + "[i]";
+    }
+    read_name.emplace(vi.id, expr);
+    return expr;
+  };
+  for (const Eqn* ep : grp.eqns) {
+    const Eqn& e = *ep;
+    const Var& o = e.outputs[0];
+    std::string t = c_type(o.aval().dtype);
+    std::string expr;
+    if (e.primitive == &rt::broadcast_in_dim_p) {
+      const Atom& a = e.inputs[0];
+      const ShapedArray& in = aval_of(a);
+      if (in.ndim() == 0 || in.shape == o.aval().shape) {
+        expr = operand(a);
+      } else {
+        // A strided read of a buffered operand: stride 0 along broadcast dimensions.
+        const Var& v = std::get<Var>(a);
+        const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
+        std::string p = "q" + std::to_string(nbc);
+        pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(v) +
+               ";\n";
+        std::string idx;
+        for (std::size_t k = 0; k < bd.size(); ++k) {
+          if (in.shape[k] == 1) continue;
+          idx += (idx.empty() ? "" : " + ") + std::string("i") + std::to_string(bd[k]) + " * (" +
+                 stride(in.shape, k) + ")";
+        }
+        expr = p + "[" + (idx.empty() ? "0" : idx) + "]";
+        ++nbc;
+        nd = true;
+      }
+    } else {
+      const ElementwiseRow* r = find_elementwise(e.primitive);
+      CCall c;
+      for (const Atom& a : e.inputs) {
+        c.args.push_back(operand(a));
+        c.arg_dtypes.push_back(aval_of(a).dtype);
+      }
+      c.out = o.aval().dtype;
+      c.params = &e.params;
+      c.math_used = &math_used_;
+      if (e.primitive == &rt::div_p && !c.floating())
+        helpers_used_.insert(std::string("idiv_") + dtype_suffix(c.in()));
+      if (e.primitive == &rt::convert_element_type_p && core::is_floating(c.in()) &&
+          core::is_integer(c.out))
+        helpers_used_.insert(std::string("cvt_") + dtype_suffix(c.in()) + "_" +
+                             dtype_suffix(c.out));
+      if (e.primitive == &rt::select_n_p && c.arg_dtypes[0] == DType::int32 && c.args.size() < 2)
+        unsupported("select_n without cases");
+      expr = r->emit(c);
+    }
+    body += "    const " + t + " " + name(o) + " = " + expr + ";\n";
+    if (info(o).buffer >= 0) {
+      std::string on = "o" + std::to_string(info(o).id);
+      pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
+      body += "    " + on + "[i] = " + name(o) + ";\n";
+    }
+  }
+  (void)bc_index;
+  std::string loop;
+  if (!nd || rank == 0) {
+    loop = "  const long long N = " + count(grp.shape) +
+           ";\n  for (long long i = 0; i < N; ++i) {\n" + body + "  }\n";
+  } else {
+    std::string open, close;
+    std::string ind = "  ";
+    for (std::size_t k = 0; k < rank; ++k) {
+      open += ind + "for (long long i" + std::to_string(k) + " = 0; i" + std::to_string(k) + " < " +
+              dim(grp.shape[k]) + "; ++i" + std::to_string(k) + ") {\n";
+      close = ind + "}\n" + close;
+      ind += "  ";
+    }
+    std::string flat;
+    for (std::size_t k = 0; k < rank; ++k)
+      flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
+              stride(grp.shape, k) + ")";
+    // Body lines are indented for the flat loop; fine for readability either way.
+    loop = open + ind + "const long long i = " + flat + ";\n" + body + close;
+  }
+  return pre + loop;
+}
+
+XPR_FUNC std::string Lowering::nest(const core::Shape& shape, const std::string& body,
+                                    const std::string& ivar) {
+  std::string open, close, ind = "  ";
+  const std::size_t rank = shape.rank();
+  for (std::size_t k = 0; k < rank; ++k) {
+    std::string iv = ivar + std::to_string(k);
+    open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[k]) + "; ++" + iv +
+            ") {\n";
+    close = ind + "}\n" + close;
+    ind += "  ";
+  }
+  std::string flat;
+  for (std::size_t k = 0; k < rank; ++k)
+    flat += (k ? " + " : "") + ivar + std::to_string(k) + " * (" + stride(shape, k) + ")";
+  if (flat.empty()) flat = "0";
+  return open + ind + "const long long " + ivar + " = " + flat + "; (void)" + ivar + ";\n" + ind +
+         body + "\n" + close;
+}
+
+XPR_FUNC std::string Lowering::in_ptr(const Atom& a, std::string& pre, const std::string& name_) {
+  std::string t = c_type(aval_of(a).dtype);
+  if (const Literal* l = std::get_if<Literal>(&a)) {
+    pre += "  const " + t + " " + name_ + "_v[1] = {" + c_literal(l->value) + "};\n";
+    pre += "  const " + t + "* __restrict " + name_ + " = " + name_ + "_v;\n";
+  } else {
+    pre += "  const " + t + "* __restrict " + name_ + " = " + ptr(std::get<Var>(a)) + ";\n";
+  }
+  return name_;
+}
+
+XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
+  const Var& o = e.outputs[0];
+  const ShapedArray& oa = o.aval();
+  const std::string t = c_type(oa.dtype);
+  std::string pre = "  " + t + "* __restrict o = " + ptr(o, true) + ";\n";
+  const Primitive* p = e.primitive;
+  if (p == &rt::reshape_p || p == &rt::squeeze_p || p == &rt::expand_dims_p) {
+    if (p == &rt::reshape_p) {
+      const rt::ParamValue* d = e.params.find("dimensions");
+      if (d && !std::holds_alternative<rt::None>(*d)) unsupported("reshape with dimensions");
+    }
+    in_ptr(e.inputs[0], pre, "x");
+    return pre + "  const long long N = " + count(oa.shape) +
+           ";\n  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
+  }
+  if (p == &rt::iota_p) {
+    auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
+    return pre + nest(oa.shape, "o[i] = static_cast<" + t + ">(i" + std::to_string(d) + ");");
+  }
+  if (p == &rt::transpose_p) {
+    const auto& perm = e.params.get<rt::Axes>("permutation");
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    in_ptr(e.inputs[0], pre, "x");
+    std::string idx;
+    for (std::size_t k = 0; k < perm.size(); ++k)
+      idx += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
+             stride(in.shape, static_cast<std::size_t>(perm[k])) + ")";
+    return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
+  }
+  if (p == &rt::rev_p) {
+    const auto& dims = e.params.get<rt::Axes>("dimensions");
+    in_ptr(e.inputs[0], pre, "x");
+    std::string idx;
+    for (std::size_t k = 0; k < oa.ndim(); ++k) {
+      bool r = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
+      std::string ik = "i" + std::to_string(k);
+      idx += (k ? " + " : "") + (r ? "(" + dim(oa.shape[k]) + " - 1 - " + ik + ")" : ik) + " * (" +
+             stride(oa.shape, k) + ")";
+    }
+    return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
+  }
+  if (p == &rt::slice_p) {
+    const auto& start = e.params.get<rt::Axes>("start_indices");
+    const rt::ParamValue* sv = e.params.find("strides");
+    const rt::Axes* st = sv ? std::get_if<rt::Axes>(sv) : nullptr;
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    in_ptr(e.inputs[0], pre, "x");
+    std::string idx;
+    for (std::size_t k = 0; k < oa.ndim(); ++k) {
+      std::int64_t s = st ? (*st)[k] : 1;
+      idx += (k ? " + " : "") + std::string("(") + std::to_string(start[k]) + "LL + i" +
+             std::to_string(k) + " * " + std::to_string(s) + "LL) * (" + stride(in.shape, k) + ")";
+    }
+    return pre + nest(oa.shape, "o[i] = x[" + (idx.empty() ? "0" : idx) + "];");
+  }
+  if (p == &rt::concatenate_p) {
+    auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
+    std::string s = pre;
+    std::string offset = "0LL";
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      const ShapedArray& in = aval_of(e.inputs[k]);
+      std::string xn = "x" + std::to_string(k);
+      std::string sp;
+      in_ptr(e.inputs[k], sp, xn);
+      std::string oidx;
+      for (std::size_t a = 0; a < in.ndim(); ++a)
+        oidx += (a ? " + " : "") + std::string("(j") + std::to_string(a) +
+                (a == d ? " + (" + offset + ")" : "") + ") * (" + stride(oa.shape, a) + ")";
+      s += "  {\n" + sp + nest(in.shape, "o[" + oidx + "] = " + xn + "[j];", "j") + "  }\n";
+      offset += " + " + dim(in.shape[d]);
+    }
+    return s;
+  }
+  if (p == &rt::pad_p) {
+    const auto& cfg = e.params.get<rt::PaddingConfig>("padding_config");
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    in_ptr(e.inputs[0], pre, "x");
+    in_ptr(e.inputs[1], pre, "pv");
+    // Fill, then place each operand element at lo + i * (interior + 1) when inside the output.
+    std::string s = pre + "  const long long N = " + count(oa.shape) +
+                    ";\n  for (long long i = 0; i < N; ++i) o[i] = pv[0];\n";
+    std::string cond, oidx;
+    for (std::size_t k = 0; k < in.ndim(); ++k) {
+      std::string pos = "(" + std::to_string(cfg.dims[k][0]) + "LL + j" + std::to_string(k) +
+                        " * " + std::to_string(cfg.dims[k][2] + 1) + "LL)";
+      cond += (k ? " && " : "") + pos + " >= 0 && " + pos + " < " + dim(oa.shape[k]);
+      oidx += (k ? " + " : "") + pos + " * (" + stride(oa.shape, k) + ")";
+    }
+    if (cond.empty()) cond = "true";
+    if (oidx.empty()) oidx = "0";
+    return s + nest(in.shape, "if (" + cond + ") o[" + oidx + "] = x[j];", "j");
+  }
+  if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
+    return pre + emit_reduce(e);
+  if (p == &rt::dot_general_p) return pre + emit_dot(e);
+  if (p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p)
+    return pre + emit_dynamic_slice(e, p == &rt::dynamic_update_slice_p);
+  if (p == &rt::gather_p) return pre + emit_gather(e);
+  if (is_scatter(p)) return pre + emit_scatter(e);
+  unsupported("'" + p->name() + "'");
+}
+
+XPR_FUNC std::string Lowering::loops(const core::Shape& shape,
+                                     const std::vector<std::size_t>& order, const std::string& body,
+                                     const std::string& ivar) {
+  std::string open, close, ind = "  ";
+  for (std::size_t d : order) {
+    std::string iv = ivar + std::to_string(d);
+    open += ind + "for (long long " + iv + " = 0; " + iv + " < " + dim(shape[d]) + "; ++" + iv +
+            ") {\n";
+    close = ind + "}\n" + close;
+    ind += "  ";
+  }
+  std::string b, line;
+  for (char c : body) {
+    line += c;
+    if (c == '\n') {
+      b += ind + line;
+      line.clear();
+    }
+  }
+  if (!line.empty()) b += ind + line + "\n";
+  return open + b + close;
+}
+
+XPR_FUNC std::string Lowering::emit_dynamic_slice(const Eqn& e, bool update) {
+  const ShapedArray& x = aval_of(e.inputs[0]);
+  const ShapedArray& w = update ? aval_of(e.inputs[1]) : e.outputs[0].aval();
+  const std::size_t first = update ? 2 : 1;
+  if (e.inputs.size() != first + x.ndim()) unsupported("'" + e.primitive->name() + "' operands");
+  std::string s;
+  in_ptr(e.inputs[0], s, "x");
+  if (update) in_ptr(e.inputs[1], s, "u");
+  std::string idx;
+  for (std::size_t k = 0; k < x.ndim(); ++k) {
+    const std::string sk = "s" + std::to_string(k), hi = "hi" + std::to_string(k);
+    s += "  const long long " + hi + " = " + dim(x.shape[k]) + " - " + dim(w.shape[k]) + ";\n";
+    s += "  long long " + sk + " = " + index_scalar(e.inputs[first + k]) + ";\n";
+    s += "  " + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
+    idx += (k ? " + " : "") + std::string("(") + sk + " + j" + std::to_string(k) + ") * (" +
+           stride(x.shape, k) + ")";
+  }
+  if (idx.empty()) idx = "0";
+  if (!update) return s + nest(w.shape, "o[j] = x[" + idx + "];", "j");
+  s += "  for (long long i = 0, N = " + count(x.shape) + "; i < N; ++i) o[i] = x[i];\n";
+  return s + nest(w.shape, "o[" + idx + "] = u[j];", "j");
+}
+
+XPR_FUNC std::string Lowering::fill_literal(const rt::Params& params, DType t) {
+  std::string r;
+  rt::dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    r = c_literal(Array(rt::detail::gs::fill_value_as<T>(params)));
+  });
+  return r;
+}
+
+XPR_FUNC std::string Lowering::window_start(const std::string& sk, const std::string& elem,
+                                            std::int64_t xdim, std::int64_t size, bool drop) {
+  std::string hi = "(" + dim(xdim) + " - " + dim(size) + ")";
+  std::string s = "long long " + sk + " = static_cast<long long>(" + elem + ");\n";
+  if (drop) s += "oob = oob || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
+  return s + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
+}
+
+XPR_FUNC std::string Lowering::emit_gather(const Eqn& e) {
+  const auto& dn = e.params.get<rt::GatherDimensionNumbers>("dimension_numbers");
+  const rt::Axes& ss = e.params.get<rt::Axes>("slice_sizes");
+  const bool drop =
+      e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+  const ShapedArray& x = aval_of(e.inputs[0]);
+  const ShapedArray& ia = aval_of(e.inputs[1]);
+  const ShapedArray& oa = e.outputs[0].aval();
+  const auto window =
+      rt::detail::gs::window_dims(x.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<std::size_t> bpos;  // output dimension of each batch dimension of the indices
+  for (std::size_t o = 0; o < oa.ndim(); ++o)
+    if (!rt::detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o))) bpos.push_back(o);
+  std::string s;
+  in_ptr(e.inputs[0], s, "x");
+  in_ptr(e.inputs[1], s, "id");
+  std::string row;  // the index vector's first element
+  for (std::size_t b = 0; b < bpos.size(); ++b)
+    row += (b ? " + " : "") + std::string("i") + std::to_string(bpos[b]) + " * (" +
+           stride(ia.shape, b) + ")";
+  if (row.empty()) row = "0";
+  std::string body = "const long long r = " + row + ";\n(void)r;\n";
+  if (drop) body += "bool oob = false;\n";
+  std::string src;
+  for (std::size_t k = 0; k < dn.start_index_map.size(); ++k) {
+    const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
+    const std::string sk = "s" + std::to_string(k);
+    body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], ss[d], drop);
+    src += (src.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+  }
+  for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+    src += (src.empty() ? "" : " + ") + std::string("i") +
+           std::to_string(bpos[static_cast<std::size_t>(dn.start_indices_batching_dims[i])]) +
+           " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
+  for (std::size_t w = 0; w < window.size(); ++w)
+    src += (src.empty() ? "" : " + ") + std::string("i") + std::to_string(dn.offset_dims[w]) +
+           " * (" + stride(x.shape, window[w]) + ")";
+  if (src.empty()) src = "0";
+  std::string flat;
+  for (std::size_t k = 0; k < oa.ndim(); ++k)
+    flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" + stride(oa.shape, k) +
+            ")";
+  if (flat.empty()) flat = "0";
+  body += "o[" + flat + "] = " +
+          (drop ? "oob ? " + fill_literal(e.params, oa.dtype) + " : x[" + src + "]"
+                : "x[" + src + "]") +
+          ";\n";
+  std::vector<std::size_t> order(oa.ndim());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  return s + loops(oa.shape, order, body, "i");
+}
+
+XPR_FUNC std::string Lowering::emit_scatter(const Eqn& e) {
+  const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
+  const bool drop =
+      e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+  const ShapedArray& x = aval_of(e.inputs[0]);
+  const ShapedArray& ia = aval_of(e.inputs[1]);
+  const ShapedArray& ua = aval_of(e.inputs[2]);
+  const auto window =
+      rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
+  std::vector<std::int64_t> size(x.ndim(), 1);  // the window's extent in each operand dim
+  for (std::size_t k = 0; k < window.size(); ++k)
+    size[window[k]] = ua.shape[static_cast<std::size_t>(dn.update_window_dims[k])];
+  std::vector<std::size_t> sd, order;  // the updates' scatter dimensions; loop order
+  for (std::size_t d = 0; d < ua.ndim(); ++d)
+    if (!rt::detail::gs::contains(dn.update_window_dims, static_cast<std::int64_t>(d)))
+      sd.push_back(d);
+  // The interpreter's order: index vectors in row-major order, then each window's elements
+  // (so repeated indices combine in the same order, and scatter's last update wins alike).
+  order = sd;
+  for (std::int64_t d : dn.update_window_dims) order.push_back(static_cast<std::size_t>(d));
+  std::string s;
+  const Var* xv = std::get_if<Var>(&e.inputs[0]);
+  const bool in_place = xv && info(*xv).buffer == info(e.outputs[0]).buffer;
+  if (!in_place) in_ptr(e.inputs[0], s, "x");
+  in_ptr(e.inputs[1], s, "id");
+  in_ptr(e.inputs[2], s, "u");
+  s += "  const long long N = " + count(x.shape) + ";\n";
+  s += in_place ? "  // in place: o is the operand's buffer, a loop carry\n"
+                : "  for (long long i = 0; i < N; ++i) o[i] = x[i];\n";
+  s += "  if (N == 0) return;\n";
+  std::string row;
+  for (std::size_t b = 0; b < sd.size(); ++b)
+    row += (b ? " + " : "") + std::string("j") + std::to_string(sd[b]) + " * (" +
+           stride(ia.shape, b) + ")";
+  if (row.empty()) row = "0";
+  std::string body = "const long long r = " + row + ";\n(void)r;\n";
+  if (drop) body += "bool oob = false;\n";
+  std::string dst;
+  for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
+    const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
+    const std::string sk = "s" + std::to_string(k);
+    body += window_start(sk, "id[r + " + std::to_string(k) + "]", x.shape[d], size[d], drop);
+    dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+  }
+  if (drop) body += "if (oob) continue;\n";
+  for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+    dst += (dst.empty() ? "" : " + ") + std::string("j") +
+           std::to_string(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[i])]) +
+           " * (" + stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[i])) + ")";
+  for (std::size_t w = 0; w < window.size(); ++w)
+    dst += (dst.empty() ? "" : " + ") + std::string("j") +
+           std::to_string(dn.update_window_dims[w]) + " * (" + stride(x.shape, window[w]) + ")";
+  if (dst.empty()) dst = "0";
+  std::string usrc;
+  for (std::size_t d = 0; d < ua.ndim(); ++d)
+    usrc += (d ? " + " : "") + std::string("j") + std::to_string(d) + " * (" + stride(ua.shape, d) +
+            ")";
+  if (usrc.empty()) usrc = "0";
+  body += "const long long t = " + dst + ";\n";
+  CCall c;
+  c.args = {"o[t]", "u[" + usrc + "]"};
+  c.arg_dtypes = {x.dtype, x.dtype};
+  c.out = x.dtype;
+  c.math_used = &math_used_;
+  const Primitive* p = e.primitive;
+  std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
+                  : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
+                  : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
+                  : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
+                                            : c[1];
+  body += "o[t] = " + v + ";\n";
+  // do/while(0): a dropped window's `continue` skips one element, loops or none.
+  return s + loops(ua.shape, order, "do {\n" + body + "} while (false);\n", "j");
+}
+
+XPR_FUNC std::string Lowering::emit_reduce(const Eqn& e) {
+  const ShapedArray& in = aval_of(e.inputs[0]);
+  const ShapedArray& oa = e.outputs[0].aval();
+  const DType dt = in.dtype;
+  const std::string t = c_type(dt);
+  const bool fl = core::is_floating(dt);
+  const auto& axes = e.params.get<rt::Axes>("axes");
+  std::vector<bool> red(in.ndim(), false);
+  for (std::int64_t a : axes) red[static_cast<std::size_t>(a)] = true;
+  std::string id, comb;
+  auto combine = [&](const std::string& a, const std::string& b) -> std::string {
+    if (e.primitive == &rt::reduce_sum_p)
+      return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
+    CCall c;
+    c.args = {a, b};
+    c.arg_dtypes = {dt, dt};
+    c.out = dt;
+    c.math_used = &math_used_;
+    return e.primitive == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
+  };
+  if (e.primitive == &rt::reduce_sum_p) {
+    id = c_number(0, dt);
+  } else if (e.primitive == &rt::reduce_max_p) {
+    id = fl                   ? c_number(-__builtin_inf(), dt)
+         : dt == DType::bool_ ? "false"
+         : dt == DType::int32 ? "(-2147483647-1)"
+                              : "(-9223372036854775807LL-1)";
+  } else {
+    id = fl                   ? c_number(__builtin_inf(), dt)
+         : dt == DType::bool_ ? "true"
+         : dt == DType::int32 ? "2147483647"
+                              : "9223372036854775807LL";
+  }
+  std::string pre;
+  in_ptr(e.inputs[0], pre, "x");
+  // Reduced axes trailing and contiguous: per output element, eight independent accumulators
+  // over a contiguous run (vectorizable without reassociating one running sum).
+  std::size_t first_red = in.ndim();
+  while (first_red > 0 && red[first_red - 1]) --first_red;
+  bool trailing = true;
+  for (std::size_t k = 0; k < first_red; ++k) trailing = trailing && !red[k];
+  if (trailing) {
+    core::Shape kept(std::vector<std::int64_t>(
+        in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(first_red)));
+    core::Shape inner(std::vector<std::int64_t>(
+        in.shape.begin() + static_cast<std::ptrdiff_t>(first_red), in.shape.end()));
+    std::string s = pre + "  const long long M = " + count(kept) + ", K = " + count(inner) + ";\n";
+    s += "  for (long long j = 0; j < M; ++j) {\n";
+    s += "    const " + t + "* __restrict r = x + j * K;\n";
+    s += "    " + t + " acc[8] = {" + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " +
+         id + ", " + id + ", " + id + "};\n";
+    s += "    long long k = 0;\n";
+    s += "    for (; k + 8 <= K; k += 8)\n      for (int l = 0; l < 8; ++l) acc[l] = " +
+         combine("acc[l]", "r[k + l]") + ";\n";
+    s += "    " + t + " s = " + id + ";\n";
+    s += "    for (int l = 0; l < 8; ++l) s = " + combine("s", "acc[l]") + ";\n";
+    s += "    for (; k < K; ++k) s = " + combine("s", "r[k]") + ";\n";
+    s += "    o[j] = s;\n  }\n";
+    return s;
+  }
+  std::string s = pre + "  const long long M = " + count(oa.shape) +
+                  ";\n  for (long long j = 0; j < M; ++j) o[j] = " + id + ";\n";
+  std::string oidx;
+  std::size_t ok = 0;
+  for (std::size_t k = 0; k < in.ndim(); ++k)
+    if (!red[k])
+      oidx += (oidx.empty() ? "" : " + ") + std::string("i") + std::to_string(k) + " * (" +
+              stride(oa.shape, ok++) + ")";
+  if (oidx.empty()) oidx = "0";
+  return s + nest(in.shape, "o[" + oidx + "] = " + combine("o[" + oidx + "]", "x[i]") + ";");
+}
+
+XPR_FUNC std::string Lowering::emit_dot(const Eqn& e) {
+  const auto& dn = e.params.get<rt::DotDimensionNumbers>("dimension_numbers");
+  const ShapedArray& la = aval_of(e.inputs[0]);
+  const ShapedArray& ra = aval_of(e.inputs[1]);
+  const DType dt = e.outputs[0].aval().dtype;
+  auto free_dims = [](std::size_t rank, const rt::Axes& c, const rt::Axes& b) {
+    rt::Axes f;
+    for (std::size_t k = 0; k < rank; ++k) {
+      auto kk = static_cast<std::int64_t>(k);
+      if (std::find(c.begin(), c.end(), kk) == c.end() &&
+          std::find(b.begin(), b.end(), kk) == b.end())
+        f.push_back(kk);
+    }
+    return f;
+  };
+  rt::Axes lf = free_dims(la.ndim(), dn.lhs_contracting, dn.lhs_batch);
+  rt::Axes rf = free_dims(ra.ndim(), dn.rhs_contracting, dn.rhs_batch);
+  auto cat = [](std::initializer_list<const rt::Axes*> parts) {
+    rt::Axes r;
+    for (const rt::Axes* p : parts) r.insert(r.end(), p->begin(), p->end());
+    return r;
+  };
+  auto identity = [](const rt::Axes& p) {
+    for (std::size_t k = 0; k < p.size(); ++k)
+      if (p[k] != static_cast<std::int64_t>(k)) return false;
+    return true;
+  };
+  auto prod = [&](const ShapedArray& a, const rt::Axes& ds) {
+    if (ds.empty()) return std::string("1LL");
+    std::string r;
+    for (std::size_t k = 0; k < ds.size(); ++k)
+      r += (k ? " * " : "") + dim(a.shape[static_cast<std::size_t>(ds[k])]);
+    return r;
+  };
+  std::string s;
+  // Each operand in a layout the GEMM reads directly, or copied into one (a transpose).
+  auto operand = [&](std::size_t which, const ShapedArray& a, const rt::Axes& plain,
+                     const rt::Axes& transposed, std::string& trans) -> std::string {
+    std::string nm = which == 0 ? "a" : "bb";
+    in_ptr(e.inputs[which], s, nm + "0");
+    if (identity(plain)) {
+      trans = "0";
+      return nm + "0";
+    }
+    if (identity(transposed)) {
+      trans = "1";
+      return nm + "0";
+    }
+    trans = "0";
+    // Copy into a temporary buffer in the `plain` order.
+    core::Shape ps;
+    std::vector<std::int64_t> pd;
+    for (std::int64_t d : plain) pd.push_back(a.shape[static_cast<std::size_t>(d)]);
+    ps = core::Shape(pd);
+    int buf = static_cast<int>(next_buffer_++);
+    out_.temps.push_back(ShapedArray{ps, a.dtype, false});
+    std::string tn = nm + "1";
+    s += "  " + std::string(c_type(a.dtype)) + "* __restrict " + tn + " = static_cast<" +
+         c_type(a.dtype) + "*>(b[" + std::to_string(buf) + "]);\n";
+    std::string idx;
+    for (std::size_t k = 0; k < plain.size(); ++k)
+      idx += (k ? " + " : "") + std::string("t") + std::to_string(k) + " * (" +
+             stride(a.shape, static_cast<std::size_t>(plain[k])) + ")";
+    s += "  {\n" + nest(ps, tn + "[t] = " + nm + "0[" + (idx.empty() ? "0" : idx) + "];", "t") +
+         "  }\n";
+    return tn;
+  };
+  std::string ta, tb;
+  std::string A = operand(0, la, cat({&dn.lhs_batch, &lf, &dn.lhs_contracting}),
+                          cat({&dn.lhs_batch, &dn.lhs_contracting, &lf}), ta);
+  std::string B = operand(1, ra, cat({&dn.rhs_batch, &dn.rhs_contracting, &rf}),
+                          cat({&dn.rhs_batch, &rf, &dn.rhs_contracting}), tb);
+  s += "  h->gemm(" + std::to_string(static_cast<int>(dt)) + ", " + prod(la, dn.lhs_batch) + ", " +
+       prod(la, lf) + ", " + prod(ra, rf) + ", " + prod(la, dn.lhs_contracting) + ", " + A + ", " +
+       ta + ", " + B + ", " + tb + ", o);\n";
+  return s;
+}
+
+XPR_FUNC std::string Lowering::preamble() const {
+  std::string s =
+      "// Generated by xpr::jit. No includes: the kernel links only against libm/libmvec.\n"
+      "// Buffers b[]: arguments, consts, outputs, temporaries; n[]: the arguments' sizes.\n\n"
+      "struct XprHost {\n"
+      "  void (*gemm)(int dtype, long long batch, long long m, long long n, long long k,\n"
+      "               const void* a, int a_transposed, const void* b, int b_transposed, void* "
+      "c);\n"
+      "};\n\n";
+  for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
+  for (const std::string& h : helpers_used_) s += helper(h);
+  return s + "\n";
+}
+
+XPR_FUNC std::string Lowering::helper(const std::string& h) {
+  if (h.rfind("idiv_", 0) == 0) {
+    std::string t = h == "idiv_i32" ? "int" : "long long";
+    // XLA: x / 0 == -1, INT_MIN / -1 == INT_MIN (wraps, -fwrapv), else truncation.
+    return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
+           " b) { return b == 0 ? static_cast<" + t + ">(-1) : b == -1 ? -a : a / b; }\n";
+  }
+  // cvt_<from>_<to>: saturating, NaN -> 0 (core::convert_element).
+  bool f32 = h.find("_f32_") != std::string::npos;
+  bool to32 = h.size() >= 3 && h.substr(h.size() - 3) == "i32";
+  std::string from = f32 ? "float" : "double", to = to32 ? "int" : "long long";
+  std::string lo = to32 ? "(-2147483647-1)" : "(-9223372036854775807LL-1)";
+  std::string hi = to32 ? "2147483647" : "9223372036854775807LL";
+  return "static inline " + to + " xpr_" + h + "(" + from + " x) { return x != x ? static_cast<" +
+         to + ">(0) : x <= static_cast<" + from + ">(" + lo + ") ? " + lo + " : x >= static_cast<" +
+         from + ">(" + hi + ") ? " + hi + " : static_cast<" + to + ">(x); }\n";
+}
+
+XPR_FUNC std::string Lowering::entry() const {
+  if (standalone_)
+    return "static void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n" +
+           calls() + "  (void)b; (void)n; (void)h;\n}\n";
+  std::string s =
+      "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; "
+      "}\n\n"
+      "extern \"C\" __attribute__((visibility(\"default\")))\n"
+      "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";
+  return s + calls() + "  (void)b; (void)n; (void)h;\n}\n";
+}
+
+XPR_FUNC std::string Lowering::calls() const {
+  std::string s;
+  if (uses_control_) s += "  long long* ctl = " + control_ptr() + ";\n";
+  for (std::size_t g : top_) {
+    s += "  g" + std::to_string(g) + "(b, n, h);\n";
+    if (groups_[g].kind == Kind::control && uses_control_) s += "  if (ctl[2]) return;\n";
+  }
+  return s;
+}
+
+}  // namespace xpr::codegen::detail
+#endif  // XPR_DEFINITIONS

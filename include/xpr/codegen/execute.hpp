@@ -11,16 +11,13 @@
 #include <vector>
 
 #include "xpr/codegen/kernel.hpp"
+#include "xpr/core/config.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 
 namespace xpr::codegen {
 
 namespace detail {
-inline void warn_no_compiler_once(const std::string& why) {
-  static std::once_flag once;
-  std::call_once(once,
-                 [&] { std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n"; });
-}
+void warn_no_compiler_once(const std::string& why);
 }  // namespace detail
 
 /// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
@@ -30,38 +27,13 @@ inline void warn_no_compiler_once(const std::string& why) {
 /// `not_implemented_error` naming an uncovered primitive, a missing compiler). A compiler that
 /// rejects the generated code is a bug in the generator, so it is `compile_error` under every
 /// backend. `jit` keeps the result per input signature, so a repeat call skips this lookup.
-inline std::shared_ptr<const Kernel> kernel_for(const rt::Jaxpr& jaxpr,
-                                                const JitOptions& options = {}) {
-  if (options.backend == rt::JitBackend::interpreter) return nullptr;
-  if (options.backend == rt::JitBackend::compiled) return compile(jaxpr, options);
-  try {
-    return compile(jaxpr, options);
-  } catch (const no_compiler_error& e) {
-    detail::warn_no_compiler_once(e.what());
-  } catch (const core::not_implemented_error& e) {
-    detail::log_line(std::string("interpreting: ") + e.what());
-  }
-  return nullptr;
-}
+std::shared_ptr<const Kernel> kernel_for(const rt::Jaxpr& jaxpr, const JitOptions& options = {});
 
 /// Runs `jaxpr` on `args` (with `consts` the values of its constvars) through `kernel_for`'s
 /// kernel, or the interpreter where it gives none or an argument is traced (under `compiled`, a
 /// traced argument is a `type_error`).
-inline std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
-                                      std::span<const rt::Array> args,
-                                      const JitOptions& options = {}) {
-  if (options.backend == rt::JitBackend::interpreter) return rt::eval_jaxpr(jaxpr, consts, args);
-  bool concrete = true;
-  for (const rt::Array& a : args) concrete = concrete && a.is_concrete();
-  for (const rt::Array& a : consts) concrete = concrete && a.is_concrete();
-  if (!concrete) {
-    if (options.backend == rt::JitBackend::compiled)
-      throw core::type_error("jit(backend=compiled): codegen::execute was given traced arguments");
-    return rt::eval_jaxpr(jaxpr, consts, args);
-  }
-  if (std::shared_ptr<const Kernel> k = kernel_for(jaxpr, options)) return k->run(args, consts);
-  return rt::eval_jaxpr(jaxpr, consts, args);
-}
+std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
+                               std::span<const rt::Array> args, const JitOptions& options = {});
 
 /// The signature `pjit`'s impl calls: `jaxpr.consts` are the constvars' values.
 inline std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr, std::span<const rt::Array> args,
@@ -79,3 +51,49 @@ inline std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const JitOption
 }
 
 }  // namespace xpr::codegen
+
+#if XPR_DEFINITIONS
+
+namespace xpr::codegen::detail {
+
+XPR_FUNC void warn_no_compiler_once(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once,
+                 [&] { std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n"; });
+}
+}  // namespace xpr::codegen::detail
+
+namespace xpr::codegen {
+
+XPR_FUNC std::shared_ptr<const Kernel> kernel_for(const rt::Jaxpr& jaxpr,
+                                                  const JitOptions& options) {
+  if (options.backend == rt::JitBackend::interpreter) return nullptr;
+  if (options.backend == rt::JitBackend::compiled) return compile(jaxpr, options);
+  try {
+    return compile(jaxpr, options);
+  } catch (const no_compiler_error& e) {
+    detail::warn_no_compiler_once(e.what());
+  } catch (const core::not_implemented_error& e) {
+    detail::log_line(std::string("interpreting: ") + e.what());
+  }
+  return nullptr;
+}
+
+XPR_FUNC std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
+                                        std::span<const rt::Array> args,
+                                        const JitOptions& options) {
+  if (options.backend == rt::JitBackend::interpreter) return rt::eval_jaxpr(jaxpr, consts, args);
+  bool concrete = true;
+  for (const rt::Array& a : args) concrete = concrete && a.is_concrete();
+  for (const rt::Array& a : consts) concrete = concrete && a.is_concrete();
+  if (!concrete) {
+    if (options.backend == rt::JitBackend::compiled)
+      throw core::type_error("jit(backend=compiled): codegen::execute was given traced arguments");
+    return rt::eval_jaxpr(jaxpr, consts, args);
+  }
+  if (std::shared_ptr<const Kernel> k = kernel_for(jaxpr, options)) return k->run(args, consts);
+  return rt::eval_jaxpr(jaxpr, consts, args);
+}
+
+}  // namespace xpr::codegen
+#endif  // XPR_DEFINITIONS

@@ -15,6 +15,7 @@
 
 #include "xpr/codegen/cache.hpp"
 #include "xpr/codegen/emit.hpp"
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
@@ -29,6 +30,84 @@ struct Host {
   void (*gemm)(int dtype, long long batch, long long m, long long n, long long k, const void* a,
                int a_transposed, const void* b, int b_transposed, void* c);
 };
+
+void host_gemm(int dtype, long long batch, long long m, long long n, long long k, const void* a,
+               int ta, const void* b, int tb, void* c);
+
+inline const Host& host() {
+  static const Host h{&host_gemm};
+  return h;
+}
+
+}  // namespace detail
+
+/// A jaxpr compiled to native code for one set of argument and const types.
+class Kernel {
+ public:
+  Kernel(Lowered plan, std::shared_ptr<const Library> lib, rt::Avals in_avals,
+         rt::Avals const_avals)
+      : plan_(std::move(plan)),
+        lib_(std::move(lib)),
+        in_avals_(std::move(in_avals)),
+        const_avals_(std::move(const_avals)) {
+    for (const rt::ShapedArray& t : plan_.temps) {
+      // 64-byte aligned slots in one scratch block.
+      std::size_t bytes = core::checked_nbytes(t.size(), core::itemsize(t.dtype));
+      temp_offsets_.push_back(temp_bytes_);
+      temp_bytes_ += (bytes + 63) / 64 * 64;
+    }
+  }
+
+  /// The generated C++ source.
+  const std::string& source() const noexcept { return plan_.source; }
+  const Lowered& plan() const noexcept { return plan_; }
+
+  /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
+  /// kernel was compiled for.
+  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const;
+
+ private:
+  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got);
+
+  Lowered plan_;
+  std::shared_ptr<const Library> lib_;
+  rt::Avals in_avals_, const_avals_;
+  std::vector<std::size_t> temp_offsets_;
+  std::size_t temp_bytes_ = 0;
+};
+
+namespace detail {
+
+struct KernelKey {
+  rt::Jaxpr jaxpr;  // holds its variables alive, so structural comparison stays valid
+  bool precise = false;
+  friend bool operator==(const KernelKey& a, const KernelKey& b) {
+    return a.precise == b.precise && a.jaxpr == b.jaxpr;
+  }
+};
+struct KernelKeyHash {
+  std::size_t operator()(const KernelKey& k) const { return rt::hash_value(k.jaxpr) ^ k.precise; }
+};
+
+}  // namespace detail
+
+/// Compiles `jaxpr` (for the types of its invars and constvars) into a Kernel, or returns the one
+/// already compiled for an equal jaxpr. Kernels for jaxprs that differ only in sizes share one
+/// compiled object (the source names sizes through the run-time array `n`). Throws
+/// `not_implemented_error` for a primitive codegen does not cover, `compile_error` when the
+/// compiler rejects the generated code, and `no_compiler_error` when there is no compiler.
+std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const JitOptions& options = {});
+
+inline std::shared_ptr<const Kernel> compile(const rt::ClosedJaxpr& jaxpr,
+                                             const JitOptions& options = {}) {
+  return compile(jaxpr.jaxpr, options);
+}
+
+}  // namespace xpr::codegen
+
+#if XPR_DEFINITIONS
+
+namespace xpr::codegen::detail {
 
 /// Row-major `rows x cols` matrices, `batch` of them, transposed into `out` (cols x rows each).
 template <class T>
@@ -65,8 +144,8 @@ void gemm_typed(long long batch, long long m, long long n, long long k, const vo
   rt::detail::batched_gemm(A, B, static_cast<T*>(c), l);
 }
 
-inline void host_gemm(int dtype, long long batch, long long m, long long n, long long k,
-                      const void* a, int ta, const void* b, int tb, void* c) {
+XPR_FUNC void host_gemm(int dtype, long long batch, long long m, long long n, long long k,
+                        const void* a, int ta, const void* b, int tb, void* c) {
   switch (static_cast<core::DType>(dtype)) {
     case core::DType::int32:
       return gemm_typed<std::int32_t>(batch, m, n, k, a, ta, b, tb, c);
@@ -80,140 +159,85 @@ inline void host_gemm(int dtype, long long batch, long long m, long long n, long
       return;  // not lowered (emit.hpp)
   }
 }
+}  // namespace xpr::codegen::detail
 
-inline const Host& host() {
-  static const Host h{&host_gemm};
-  return h;
+namespace xpr::codegen {
+
+XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
+                                std::span<const rt::Array> consts) const {
+  check("arguments", in_avals_, args);
+  check("consts", const_avals_, consts);
+  const std::size_t nin = args.size() + consts.size();
+  const std::size_t nbuf = nin + plan_.kernel_outputs.size() + plan_.temps.size();
+  void* small[16];
+  std::vector<void*> big;
+  void** b = small;
+  if (nbuf > 16) {
+    big.resize(nbuf);
+    b = big.data();
+  }
+  auto data = [](const rt::Array& a) {
+    return const_cast<void*>(static_cast<const void*>(a.concrete()->bytes()));
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) b[i] = data(args[i]);
+  for (std::size_t i = 0; i < consts.size(); ++i) b[args.size() + i] = data(consts[i]);
+  std::vector<rt::ArrayBuilder> outs;
+  outs.reserve(plan_.kernel_outputs.size());
+  for (std::size_t i = 0; i < plan_.kernel_outputs.size(); ++i) {
+    outs.emplace_back(plan_.kernel_outputs[i]);
+    b[nin + i] = outs.back().bytes();
+  }
+  std::unique_ptr<std::byte[]> scratch;
+  if (temp_bytes_) {
+    scratch.reset(new (std::align_val_t{64}) std::byte[temp_bytes_]);
+    for (std::size_t i = 0; i < plan_.temps.size(); ++i)
+      b[nin + plan_.kernel_outputs.size() + i] = scratch.get() + temp_offsets_[i];
+  }
+  LoopControl loops;  // loops and check_max_trips report through it (emit.hpp)
+  if (plan_.control >= 0) b[plan_.control] = loops.begin();
+  lib_->fn(b, plan_.dims.data(), &detail::host());
+  if (scratch) ::operator delete[](scratch.release(), std::align_val_t{64});
+  loops.end(plan_);
+  rt::Arrays kernel_out;
+  kernel_out.reserve(outs.size());
+  for (auto& o : outs) kernel_out.push_back(std::move(o).finish());
+  rt::Arrays result;
+  result.reserve(plan_.outputs.size());
+  for (const OutputSpec& o : plan_.outputs) {
+    switch (o.kind) {
+      case OutputSpec::kernel_buffer:
+        result.push_back(kernel_out[o.index]);
+        break;
+      case OutputSpec::argument:
+        result.push_back(args[o.index]);
+        break;
+      case OutputSpec::constant:
+        result.push_back(consts[o.index]);
+        break;
+      case OutputSpec::literal:
+        result.push_back(o.value);
+        break;
+    }
+  }
+  return result;
 }
 
-}  // namespace detail
-
-/// A jaxpr compiled to native code for one set of argument and const types.
-class Kernel {
- public:
-  Kernel(Lowered plan, std::shared_ptr<const Library> lib, rt::Avals in_avals,
-         rt::Avals const_avals)
-      : plan_(std::move(plan)),
-        lib_(std::move(lib)),
-        in_avals_(std::move(in_avals)),
-        const_avals_(std::move(const_avals)) {
-    for (const rt::ShapedArray& t : plan_.temps) {
-      // 64-byte aligned slots in one scratch block.
-      std::size_t bytes = core::checked_nbytes(t.size(), core::itemsize(t.dtype));
-      temp_offsets_.push_back(temp_bytes_);
-      temp_bytes_ += (bytes + 63) / 64 * 64;
-    }
+XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want,
+                            std::span<const rt::Array> got) {
+  if (want.size() != got.size())
+    throw core::type_error(std::string("jit kernel: expected ") + std::to_string(want.size()) +
+                           " " + what + ", found " + std::to_string(got.size()));
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!want[i].same_type(got[i].aval()))
+      throw core::type_error(std::string("jit kernel: expected ") + what + " " + std::to_string(i) +
+                             " of type " + want[i].str() + ", found " + got[i].aval().str());
+    if (!got[i].is_concrete())
+      throw core::type_error(std::string("jit kernel: expected concrete ") + what +
+                             ", found a traced value");
   }
+}
 
-  /// The generated C++ source.
-  const std::string& source() const noexcept { return plan_.source; }
-  const Lowered& plan() const noexcept { return plan_; }
-
-  /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
-  /// kernel was compiled for.
-  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const {
-    check("arguments", in_avals_, args);
-    check("consts", const_avals_, consts);
-    const std::size_t nin = args.size() + consts.size();
-    const std::size_t nbuf = nin + plan_.kernel_outputs.size() + plan_.temps.size();
-    void* small[16];
-    std::vector<void*> big;
-    void** b = small;
-    if (nbuf > 16) {
-      big.resize(nbuf);
-      b = big.data();
-    }
-    auto data = [](const rt::Array& a) {
-      return const_cast<void*>(static_cast<const void*>(a.concrete()->bytes()));
-    };
-    for (std::size_t i = 0; i < args.size(); ++i) b[i] = data(args[i]);
-    for (std::size_t i = 0; i < consts.size(); ++i) b[args.size() + i] = data(consts[i]);
-    std::vector<rt::ArrayBuilder> outs;
-    outs.reserve(plan_.kernel_outputs.size());
-    for (std::size_t i = 0; i < plan_.kernel_outputs.size(); ++i) {
-      outs.emplace_back(plan_.kernel_outputs[i]);
-      b[nin + i] = outs.back().bytes();
-    }
-    std::unique_ptr<std::byte[]> scratch;
-    if (temp_bytes_) {
-      scratch.reset(new (std::align_val_t{64}) std::byte[temp_bytes_]);
-      for (std::size_t i = 0; i < plan_.temps.size(); ++i)
-        b[nin + plan_.kernel_outputs.size() + i] = scratch.get() + temp_offsets_[i];
-    }
-    LoopControl loops;  // loops and check_max_trips report through it (emit.hpp)
-    if (plan_.control >= 0) b[plan_.control] = loops.begin();
-    lib_->fn(b, plan_.dims.data(), &detail::host());
-    if (scratch) ::operator delete[](scratch.release(), std::align_val_t{64});
-    loops.end(plan_);
-    rt::Arrays kernel_out;
-    kernel_out.reserve(outs.size());
-    for (auto& o : outs) kernel_out.push_back(std::move(o).finish());
-    rt::Arrays result;
-    result.reserve(plan_.outputs.size());
-    for (const OutputSpec& o : plan_.outputs) {
-      switch (o.kind) {
-        case OutputSpec::kernel_buffer:
-          result.push_back(kernel_out[o.index]);
-          break;
-        case OutputSpec::argument:
-          result.push_back(args[o.index]);
-          break;
-        case OutputSpec::constant:
-          result.push_back(consts[o.index]);
-          break;
-        case OutputSpec::literal:
-          result.push_back(o.value);
-          break;
-      }
-    }
-    return result;
-  }
-
- private:
-  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got) {
-    if (want.size() != got.size())
-      throw core::type_error(std::string("jit kernel: expected ") + std::to_string(want.size()) +
-                             " " + what + ", found " + std::to_string(got.size()));
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      if (!want[i].same_type(got[i].aval()))
-        throw core::type_error(std::string("jit kernel: expected ") + what + " " +
-                               std::to_string(i) + " of type " + want[i].str() + ", found " +
-                               got[i].aval().str());
-      if (!got[i].is_concrete())
-        throw core::type_error(std::string("jit kernel: expected concrete ") + what +
-                               ", found a traced value");
-    }
-  }
-
-  Lowered plan_;
-  std::shared_ptr<const Library> lib_;
-  rt::Avals in_avals_, const_avals_;
-  std::vector<std::size_t> temp_offsets_;
-  std::size_t temp_bytes_ = 0;
-};
-
-namespace detail {
-
-struct KernelKey {
-  rt::Jaxpr jaxpr;  // holds its variables alive, so structural comparison stays valid
-  bool precise = false;
-  friend bool operator==(const KernelKey& a, const KernelKey& b) {
-    return a.precise == b.precise && a.jaxpr == b.jaxpr;
-  }
-};
-struct KernelKeyHash {
-  std::size_t operator()(const KernelKey& k) const { return rt::hash_value(k.jaxpr) ^ k.precise; }
-};
-
-}  // namespace detail
-
-/// Compiles `jaxpr` (for the types of its invars and constvars) into a Kernel, or returns the one
-/// already compiled for an equal jaxpr. Kernels for jaxprs that differ only in sizes share one
-/// compiled object (the source names sizes through the run-time array `n`). Throws
-/// `not_implemented_error` for a primitive codegen does not cover, `compile_error` when the
-/// compiler rejects the generated code, and `no_compiler_error` when there is no compiler.
-inline std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr,
-                                             const JitOptions& options = {}) {
+XPR_FUNC std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const JitOptions& options) {
   struct Slot {
     std::once_flag once;
     std::shared_ptr<const Kernel> kernel;
@@ -252,9 +276,5 @@ inline std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr,
   return slot->kernel;
 }
 
-inline std::shared_ptr<const Kernel> compile(const rt::ClosedJaxpr& jaxpr,
-                                             const JitOptions& options = {}) {
-  return compile(jaxpr.jaxpr, options);
-}
-
 }  // namespace xpr::codegen
+#endif  // XPR_DEFINITIONS

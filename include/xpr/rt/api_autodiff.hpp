@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
@@ -45,62 +46,19 @@ inline constexpr has_aux_t has_aux{};
 namespace detail {
 
 /// `(3,)`, `(2, 3)`, `()`: a shape as Python prints a tuple, for JAX's messages.
-inline std::string python_shape(const Shape& s) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.rank() == 1 ? ",)" : ")");
-}
+std::string python_shape(const Shape& s);
 
 /// The subtree of `def` rooted at child `k` of its root (a tuple of arguments).
-inline PyTreeDef child_def(const PyTreeDef& def, std::size_t k) {
-  const auto& nodes = def.nodes();
-  std::size_t i = 1;
-  for (std::size_t c = 0; c < k; ++c) i += nodes[i].num_nodes;
-  return PyTreeDef(std::vector<PyTreeDef::Node>(
-      nodes.begin() + static_cast<std::ptrdiff_t>(i),
-      nodes.begin() + static_cast<std::ptrdiff_t>(i + nodes[i].num_nodes)));
-}
+PyTreeDef child_def(const PyTreeDef& def, std::size_t k);
 
 /// A tuple node over `children`.
-inline PyTreeDef tuple_def(const std::vector<PyTreeDef>& children) {
-  std::vector<PyTreeDef::Node> nodes(1);
-  nodes[0].kind = NodeKind::tuple;
-  nodes[0].arity = children.size();
-  nodes[0].num_leaves = 0;
-  for (const PyTreeDef& c : children) {
-    nodes[0].num_leaves += c.num_leaves();
-    nodes.insert(nodes.end(), c.nodes().begin(), c.nodes().end());
-  }
-  nodes[0].num_nodes = nodes.size();
-  return PyTreeDef(std::move(nodes));
-}
+PyTreeDef tuple_def(const std::vector<PyTreeDef>& children);
 
 /// `outer` with every leaf replaced by `inner` (the structure of a Jacobian: the output's
 /// structure of the input's structure, JAX's `tree_transpose` layout).
-inline std::size_t compose_defs(const PyTreeDef& outer, std::size_t i, const PyTreeDef& inner,
-                                std::vector<PyTreeDef::Node>& out) {
-  const PyTreeDef::Node& n = outer.nodes()[i];
-  if (n.kind == NodeKind::leaf) {
-    out.insert(out.end(), inner.nodes().begin(), inner.nodes().end());
-    return i + 1;
-  }
-  std::size_t at = out.size();
-  out.push_back(n);
-  std::size_t next = i + 1, leaves = 0;
-  for (std::size_t c = 0; c < n.arity; ++c) {
-    std::size_t start = out.size();
-    next = compose_defs(outer, next, inner, out);
-    leaves += out[start].num_leaves;
-  }
-  out[at].num_leaves = leaves;
-  out[at].num_nodes = out.size() - at;
-  return next;
-}
-inline PyTreeDef compose_defs(const PyTreeDef& outer, const PyTreeDef& inner) {
-  std::vector<PyTreeDef::Node> nodes;
-  compose_defs(outer, 0, inner, nodes);
-  return PyTreeDef(std::move(nodes));
-}
+std::size_t compose_defs(const PyTreeDef& outer, std::size_t i, const PyTreeDef& inner,
+                         std::vector<PyTreeDef::Node>& out);
+PyTreeDef compose_defs(const PyTreeDef& outer, const PyTreeDef& inner);
 
 /// The type of a pytree of type `T` with each leaf replaced by a pytree of type `In`.
 template <class T, class In>
@@ -231,72 +189,19 @@ struct ArgnumsPartial {
 };
 
 /// Throws JAX's `type_error` for a transformation that needs floating inputs.
-inline void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
-  for (const Array& x : wrt)
-    if (!core::is_floating(x.dtype()))
-      throw core::type_error(std::string(fn) +
-                             " requires real-valued inputs (a floating "
-                             "dtype), but got " +
-                             std::string(core::name(x.dtype())) +
-                             ". Pass a floating-point value (3.0 rather than 3, or "
-                             "xpr::convert_element_type(x, xpr::float64)); an integer argument "
-                             "that is not differentiated goes outside argnums "
-                             "(xpr::grad<0>(f)(x, n)).");
-}
+void check_inexact_inputs(const char* fn, std::span<const Array> wrt);
 
 /// Checks a cotangent against the output it belongs to; a weakly typed one (a C++ number) is
 /// converted to the output's dtype, as JAX accepts a Python scalar.
-inline Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out) {
-  if (ct.shape() != out.shape || (ct.dtype() != out.dtype && !ct.weak_type()))
-    throw core::type_error(std::string(fn) + ": unexpected type for a cotangent: got " +
-                           ct.aval().str() + ", but expected " + out.str() +
-                           " because the corresponding output of the function had that type");
-  return ct.dtype() == out.dtype ? ct : convert_element_type(ct, out.dtype, out.weak_type);
-}
+Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out);
 
 /// The rows of the standard basis of the space of `leaves` (JAX's `_std_basis`), one array per
 /// leaf: `N x shape` with `N` the total size, the leaf's dtype, row `k` the `k`-th unit vector.
-inline Arrays std_basis(std::span<const ShapedArray> avals) {
-  std::int64_t total = 0;
-  for (const ShapedArray& a : avals) total += a.size();
-  Arrays out;
-  std::int64_t offset = 0;
-  for (const ShapedArray& a : avals) {
-    std::vector<std::int64_t> dims{total};
-    dims.insert(dims.end(), a.shape.begin(), a.shape.end());
-    ShapedArray basis{Shape(std::move(dims)), a.dtype, false};
-    ArrayBuilder b(basis);
-    dispatch_dtype(a.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      T* p = b.template data<T>();
-      std::int64_t n = a.size();
-      for (std::int64_t i = 0; i < total * n; ++i) p[i] = T(0);
-      for (std::int64_t k = 0; k < n; ++k) p[(offset + k) * n + k] = T(1);
-    });
-    out.push_back(std::move(b).finish());
-    offset += a.size();
-  }
-  return out;
-}
+Arrays std_basis(std::span<const ShapedArray> avals);
 
 /// `x` restricted to `[start, start + n)` along `axis` and reshaped so that axis becomes `shape`.
-inline Array unravel_block(const Array& x, std::size_t axis, std::int64_t start, std::int64_t n,
-                           const Shape& shape) {
-  Array block = x;
-  if (start != 0 || n != x.shape()[axis]) {
-    Axes lo(x.ndim(), 0), hi(x.shape().begin(), x.shape().end());
-    lo[axis] = start;
-    hi[axis] = start + n;
-    block = slice(x, lo, hi);
-  }
-  std::vector<std::int64_t> dims(block.shape().begin(),
-                                 block.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-  dims.insert(dims.end(), shape.begin(), shape.end());
-  dims.insert(dims.end(), block.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
-              block.shape().end());
-  Shape target(std::move(dims));
-  return target == block.shape() ? block : reshape(block, target);
-}
+Array unravel_block(const Array& x, std::size_t axis, std::int64_t start, std::int64_t n,
+                    const Shape& shape);
 
 }  // namespace detail
 
@@ -626,3 +531,126 @@ using rt::linearize;
 using rt::value_and_grad;
 using rt::vjp;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string python_shape(const Shape& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.rank() == 1 ? ",)" : ")");
+}
+
+XPR_FUNC PyTreeDef child_def(const PyTreeDef& def, std::size_t k) {
+  const auto& nodes = def.nodes();
+  std::size_t i = 1;
+  for (std::size_t c = 0; c < k; ++c) i += nodes[i].num_nodes;
+  return PyTreeDef(std::vector<PyTreeDef::Node>(
+      nodes.begin() + static_cast<std::ptrdiff_t>(i),
+      nodes.begin() + static_cast<std::ptrdiff_t>(i + nodes[i].num_nodes)));
+}
+
+XPR_FUNC PyTreeDef tuple_def(const std::vector<PyTreeDef>& children) {
+  std::vector<PyTreeDef::Node> nodes(1);
+  nodes[0].kind = NodeKind::tuple;
+  nodes[0].arity = children.size();
+  nodes[0].num_leaves = 0;
+  for (const PyTreeDef& c : children) {
+    nodes[0].num_leaves += c.num_leaves();
+    nodes.insert(nodes.end(), c.nodes().begin(), c.nodes().end());
+  }
+  nodes[0].num_nodes = nodes.size();
+  return PyTreeDef(std::move(nodes));
+}
+
+XPR_FUNC std::size_t compose_defs(const PyTreeDef& outer, std::size_t i, const PyTreeDef& inner,
+                                  std::vector<PyTreeDef::Node>& out) {
+  const PyTreeDef::Node& n = outer.nodes()[i];
+  if (n.kind == NodeKind::leaf) {
+    out.insert(out.end(), inner.nodes().begin(), inner.nodes().end());
+    return i + 1;
+  }
+  std::size_t at = out.size();
+  out.push_back(n);
+  std::size_t next = i + 1, leaves = 0;
+  for (std::size_t c = 0; c < n.arity; ++c) {
+    std::size_t start = out.size();
+    next = compose_defs(outer, next, inner, out);
+    leaves += out[start].num_leaves;
+  }
+  out[at].num_leaves = leaves;
+  out[at].num_nodes = out.size() - at;
+  return next;
+}
+
+XPR_FUNC PyTreeDef compose_defs(const PyTreeDef& outer, const PyTreeDef& inner) {
+  std::vector<PyTreeDef::Node> nodes;
+  compose_defs(outer, 0, inner, nodes);
+  return PyTreeDef(std::move(nodes));
+}
+
+XPR_FUNC void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
+  for (const Array& x : wrt)
+    if (!core::is_floating(x.dtype()))
+      throw core::type_error(std::string(fn) +
+                             " requires real-valued inputs (a floating "
+                             "dtype), but got " +
+                             std::string(core::name(x.dtype())) +
+                             ". Pass a floating-point value (3.0 rather than 3, or "
+                             "xpr::convert_element_type(x, xpr::float64)); an integer argument "
+                             "that is not differentiated goes outside argnums "
+                             "(xpr::grad<0>(f)(x, n)).");
+}
+
+XPR_FUNC Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out) {
+  if (ct.shape() != out.shape || (ct.dtype() != out.dtype && !ct.weak_type()))
+    throw core::type_error(std::string(fn) + ": unexpected type for a cotangent: got " +
+                           ct.aval().str() + ", but expected " + out.str() +
+                           " because the corresponding output of the function had that type");
+  return ct.dtype() == out.dtype ? ct : convert_element_type(ct, out.dtype, out.weak_type);
+}
+
+XPR_FUNC Arrays std_basis(std::span<const ShapedArray> avals) {
+  std::int64_t total = 0;
+  for (const ShapedArray& a : avals) total += a.size();
+  Arrays out;
+  std::int64_t offset = 0;
+  for (const ShapedArray& a : avals) {
+    std::vector<std::int64_t> dims{total};
+    dims.insert(dims.end(), a.shape.begin(), a.shape.end());
+    ShapedArray basis{Shape(std::move(dims)), a.dtype, false};
+    ArrayBuilder b(basis);
+    dispatch_dtype(a.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = b.template data<T>();
+      std::int64_t n = a.size();
+      for (std::int64_t i = 0; i < total * n; ++i) p[i] = T(0);
+      for (std::int64_t k = 0; k < n; ++k) p[(offset + k) * n + k] = T(1);
+    });
+    out.push_back(std::move(b).finish());
+    offset += a.size();
+  }
+  return out;
+}
+
+XPR_FUNC Array unravel_block(const Array& x, std::size_t axis, std::int64_t start, std::int64_t n,
+                             const Shape& shape) {
+  Array block = x;
+  if (start != 0 || n != x.shape()[axis]) {
+    Axes lo(x.ndim(), 0), hi(x.shape().begin(), x.shape().end());
+    lo[axis] = start;
+    hi[axis] = start + n;
+    block = slice(x, lo, hi);
+  }
+  std::vector<std::int64_t> dims(block.shape().begin(),
+                                 block.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  dims.insert(dims.end(), shape.begin(), shape.end());
+  dims.insert(dims.end(), block.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+              block.shape().end());
+  Shape target(std::move(dims));
+  return target == block.shape() ? block : reshape(block, target);
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

@@ -20,6 +20,7 @@
 
 #include <Eigen/Core>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -76,32 +77,8 @@ class BufferCache {
   static constexpr std::size_t max_bytes = std::size_t{1} << 27;  // at most 128 MiB kept
   static constexpr std::size_t max_entries = 8;
 
-  std::byte* take(std::size_t bytes) {
-    if (bytes < min_bytes) return nullptr;
-    std::lock_guard lock(mutex_);
-    for (std::size_t i = entries_.size(); i-- > 0;) {
-      if (entries_[i].first != bytes) continue;
-      std::byte* p = entries_[i].second;
-      entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
-      held_ -= bytes;
-      return p;
-    }
-    return nullptr;
-  }
-  void give(std::size_t bytes, std::byte* p) {
-    if (bytes >= min_bytes && bytes <= max_bytes) {
-      std::lock_guard lock(mutex_);
-      while (!entries_.empty() && (entries_.size() >= max_entries || held_ + bytes > max_bytes)) {
-        release(entries_.front().second);  // the oldest goes first
-        held_ -= entries_.front().first;
-        entries_.erase(entries_.begin());
-      }
-      entries_.emplace_back(bytes, p);
-      held_ += bytes;
-      return;
-    }
-    release(p);
-  }
+  std::byte* take(std::size_t bytes);
+  void give(std::size_t bytes, std::byte* p);
   static void release(std::byte* p) noexcept { ::operator delete[](p, std::align_val_t{64}); }
 
  private:
@@ -125,16 +102,7 @@ struct BufferDelete {
 /// request is refused with a clear error before the allocator (or a sanitizer's) sees it.
 inline constexpr std::size_t max_buffer_bytes = std::size_t{1} << 47;
 
-inline std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  if (bytes > max_buffer_bytes)
-    throw core::shape_error("array of " + std::to_string(bytes) +
-                            " bytes: expected at most 2^47 bytes (more than any machine's "
-                            "address space), found a larger request");
-  std::byte* p = buffer_cache().take(bytes);
-  if (!p) p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
-  return std::shared_ptr<std::byte>(p, BufferDelete{bytes});
-}
+std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes);
 
 /// Concrete data. Small values (up to 16 bytes) live inline, so a rank-0 result costs one
 /// allocation; larger ones share a 64-byte-aligned buffer (views such as `a[i]` share it too).
@@ -286,14 +254,7 @@ class Array {
 
   /// `if (x > 0.0)`: the truth of a size-1 array. Throws `type_error` for larger arrays and
   /// `concretization_error` for tracers whose value is not known.
-  explicit operator bool() const {
-    if (size() != 1)
-      throw type_error(
-          "the truth value of an array with more than one element is ambiguous: "
-          "expected an array of size 1, found shape " +
-          shape().str() + "; use xpr::any or xpr::all");
-    return element_as<bool>(0, "bool");
-  }
+  explicit operator bool() const;
 
  private:
   template <class T>
@@ -359,19 +320,6 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
       break;
   }
   return f(double{});
-}
-
-inline const detail::ConcreteArray* Array::concrete_or_throw(const char* what) const {
-  impl_->check_usable();  // an escaped jvp tracer's primal is not to be read, as `+` refuses it
-  const detail::ConcreteArray* c = concrete();
-  if (!c)
-    throw core::concretization_error(
-        std::string("Abstract tracer value encountered where a concrete value is expected: ") +
-        what + "() needs the elements of a traced array " + aval().str() +
-        ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
-        "or jit; use xpr::where for elementwise choices, xpr::cond / xpr::switch_ for branches, "
-        "and xpr::while_loop / xpr::fori_loop / xpr::scan for loops");
-  return c;
 }
 
 // ---- index objects ------------------------------------------------------------------------------
@@ -468,3 +416,74 @@ using rt::Index;
 using rt::range;
 using rt::ShapedArray;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::byte* BufferCache::take(std::size_t bytes) {
+  if (bytes < min_bytes) return nullptr;
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = entries_.size(); i-- > 0;) {
+    if (entries_[i].first != bytes) continue;
+    std::byte* p = entries_[i].second;
+    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+    held_ -= bytes;
+    return p;
+  }
+  return nullptr;
+}
+
+XPR_FUNC void BufferCache::give(std::size_t bytes, std::byte* p) {
+  if (bytes >= min_bytes && bytes <= max_bytes) {
+    std::lock_guard lock(mutex_);
+    while (!entries_.empty() && (entries_.size() >= max_entries || held_ + bytes > max_bytes)) {
+      release(entries_.front().second);  // the oldest goes first
+      held_ -= entries_.front().first;
+      entries_.erase(entries_.begin());
+    }
+    entries_.emplace_back(bytes, p);
+    held_ += bytes;
+    return;
+  }
+  release(p);
+}
+
+XPR_FUNC std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (bytes > max_buffer_bytes)
+    throw core::shape_error("array of " + std::to_string(bytes) +
+                            " bytes: expected at most 2^47 bytes (more than any machine's "
+                            "address space), found a larger request");
+  std::byte* p = buffer_cache().take(bytes);
+  if (!p) p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
+  return std::shared_ptr<std::byte>(p, BufferDelete{bytes});
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Array::operator bool() const {
+  if (size() != 1)
+    throw type_error(
+        "the truth value of an array with more than one element is ambiguous: "
+        "expected an array of size 1, found shape " +
+        shape().str() + "; use xpr::any or xpr::all");
+  return element_as<bool>(0, "bool");
+}
+
+XPR_FUNC const detail::ConcreteArray* Array::concrete_or_throw(const char* what) const {
+  impl_->check_usable();  // an escaped jvp tracer's primal is not to be read, as `+` refuses it
+  const detail::ConcreteArray* c = concrete();
+  if (!c)
+    throw core::concretization_error(
+        std::string("Abstract tracer value encountered where a concrete value is expected: ") +
+        what + "() needs the elements of a traced array " + aval().str() +
+        ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
+        "or jit; use xpr::where for elementwise choices, xpr::cond / xpr::switch_ for branches, "
+        "and xpr::while_loop / xpr::fori_loop / xpr::scan for loops");
+  return c;
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/shape.hpp"
 
@@ -28,11 +29,7 @@ struct ShapedArray {
   std::int64_t size() const noexcept { return shape.size(); }
   WeakDType weak_dtype() const noexcept { return {dtype, weak_type}; }
   /// `f32[8,3]`, as jaxprs print it.
-  std::string str() const {
-    std::ostringstream os;
-    os << dtype << shape;
-    return os.str();
-  }
+  std::string str() const;
   /// Shapes and dtypes agree (the weak flag is a typing hint, not part of the type).
   bool same_type(const ShapedArray& o) const { return shape == o.shape && dtype == o.dtype; }
   friend bool operator==(const ShapedArray&, const ShapedArray&) = default;
@@ -49,3 +46,16 @@ struct std::hash<xpr::rt::ShapedArray> {
            (a.weak_type ? 1u : 0u);
   }
 };
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC std::string ShapedArray::str() const {
+  std::ostringstream os;
+  os << dtype << shape;
+  return os.str();
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

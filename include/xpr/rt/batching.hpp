@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/numpy_shape.hpp"
@@ -17,7 +18,37 @@
 namespace xpr::rt {
 
 /// `x` with its axis `from` moved to position `to` (`jnp.moveaxis`); no equation if they agree.
-inline Array moveaxis(const Array& x, std::int64_t from, std::int64_t to) {
+Array moveaxis(const Array& x, std::int64_t from, std::int64_t to);
+
+/// `x` with a new axis of size `n` at position `axis`, every slice equal to `x`.
+Array broadcast_batch(const Array& x, std::int64_t n, std::int64_t axis);
+
+/// `x` with its batch axis first; an unbatched `x` gets one of size `n`.
+inline Array bdim_at_front(const Array& x, BatchDim bd, std::int64_t n) {
+  return bd ? moveaxis(x, *bd, 0) : broadcast_batch(x, n, 0);
+}
+
+/// The operands of an elementwise primitive, aligned for a batched application: batched operands
+/// get their batch axis first and the full per-example shape; unbatched rank-0 operands stay as
+/// they are (a rank-0 operand stands for any shape); other unbatched operands are broadcast. The
+/// result's batch axis is 0.
+Arrays batch_elementwise_operands(std::span<const Array> args, std::span<const BatchDim> dims,
+                                  std::int64_t n);
+
+/// The batching rule of an elementwise primitive (JAX's `broadcast_batcher`): operands aligned
+/// as above, the primitive applied once, the result batched along axis 0 — or along the common
+/// batch axis when every batched operand already has it and the same shape.
+std::pair<Arrays, BatchDims> batch_elementwise(const Primitive& prim, std::span<const Array> args,
+                                               std::span<const BatchDim> dims, std::int64_t n,
+                                               const Params& params);
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Array moveaxis(const Array& x, std::int64_t from, std::int64_t to) {
   auto rank = x.ndim();
   auto f = core::canonicalize_axis(from, rank), t = core::canonicalize_axis(to, rank);
   if (f == t) return x;
@@ -28,8 +59,7 @@ inline Array moveaxis(const Array& x, std::int64_t from, std::int64_t to) {
   return transpose(x, perm);
 }
 
-/// `x` with a new axis of size `n` at position `axis`, every slice equal to `x`.
-inline Array broadcast_batch(const Array& x, std::int64_t n, std::int64_t axis) {
+XPR_FUNC Array broadcast_batch(const Array& x, std::int64_t n, std::int64_t axis) {
   // Built in one pass rather than with vector::insert: GCC 12 at -O1 inlines insert's
   // reallocation path and warns (-Wnull-dereference) about a pointer it cannot see is non-null.
   auto a = static_cast<std::size_t>(axis);
@@ -45,17 +75,8 @@ inline Array broadcast_batch(const Array& x, std::int64_t n, std::int64_t axis) 
   return broadcast_in_dim(x, Shape(std::move(dims)), keep);
 }
 
-/// `x` with its batch axis first; an unbatched `x` gets one of size `n`.
-inline Array bdim_at_front(const Array& x, BatchDim bd, std::int64_t n) {
-  return bd ? moveaxis(x, *bd, 0) : broadcast_batch(x, n, 0);
-}
-
-/// The operands of an elementwise primitive, aligned for a batched application: batched operands
-/// get their batch axis first and the full per-example shape; unbatched rank-0 operands stay as
-/// they are (a rank-0 operand stands for any shape); other unbatched operands are broadcast. The
-/// result's batch axis is 0.
-inline Arrays batch_elementwise_operands(std::span<const Array> args,
-                                         std::span<const BatchDim> dims, std::int64_t n) {
+XPR_FUNC Arrays batch_elementwise_operands(std::span<const Array> args,
+                                           std::span<const BatchDim> dims, std::int64_t n) {
   // The per-example shape: that of any operand of per-example rank > 0.
   Shape example;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -85,13 +106,10 @@ inline Arrays batch_elementwise_operands(std::span<const Array> args,
   return out;
 }
 
-/// The batching rule of an elementwise primitive (JAX's `broadcast_batcher`): operands aligned
-/// as above, the primitive applied once, the result batched along axis 0 — or along the common
-/// batch axis when every batched operand already has it and the same shape.
-inline std::pair<Arrays, BatchDims> batch_elementwise(const Primitive& prim,
-                                                      std::span<const Array> args,
-                                                      std::span<const BatchDim> dims,
-                                                      std::int64_t n, const Params& params) {
+XPR_FUNC std::pair<Arrays, BatchDims> batch_elementwise(const Primitive& prim,
+                                                        std::span<const Array> args,
+                                                        std::span<const BatchDim> dims,
+                                                        std::int64_t n, const Params& params) {
   const Array* first = nullptr;
   BatchDim common;
   bool aligned = true;
@@ -120,3 +138,4 @@ inline std::pair<Arrays, BatchDims> batch_elementwise(const Primitive& prim,
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/cond.hpp"
@@ -46,23 +47,9 @@ class CheckMaxTripsP final : public Primitive {
  public:
   constexpr CheckMaxTripsP() : Primitive("check_max_trips", true) {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    if (args[0].item<bool>())
-      throw core::value_error("while_loop: expected the loop to finish within max_trips(" +
-                              std::to_string(params.get<std::int64_t>("max_trips")) +
-                              ") iterations, found it had not finished (cond_fn still true after " +
-                              std::to_string(params.get<std::int64_t>("max_trips")) +
-                              " trips); its derivative would be wrong, so raise the bound");
-    return Arrays(args.begin() + 1, args.end());
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    (void)params;
-    if (args.empty() || args[0].ndim() != 0 || args[0].dtype != DType::bool_)
-      throw core::type_error("check_max_trips: expected a bool scalar first operand, found " +
-                             (args.empty() ? std::string("none") : args[0].str()));
-    return Avals(args.begin() + 1, args.end());
-  }
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
 
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
@@ -72,21 +59,11 @@ class CheckMaxTripsP final : public Primitive {
   }
 
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    (void)args, (void)params;
-    Cotangents out{std::nullopt};
-    out.insert(out.end(), cts.begin(), cts.end());
-    return out;
-  }
+                       const Params& params) const override;
 
   /// A batched flag: the loop had not finished if any lane had not.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    (void)axis_size;
-    Arrays ops(args.begin(), args.end());
-    if (dims[0]) ops[0] = sum(convert_element_type(ops[0], DType::int32)) > 0;
-    return {rt::bind(*this, ops, params), BatchDims(dims.begin() + 1, dims.end())};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 };
 
 inline constinit const CheckMaxTripsP check_max_trips_p{};
@@ -95,15 +72,7 @@ namespace detail {
 
 /// True when reverse mode or staging may follow (a partial-evaluation or jaxpr-building
 /// interpreter is on the stack): then a bounded loop must be a scan.
-inline bool may_stage_or_linearize() {
-  const TraceState& st = trace_state();
-  if (st.dynamic->level() != 0) return true;
-  for (const auto& m : st.stack) {
-    Trace& t = m->trace();
-    if (dynamic_cast<PartialEvalTrace*>(&t) || dynamic_cast<JaxprTrace*>(&t)) return true;
-  }
-  return false;
-}
+bool may_stage_or_linearize();
 
 }  // namespace detail
 
@@ -166,3 +135,61 @@ namespace xpr {
 using rt::max_trips;
 using rt::while_loop;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays CheckMaxTripsP::impl(std::span<const Array> args, const Params& params) const {
+  if (args[0].item<bool>())
+    throw core::value_error("while_loop: expected the loop to finish within max_trips(" +
+                            std::to_string(params.get<std::int64_t>("max_trips")) +
+                            ") iterations, found it had not finished (cond_fn still true after " +
+                            std::to_string(params.get<std::int64_t>("max_trips")) +
+                            " trips); its derivative would be wrong, so raise the bound");
+  return Arrays(args.begin() + 1, args.end());
+}
+
+XPR_FUNC Avals CheckMaxTripsP::abstract_eval(std::span<const ShapedArray> args,
+                                             const Params& params) const {
+  (void)params;
+  if (args.empty() || args[0].ndim() != 0 || args[0].dtype != DType::bool_)
+    throw core::type_error("check_max_trips: expected a bool scalar first operand, found " +
+                           (args.empty() ? std::string("none") : args[0].str()));
+  return Avals(args.begin() + 1, args.end());
+}
+
+XPR_FUNC Cotangents CheckMaxTripsP::transpose(std::span<const Cotangent> cts,
+                                              std::span<const LinearArg> args,
+                                              const Params& params) const {
+  (void)args, (void)params;
+  Cotangents out{std::nullopt};
+  out.insert(out.end(), cts.begin(), cts.end());
+  return out;
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> CheckMaxTripsP::batch(std::span<const Array> args,
+                                                            std::span<const BatchDim> dims,
+                                                            std::int64_t axis_size,
+                                                            const Params& params) const {
+  (void)axis_size;
+  Arrays ops(args.begin(), args.end());
+  if (dims[0]) ops[0] = sum(convert_element_type(ops[0], DType::int32)) > 0;
+  return {rt::bind(*this, ops, params), BatchDims(dims.begin() + 1, dims.end())};
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC bool may_stage_or_linearize() {
+  const TraceState& st = trace_state();
+  if (st.dynamic->level() != 0) return true;
+  for (const auto& m : st.stack) {
+    Trace& t = m->trace();
+    if (dynamic_cast<PartialEvalTrace*>(&t) || dynamic_cast<JaxprTrace*>(&t)) return true;
+  }
+  return false;
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

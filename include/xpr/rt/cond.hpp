@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/api_transformations.hpp"
@@ -46,23 +47,10 @@ namespace detail {
 
 /// Zeros of type `aval` that cost no constant when staged: a rank-0 zero (a literal), broadcast
 /// by `broadcast_in_dim` for larger shapes (JAX's `zeros_like_aval` stages the same).
-inline Array staged_zeros(const ShapedArray& aval) {
-  Array zero = zeros_like_aval(ShapedArray{Shape{}, aval.dtype, aval.weak_type});
-  if (aval.ndim() == 0) return zero;
-  return broadcast_in_dim(zero, aval.shape, {});
-}
+Array staged_zeros(const ShapedArray& aval);
 
 /// Appends to `j` the equations that make zeros of type `aval` and returns the atom holding them.
-inline Atom append_zeros(Jaxpr& j, const ShapedArray& aval) {
-  Array zero = zeros_like_aval(ShapedArray{Shape{}, aval.dtype, aval.weak_type});
-  if (aval.ndim() == 0) return Literal{zero};
-  Var out(aval);
-  j.eqns.push_back(Eqn{&broadcast_in_dim_p,
-                       {Literal{zero}},
-                       {{"shape", aval.shape}, {"broadcast_dimensions", Axes{}}},
-                       {out}});
-  return out;
-}
+Atom append_zeros(Jaxpr& j, const ShapedArray& aval);
 
 inline JaxprParam share(ClosedJaxpr j) { return std::make_shared<const ClosedJaxpr>(std::move(j)); }
 
@@ -75,107 +63,24 @@ struct JoinedBranches {
 /// Makes closure-converted branch jaxprs agree on their leading constant inputs (JAX's
 /// `_initial_style_jaxprs_with_common_consts`, Autodidax's `_join_jaxpr_consts`): every branch
 /// takes the constants of all branches, the same array once, and ignores those it does not read.
-inline JoinedBranches join_consts(std::vector<ConvertedJaxpr> branches) {
-  JoinedBranches out;
-  // slot_of[b][k]: the joined position of branch b's constant k.
-  std::vector<std::vector<std::size_t>> slot_of(branches.size());
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    std::vector<bool> taken;
-    for (const Array& c : branches[b].consts) {
-      taken.resize(out.consts.size(), false);
-      std::size_t s = 0;
-      while (s < out.consts.size() && (taken[s] || out.consts[s].impl() != c.impl())) ++s;
-      if (s == out.consts.size()) {
-        out.consts.push_back(c);
-        taken.push_back(false);
-      }
-      taken[s] = true;
-      slot_of[b].push_back(s);
-    }
-  }
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    Jaxpr j = branches[b].jaxpr->jaxpr;
-    const std::size_t n = branches[b].consts.size();
-    std::vector<std::optional<Var>> slots(out.consts.size());
-    for (std::size_t k = 0; k < n; ++k) slots[slot_of[b][k]] = j.invars[k];
-    std::vector<Var> invars;
-    for (std::size_t s = 0; s < slots.size(); ++s)
-      invars.push_back(slots[s] ? *slots[s] : Var(out.consts[s].aval()));
-    invars.insert(invars.end(), j.invars.begin() + static_cast<std::ptrdiff_t>(n), j.invars.end());
-    j.invars = std::move(invars);
-    out.branches.push_back(share(ClosedJaxpr{std::move(j), branches[b].jaxpr->consts}));
-  }
-  return out;
-}
+JoinedBranches join_consts(std::vector<ConvertedJaxpr> branches);
 
 /// The JVP of `jaxpr` as a closure-converted jaxpr whose tangent outputs are those marked in
 /// `instantiate` (symbolic zeros made zeros), so that every branch of a `cond` returns the same
 /// tangents (JAX's `jvp_jaxpr(..., instantiate=out_nz)`).
-inline ConvertedJaxpr jvp_jaxpr_instantiated(const ClosedJaxpr& jaxpr,
-                                             const std::vector<bool>& nonzero,
-                                             const std::vector<bool>& instantiate) {
-  const std::size_t n = jaxpr.jaxpr.invars.size();
-  Avals in_avals = jaxpr.in_avals();
-  for (std::size_t i = 0; i < n; ++i)
-    if (nonzero[i]) in_avals.push_back(jaxpr.jaxpr.invars[i].aval());
-  FlatFunction f = [&](std::span<const Array> in) {
-    Tangents tangents(n);
-    for (std::size_t i = 0, k = n; i < n; ++i)
-      if (nonzero[i]) tangents[i] = in[k++];
-    FlatFunction body = [&](std::span<const Array> x) { return eval_jaxpr(jaxpr, x); };
-    auto [primals_out, tangents_out] = jvp_flat_symbolic(body, in.first(n), tangents);
-    const std::size_t m = primals_out.size();
-    for (std::size_t i = 0; i < m; ++i)
-      if (instantiate[i])
-        primals_out.push_back(tangents_out[i] ? *tangents_out[i]
-                                              : staged_zeros(primals_out[i].aval()));
-    return primals_out;
-  };
-  return trace_to_converted_jaxpr(f, in_avals);
-}
+ConvertedJaxpr jvp_jaxpr_instantiated(const ClosedJaxpr& jaxpr, const std::vector<bool>& nonzero,
+                                      const std::vector<bool>& instantiate);
 
 /// `jaxpr` batched along `dims` of inputs of (batched) types `in_avals`: an output is batched (at
 /// axis 0) when it depends on a batched input or when `instantiate` asks for it; returns which
 /// outputs are batched (JAX's `batch_jaxpr(..., instantiate)`).
-inline std::pair<ClosedJaxpr, std::vector<bool>> batch_jaxpr_outs(
-    const ClosedJaxpr& jaxpr, std::span<const BatchDim> dims, std::span<const ShapedArray> in_avals,
-    std::int64_t axis_size, const std::vector<bool>& instantiate) {
-  std::vector<bool> out_batched;
-  FlatFunction f = [&](std::span<const Array> in) {
-    MainScope scope(std::in_place_type<BatchTrace>, "vmap", axis_size);
-    BatchTrace& trace = scope.trace<BatchTrace>();
-    Arrays tracers;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      tracers.push_back(trace.make_tracer(in[i], dims[i]));
-    Arrays outs = eval_jaxpr(jaxpr, tracers);
-    out_batched.clear();
-    Arrays result;
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      Array t = full_raise(trace, outs[k]);
-      const auto& bt = static_cast<const BatchTracer&>(*t.impl());
-      if (bt.batch_dim()) {
-        result.push_back(*bt.batch_dim() == 0 ? bt.value()
-                                              : moveaxis(bt.value(), *bt.batch_dim(), 0));
-      } else if (k < instantiate.size() && instantiate[k]) {
-        result.push_back(broadcast_batch(bt.value(), axis_size, 0));
-      } else {
-        result.push_back(bt.value());
-      }
-      out_batched.push_back(bt.batch_dim().has_value() ||
-                            (k < instantiate.size() && instantiate[k]));
-    }
-    return result;
-  };
-  ClosedJaxpr batched = make_jaxpr_flat(f, in_avals);
-  return {std::move(batched), std::move(out_batched)};
-}
+std::pair<ClosedJaxpr, std::vector<bool>> batch_jaxpr_outs(const ClosedJaxpr& jaxpr,
+                                                           std::span<const BatchDim> dims,
+                                                           std::span<const ShapedArray> in_avals,
+                                                           std::int64_t axis_size,
+                                                           const std::vector<bool>& instantiate);
 
-inline std::vector<bool> any_of_each(const std::vector<std::vector<bool>>& flags, std::size_t n) {
-  std::vector<bool> out(n, false);
-  for (const auto& f : flags)
-    for (std::size_t i = 0; i < n && i < f.size(); ++i) out[i] = out[i] || f[i];
-  return out;
-}
+std::vector<bool> any_of_each(const std::vector<std::vector<bool>>& flags, std::size_t n);
 
 inline std::size_t count_true(const std::vector<bool>& v) {
   return static_cast<std::size_t>(std::count(v.begin(), v.end(), true));
@@ -194,65 +99,7 @@ struct CondSplit {
   Avals res_avals;
 };
 
-inline CondSplit split_cond(const JaxprTuple& branches, const std::vector<bool>& ops_unknown) {
-  const std::size_t n_out = branches[0]->jaxpr.outvars.size();
-  std::vector<std::vector<bool>> outs;
-  for (const JaxprParam& b : branches)
-    outs.push_back(partial_eval_jaxpr(*b, ops_unknown).out_unknowns);
-  CondSplit split;
-  split.out_unknowns = any_of_each(outs, n_out);
-  const std::size_t n_known_out = n_out - count_true(split.out_unknowns);
-
-  std::vector<PartialEvalJaxpr> parts;
-  for (const JaxprParam& b : branches)
-    parts.push_back(partial_eval_jaxpr(*b, ops_unknown, split.out_unknowns));
-
-  // Residual slots shared by type (JAX's `_merge_branch_residuals`): the k-th residual of a type
-  // in one branch shares a slot with the k-th residual of that type in every other branch.
-  std::vector<std::vector<std::size_t>> slot_of(parts.size());
-  for (std::size_t b = 0; b < parts.size(); ++b) {
-    const Jaxpr& kj = parts[b].known.jaxpr;
-    std::vector<bool> taken(split.res_avals.size(), false);
-    for (std::size_t r = 0; r < parts[b].num_res; ++r) {
-      const ShapedArray& a = aval_of(kj.outvars[n_known_out + r]);
-      std::size_t s = 0;
-      while (s < split.res_avals.size() && (taken[s] || !(split.res_avals[s] == a))) ++s;
-      if (s == split.res_avals.size()) {
-        split.res_avals.push_back(a);
-        taken.push_back(false);
-      }
-      taken[s] = true;
-      slot_of[b].push_back(s);
-    }
-  }
-  for (std::size_t b = 0; b < parts.size(); ++b) {
-    if (!parts[b].known.consts.empty() || !parts[b].known.jaxpr.constvars.empty())
-      throw core::type_error("cond: expected branches without constants, found a branch with " +
-                             std::to_string(parts[b].known.consts.size()));
-    // Known: the known outputs, then every slot (this branch's residual or zeros).
-    Jaxpr kj = parts[b].known.jaxpr;
-    std::vector<std::optional<Atom>> res(split.res_avals.size());
-    for (std::size_t r = 0; r < parts[b].num_res; ++r)
-      res[slot_of[b][r]] = kj.outvars[n_known_out + r];
-    kj.outvars.erase(kj.outvars.begin() + static_cast<std::ptrdiff_t>(n_known_out),
-                     kj.outvars.end());
-    for (std::size_t s = 0; s < res.size(); ++s)
-      kj.outvars.push_back(res[s] ? *res[s] : append_zeros(kj, split.res_avals[s]));
-    split.known.push_back(share(ClosedJaxpr{std::move(kj), {}}));
-    // Unknown: every slot as an input (this branch's residual or an unused variable).
-    Jaxpr uj = parts[b].unknown.jaxpr;
-    std::vector<std::optional<Var>> in(split.res_avals.size());
-    for (std::size_t r = 0; r < parts[b].num_res; ++r) in[slot_of[b][r]] = uj.invars[r];
-    std::vector<Var> invars;
-    for (std::size_t s = 0; s < in.size(); ++s)
-      invars.push_back(in[s] ? *in[s] : Var(split.res_avals[s]));
-    invars.insert(invars.end(), uj.invars.begin() + static_cast<std::ptrdiff_t>(parts[b].num_res),
-                  uj.invars.end());
-    uj.invars = std::move(invars);
-    split.unknown.push_back(share(ClosedJaxpr{std::move(uj), {}}));
-  }
-  return split;
-}
+CondSplit split_cond(const JaxprTuple& branches, const std::vector<bool>& ops_unknown);
 
 }  // namespace detail
 
@@ -274,285 +121,31 @@ class CondP final : public Primitive, public PartialEvalRules {
  public:
   constexpr CondP() : Primitive("cond", true) {}
 
-  static const JaxprTuple& branches(const Params& params) {
-    const JaxprTuple& bs = params.get<JaxprTuple>("branches");
-    if (bs.empty()) throw core::type_error("cond: expected at least one branch, found none");
-    for (const JaxprParam& b : bs)
-      if (!b) throw core::type_error("cond: expected a jaxpr for every branch, found None");
-    return bs;
-  }
+  static const JaxprTuple& branches(const Params& params);
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    if (args.empty()) throw core::type_error("cond: expected an index operand, found none");
-    auto i = static_cast<std::int64_t>(args[0].item<std::int32_t>());
-    i = std::clamp<std::int64_t>(i, 0, static_cast<std::int64_t>(bs.size()) - 1);
-    return eval_jaxpr(*bs[static_cast<std::size_t>(i)], args.subspan(1));
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    if (args.empty() || args[0].ndim() != 0 || args[0].dtype != DType::int32)
-      throw core::type_error("cond: expected an int32 scalar index as the first operand, found " +
-                             (args.empty() ? std::string("no operand") : args[0].str()));
-    const Avals out = bs[0]->out_avals();
-    for (std::size_t b = 0; b < bs.size(); ++b) {
-      const Jaxpr& j = bs[b]->jaxpr;
-      if (j.invars.size() + 1 != args.size())
-        throw core::type_error("cond: branch " + std::to_string(b) + " takes " +
-                               std::to_string(j.invars.size()) + " operands, found " +
-                               std::to_string(args.size() - 1));
-      for (std::size_t i = 0; i < j.invars.size(); ++i)
-        if (!j.invars[i].aval().same_type(args[i + 1]))
-          throw core::type_error("cond: branch " + std::to_string(b) + " expects operand " +
-                                 std::to_string(i) + " of type " + j.invars[i].aval().str() +
-                                 ", found " + args[i + 1].str());
-      const Avals o = bs[b]->out_avals();
-      if (o.size() != out.size())
-        throw core::type_error("cond: branch 0 has " + std::to_string(out.size()) +
-                               " outputs, branch " + std::to_string(b) + " has " +
-                               std::to_string(o.size()));
-      for (std::size_t k = 0; k < o.size(); ++k)
-        if (!o[k].same_type(out[k]))
-          throw core::type_error(
-              "cond: expected every branch to return the same types, found "
-              "output " +
-              std::to_string(k) + " of type " + out[k].str() + " in branch 0 and " + o[k].str() +
-              " in branch " + std::to_string(b));
-    }
-    return out;
-  }
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
 
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    std::vector<bool> nonzero;
-    for (std::size_t i = 1; i < tangents.size(); ++i) nonzero.push_back(tangents[i].has_value());
-    const std::size_t n_out = bs[0]->jaxpr.outvars.size();
-    std::vector<std::vector<bool>> branch_nz;
-    for (const JaxprParam& b : bs) branch_nz.push_back(detail::jvp_jaxpr(*b, nonzero).out_nonzero);
-    const std::vector<bool> out_nz = detail::any_of_each(branch_nz, n_out);
-    std::vector<detail::ConvertedJaxpr> jvps;
-    for (const JaxprParam& b : bs)
-      jvps.push_back(detail::jvp_jaxpr_instantiated(*b, nonzero, out_nz));
-    detail::JoinedBranches joined = detail::join_consts(std::move(jvps));
-    Arrays operands{primals[0]};
-    operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
-    operands.insert(operands.end(), primals.begin() + 1, primals.end());
-    for (std::size_t i = 1; i < tangents.size(); ++i)
-      if (tangents[i]) operands.push_back(*tangents[i]);
-    Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
-    Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
-    Tangents tangents_out;
-    for (std::size_t i = 0, k = n_out; i < n_out; ++i)
-      tangents_out.push_back(out_nz[i] ? Tangent(outs[k++]) : std::nullopt);
-    return {std::move(primals_out), std::move(tangents_out)};
-  }
+                                           const Params& params) const override;
 
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    if (args.empty() || is_undefined_primal(args[0]))
-      throw core::type_error("cond: cannot transpose with respect to the index");
-    const Array& index = std::get<Array>(args[0]);
-    const std::span<const LinearArg> ops = args.subspan(1);
-    Arrays known;
-    Avals in_avals;
-    for (const LinearArg& a : ops)
-      if (!is_undefined_primal(a)) {
-        known.push_back(std::get<Array>(a));
-        in_avals.push_back(known.back().aval());
-      }
-    const Avals out_avals = bs[0]->out_avals();
-    in_avals.insert(in_avals.end(), out_avals.begin(), out_avals.end());
-    // Each transposed branch maps (known operands, output cotangents) to the cotangents of the
-    // linear operands (JAX's `_transpose_cond_jaxpr`).
-    std::vector<detail::ConvertedJaxpr> transposed;
-    for (const JaxprParam& b : bs) {
-      FlatFunction f = [&](std::span<const Array> in) {
-        std::vector<LinearArg> la;
-        std::size_t k = 0;
-        for (const LinearArg& a : ops)
-          la.push_back(is_undefined_primal(a) ? LinearArg(a) : LinearArg(in[k++]));
-        Cotangents cts_out(in.begin() + static_cast<std::ptrdiff_t>(k), in.end());
-        Cotangents cts_in = backward_pass(b->jaxpr, b->consts, la, cts_out);
-        Arrays out;
-        for (std::size_t i = 0; i < ops.size(); ++i)
-          if (is_undefined_primal(ops[i]))
-            out.push_back(cts_in[i] ? *cts_in[i] : detail::staged_zeros(aval_of(ops[i])));
-        return out;
-      };
-      transposed.push_back(detail::trace_to_converted_jaxpr(f, in_avals));
-    }
-    detail::JoinedBranches joined = detail::join_consts(std::move(transposed));
-    Arrays operands{index};
-    operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
-    operands.insert(operands.end(), known.begin(), known.end());
-    for (std::size_t k = 0; k < cts.size(); ++k)
-      operands.push_back(instantiate_zeros(cts[k], out_avals[k]));
-    Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
-    Cotangents result{std::nullopt};
-    for (std::size_t i = 0, k = 0; i < ops.size(); ++i)
-      result.push_back(is_undefined_primal(ops[i]) ? Cotangent(outs[k++]) : std::nullopt);
-    return result;
-  }
+                       const Params& params) const override;
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
-    if (dims[0]) {
-      // A batched index: every branch runs on every lane and select_n picks the lanes' results
-      // (JAX's `_cond_batching_rule`). Each branch sees its operands through a select that stops
-      // their gradient on the lanes it does not own, so a branch that is not taken cannot put a
-      // NaN into a derivative (jax-ml/jax#1052).
-      Arrays moved;
-      for (std::size_t i = 0; i < args.size(); ++i) {
-        if (!dims[i]) {
-          moved.push_back(broadcast_batch(args[i], axis_size, 0));
-        } else {
-          moved.push_back(*dims[i] != 0 ? moveaxis(args[i], *dims[i], 0) : args[i]);
-        }
-      }
-      const Array& index = moved[0];
-      const std::span<const Array> ops(moved.begin() + 1, moved.end());
-      const BatchDims at_front(ops.size(), BatchDim(0));
-      const Avals op_avals = detail::avals_of_values(ops);
-      std::vector<Arrays> outs;
-      for (std::size_t b = 0; b < bs.size(); ++b) {
-        ClosedJaxpr batched = detail::batch_jaxpr(*bs[b], at_front, op_avals);
-        Array mine = index == static_cast<std::int32_t>(b);
-        Arrays ops_b;
-        for (const Array& x : ops) {
-          Array p = broadcast_in_dim(mine, x.shape(), {0});
-          ops_b.push_back(bind1(select_n_p, {p, stop_gradient(x), x}));
-        }
-        outs.push_back(eval_jaxpr(batched, ops_b));
-      }
-      Arrays result;
-      for (std::size_t k = 0; k < outs[0].size(); ++k) {
-        Arrays cases{broadcast_in_dim(index, outs[0][k].shape(), {0})};
-        for (const Arrays& o : outs) cases.push_back(o[k]);
-        result.push_back(rt::bind(select_n_p, cases).front());
-      }
-      return {std::move(result), BatchDims(result.size(), BatchDim(0))};
-    }
-    // An unbatched index stays a cond, of the batched branches: an output is batched (at 0) when
-    // it is in some branch, and then in every branch (JAX's `_cond_batching_rule`).
-    auto [moved, at_front] = detail::batch_at_front(args.subspan(1), dims.subspan(1));
-    const Avals op_avals = detail::avals_of_values(moved);
-    std::vector<std::vector<bool>> branch_bat;
-    for (const JaxprParam& b : bs)
-      branch_bat.push_back(detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, {}).second);
-    const std::vector<bool> out_bat = detail::any_of_each(branch_bat, bs[0]->jaxpr.outvars.size());
-    std::vector<detail::ConvertedJaxpr> batched;
-    for (const JaxprParam& b : bs)
-      batched.push_back(detail::convert_constvars(
-          detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, out_bat).first));
-    detail::JoinedBranches joined = detail::join_consts(std::move(batched));
-    Arrays operands{args[0]};
-    operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
-    operands.insert(operands.end(), moved.begin(), moved.end());
-    Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
-    BatchDims out_dims;
-    for (bool b : out_bat) out_dims.push_back(b ? BatchDim(0) : std::nullopt);
-    return {std::move(outs), std::move(out_dims)};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 
   // ---- partial evaluation ----
 
   std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override {
-    const JaxprTuple& bs = branches(params);
-    const PartialVal& index = detail::as_pe_tracer(tracers[0]).pval();
-    if (index.is_unknown()) return std::nullopt;  // the whole cond is staged
-    std::vector<bool> ops_unknown;
-    Arrays known_in{*index.value};
-    Arrays unknown_in;
-    for (std::size_t i = 1; i < tracers.size(); ++i) {
-      const PartialVal& pv = detail::as_pe_tracer(tracers[i]).pval();
-      ops_unknown.push_back(pv.is_unknown());
-      if (pv.is_known())
-        known_in.push_back(*pv.value);
-      else
-        unknown_in.push_back(tracers[i]);
-    }
-    detail::CondSplit split = detail::split_cond(bs, ops_unknown);
-    const std::size_t n_out = split.out_unknowns.size();
-    const std::size_t n_known = n_out - detail::count_true(split.out_unknowns);
-    const std::size_t n_res = split.res_avals.size();
-    Arrays known_out;
-    if (n_known + n_res > 0)
-      known_out = rt::bind(*this, known_in, Params{{"branches", split.known}});
-    Arrays unknown_out;
-    if (n_known < n_out) {
-      Arrays staged_in{tracers[0]};
-      for (std::size_t r = 0; r < n_res; ++r)
-        staged_in.push_back(trace.pure(known_out[n_known + r]));
-      staged_in.insert(staged_in.end(), unknown_in.begin(), unknown_in.end());
-      unknown_out = trace.stage(*this, staged_in, Params{{"branches", split.unknown}},
-                                split.unknown[0]->out_avals());
-    }
-    Arrays out;
-    for (std::size_t i = 0, k = 0, u = 0; i < n_out; ++i)
-      out.push_back(split.out_unknowns[i] ? unknown_out[u++] : trace.pure(known_out[k++]));
-    return out;
-  }
+                                     const Params& params) const override;
 
   std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override {
-    if (in_unknowns.empty() || in_unknowns[0] || detail::count_true(in_unknowns) == 0)
-      return std::nullopt;  // all known, or an unknown index: the default rule
-    std::vector<bool> ops_unknown(in_unknowns.begin() + 1, in_unknowns.end());
-    detail::CondSplit split = detail::split_cond(branches(eqn.params), ops_unknown);
-    PartialEvalEqn result;
-    result.out_unknowns = split.out_unknowns;
-    std::vector<Var> res;
-    for (const ShapedArray& a : split.res_avals) res.emplace_back(a);
-    Eqn known{eqn.primitive, {eqn.inputs[0]}, Params{{"branches", split.known}}, {}};
-    Eqn unknown{eqn.primitive, {eqn.inputs[0]}, Params{{"branches", split.unknown}}, {}};
-    unknown.inputs.insert(unknown.inputs.end(), res.begin(), res.end());
-    for (std::size_t i = 1; i < eqn.inputs.size(); ++i)
-      (in_unknowns[i] ? unknown : known).inputs.push_back(eqn.inputs[i]);
-    for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
-      (split.out_unknowns[k] ? unknown : known).outputs.push_back(eqn.outputs[k]);
-    known.outputs.insert(known.outputs.end(), res.begin(), res.end());
-    if (!known.outputs.empty()) result.known = std::move(known);
-    if (!unknown.outputs.empty()) {
-      result.unknown = std::move(unknown);
-      if (const Var* v = std::get_if<Var>(&eqn.inputs[0])) result.residuals.push_back(*v);
-      result.residuals.insert(result.residuals.end(), res.begin(), res.end());
-    }
-    return result;
-  }
+                                                   const Eqn& eqn) const override;
 
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override {
-    const JaxprTuple& bs = branches(eqn.params);
-    const std::size_t n_ops = eqn.inputs.size() - 1;
-    std::vector<bool> used(n_ops, false);
-    for (const JaxprParam& b : bs) {
-      std::vector<bool> u = dce_jaxpr(b->jaxpr, used_outputs, false).second;
-      for (std::size_t i = 0; i < n_ops; ++i) used[i] = used[i] || u[i];
-    }
-    JaxprTuple pruned;
-    for (const JaxprParam& b : bs) {
-      ClosedJaxpr d{dce_jaxpr(b->jaxpr, used_outputs, true).first, b->consts};
-      std::vector<Var> invars;
-      for (std::size_t i = 0; i < n_ops; ++i)
-        if (used[i]) invars.push_back(d.jaxpr.invars[i]);
-      d.jaxpr.invars = std::move(invars);
-      pruned.push_back(detail::share(std::move(d)));
-    }
-    Eqn e{eqn.primitive, {eqn.inputs[0]}, detail::with_param(eqn.params, "branches", pruned), {}};
-    for (std::size_t i = 0; i < n_ops; ++i)
-      if (used[i]) e.inputs.push_back(eqn.inputs[i + 1]);
-    for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
-      if (used_outputs[k]) e.outputs.push_back(eqn.outputs[k]);
-    std::vector<bool> used_inputs{true};
-    used_inputs.insert(used_inputs.end(), used.begin(), used.end());
-    return DceEqn{std::move(used_inputs), std::move(e)};
-  }
+  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
 };
 
 inline constinit const CondP cond_p{};
@@ -566,31 +159,9 @@ namespace detail {
 /// Traces `fns` (flat functions of the operand leaves) to branch jaxprs, checks that they return
 /// the same structure and types (`type_error` naming the output and its type in each branch),
 /// joins their constants and binds `cond`. `names[b]` names branch b in messages.
-inline Arrays bind_branches(const char* fn, const Array& index, std::span<const FlatFunction> fns,
-                            std::span<std::optional<PyTreeDef>> out_defs,
-                            std::span<const std::string> names, std::span<const Array> leaves) {
-  const Avals avals = avals_of_values(leaves);
-  std::vector<ConvertedJaxpr> traced;
-  for (const FlatFunction& f : fns) traced.push_back(trace_to_converted_jaxpr(f, avals));
-  for (std::size_t b = 1; b < fns.size(); ++b) {
-    if (*out_defs[b] != *out_defs[0])
-      throw core::type_error(std::string(fn) + ": expected " + names[0] + " and " + names[b] +
-                             " to return the same structure, found " + out_defs[0]->str() + " in " +
-                             names[0] + " and " + out_defs[b]->str() + " in " + names[b]);
-    const Avals o0 = traced[0].jaxpr->out_avals(), ob = traced[b].jaxpr->out_avals();
-    for (std::size_t k = 0; k < o0.size(); ++k)
-      if (!o0[k].same_type(ob[k]))
-        throw core::type_error(std::string(fn) + ": expected " + names[0] + " and " + names[b] +
-                               " to return the same types, found output " + std::to_string(k) +
-                               " of type " + o0[k].str() + " in " + names[0] + " and " +
-                               ob[k].str() + " in " + names[b]);
-  }
-  JoinedBranches joined = join_consts(std::move(traced));
-  Arrays operands{index};
-  operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
-  operands.insert(operands.end(), leaves.begin(), leaves.end());
-  return rt::bind(cond_p, operands, Params{{"branches", std::move(joined.branches)}});
-}
+Arrays bind_branches(const char* fn, const Array& index, std::span<const FlatFunction> fns,
+                     std::span<std::optional<PyTreeDef>> out_defs,
+                     std::span<const std::string> names, std::span<const Array> leaves);
 
 /// The predicate or index as a rank-0 Array; `type_error` for anything else.
 template <class P>
@@ -772,3 +343,495 @@ auto switch_(const I& index, const Branches& branch_fns, const Ops&... operands)
 namespace xpr {
 using rt::switch_;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Array staged_zeros(const ShapedArray& aval) {
+  Array zero = zeros_like_aval(ShapedArray{Shape{}, aval.dtype, aval.weak_type});
+  if (aval.ndim() == 0) return zero;
+  return broadcast_in_dim(zero, aval.shape, {});
+}
+
+XPR_FUNC Atom append_zeros(Jaxpr& j, const ShapedArray& aval) {
+  Array zero = zeros_like_aval(ShapedArray{Shape{}, aval.dtype, aval.weak_type});
+  if (aval.ndim() == 0) return Literal{zero};
+  Var out(aval);
+  j.eqns.push_back(Eqn{&broadcast_in_dim_p,
+                       {Literal{zero}},
+                       {{"shape", aval.shape}, {"broadcast_dimensions", Axes{}}},
+                       {out}});
+  return out;
+}
+
+XPR_FUNC JoinedBranches join_consts(std::vector<ConvertedJaxpr> branches) {
+  JoinedBranches out;
+  // slot_of[b][k]: the joined position of branch b's constant k.
+  std::vector<std::vector<std::size_t>> slot_of(branches.size());
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    std::vector<bool> taken;
+    for (const Array& c : branches[b].consts) {
+      taken.resize(out.consts.size(), false);
+      std::size_t s = 0;
+      while (s < out.consts.size() && (taken[s] || out.consts[s].impl() != c.impl())) ++s;
+      if (s == out.consts.size()) {
+        out.consts.push_back(c);
+        taken.push_back(false);
+      }
+      taken[s] = true;
+      slot_of[b].push_back(s);
+    }
+  }
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    Jaxpr j = branches[b].jaxpr->jaxpr;
+    const std::size_t n = branches[b].consts.size();
+    std::vector<std::optional<Var>> slots(out.consts.size());
+    for (std::size_t k = 0; k < n; ++k) slots[slot_of[b][k]] = j.invars[k];
+    std::vector<Var> invars;
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      invars.push_back(slots[s] ? *slots[s] : Var(out.consts[s].aval()));
+    invars.insert(invars.end(), j.invars.begin() + static_cast<std::ptrdiff_t>(n), j.invars.end());
+    j.invars = std::move(invars);
+    out.branches.push_back(share(ClosedJaxpr{std::move(j), branches[b].jaxpr->consts}));
+  }
+  return out;
+}
+
+XPR_FUNC ConvertedJaxpr jvp_jaxpr_instantiated(const ClosedJaxpr& jaxpr,
+                                               const std::vector<bool>& nonzero,
+                                               const std::vector<bool>& instantiate) {
+  const std::size_t n = jaxpr.jaxpr.invars.size();
+  Avals in_avals = jaxpr.in_avals();
+  for (std::size_t i = 0; i < n; ++i)
+    if (nonzero[i]) in_avals.push_back(jaxpr.jaxpr.invars[i].aval());
+  FlatFunction f = [&](std::span<const Array> in) {
+    Tangents tangents(n);
+    for (std::size_t i = 0, k = n; i < n; ++i)
+      if (nonzero[i]) tangents[i] = in[k++];
+    FlatFunction body = [&](std::span<const Array> x) { return eval_jaxpr(jaxpr, x); };
+    auto [primals_out, tangents_out] = jvp_flat_symbolic(body, in.first(n), tangents);
+    const std::size_t m = primals_out.size();
+    for (std::size_t i = 0; i < m; ++i)
+      if (instantiate[i])
+        primals_out.push_back(tangents_out[i] ? *tangents_out[i]
+                                              : staged_zeros(primals_out[i].aval()));
+    return primals_out;
+  };
+  return trace_to_converted_jaxpr(f, in_avals);
+}
+
+XPR_FUNC std::pair<ClosedJaxpr, std::vector<bool>> batch_jaxpr_outs(
+    const ClosedJaxpr& jaxpr, std::span<const BatchDim> dims, std::span<const ShapedArray> in_avals,
+    std::int64_t axis_size, const std::vector<bool>& instantiate) {
+  std::vector<bool> out_batched;
+  FlatFunction f = [&](std::span<const Array> in) {
+    MainScope scope(std::in_place_type<BatchTrace>, "vmap", axis_size);
+    BatchTrace& trace = scope.trace<BatchTrace>();
+    Arrays tracers;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      tracers.push_back(trace.make_tracer(in[i], dims[i]));
+    Arrays outs = eval_jaxpr(jaxpr, tracers);
+    out_batched.clear();
+    Arrays result;
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      Array t = full_raise(trace, outs[k]);
+      const auto& bt = static_cast<const BatchTracer&>(*t.impl());
+      if (bt.batch_dim()) {
+        result.push_back(*bt.batch_dim() == 0 ? bt.value()
+                                              : moveaxis(bt.value(), *bt.batch_dim(), 0));
+      } else if (k < instantiate.size() && instantiate[k]) {
+        result.push_back(broadcast_batch(bt.value(), axis_size, 0));
+      } else {
+        result.push_back(bt.value());
+      }
+      out_batched.push_back(bt.batch_dim().has_value() ||
+                            (k < instantiate.size() && instantiate[k]));
+    }
+    return result;
+  };
+  ClosedJaxpr batched = make_jaxpr_flat(f, in_avals);
+  return {std::move(batched), std::move(out_batched)};
+}
+
+XPR_FUNC std::vector<bool> any_of_each(const std::vector<std::vector<bool>>& flags, std::size_t n) {
+  std::vector<bool> out(n, false);
+  for (const auto& f : flags)
+    for (std::size_t i = 0; i < n && i < f.size(); ++i) out[i] = out[i] || f[i];
+  return out;
+}
+
+XPR_FUNC CondSplit split_cond(const JaxprTuple& branches, const std::vector<bool>& ops_unknown) {
+  const std::size_t n_out = branches[0]->jaxpr.outvars.size();
+  std::vector<std::vector<bool>> outs;
+  for (const JaxprParam& b : branches)
+    outs.push_back(partial_eval_jaxpr(*b, ops_unknown).out_unknowns);
+  CondSplit split;
+  split.out_unknowns = any_of_each(outs, n_out);
+  const std::size_t n_known_out = n_out - count_true(split.out_unknowns);
+
+  std::vector<PartialEvalJaxpr> parts;
+  for (const JaxprParam& b : branches)
+    parts.push_back(partial_eval_jaxpr(*b, ops_unknown, split.out_unknowns));
+
+  // Residual slots shared by type (JAX's `_merge_branch_residuals`): the k-th residual of a type
+  // in one branch shares a slot with the k-th residual of that type in every other branch.
+  std::vector<std::vector<std::size_t>> slot_of(parts.size());
+  for (std::size_t b = 0; b < parts.size(); ++b) {
+    const Jaxpr& kj = parts[b].known.jaxpr;
+    std::vector<bool> taken(split.res_avals.size(), false);
+    for (std::size_t r = 0; r < parts[b].num_res; ++r) {
+      const ShapedArray& a = aval_of(kj.outvars[n_known_out + r]);
+      std::size_t s = 0;
+      while (s < split.res_avals.size() && (taken[s] || !(split.res_avals[s] == a))) ++s;
+      if (s == split.res_avals.size()) {
+        split.res_avals.push_back(a);
+        taken.push_back(false);
+      }
+      taken[s] = true;
+      slot_of[b].push_back(s);
+    }
+  }
+  for (std::size_t b = 0; b < parts.size(); ++b) {
+    if (!parts[b].known.consts.empty() || !parts[b].known.jaxpr.constvars.empty())
+      throw core::type_error("cond: expected branches without constants, found a branch with " +
+                             std::to_string(parts[b].known.consts.size()));
+    // Known: the known outputs, then every slot (this branch's residual or zeros).
+    Jaxpr kj = parts[b].known.jaxpr;
+    std::vector<std::optional<Atom>> res(split.res_avals.size());
+    for (std::size_t r = 0; r < parts[b].num_res; ++r)
+      res[slot_of[b][r]] = kj.outvars[n_known_out + r];
+    kj.outvars.erase(kj.outvars.begin() + static_cast<std::ptrdiff_t>(n_known_out),
+                     kj.outvars.end());
+    for (std::size_t s = 0; s < res.size(); ++s)
+      kj.outvars.push_back(res[s] ? *res[s] : append_zeros(kj, split.res_avals[s]));
+    split.known.push_back(share(ClosedJaxpr{std::move(kj), {}}));
+    // Unknown: every slot as an input (this branch's residual or an unused variable).
+    Jaxpr uj = parts[b].unknown.jaxpr;
+    std::vector<std::optional<Var>> in(split.res_avals.size());
+    for (std::size_t r = 0; r < parts[b].num_res; ++r) in[slot_of[b][r]] = uj.invars[r];
+    std::vector<Var> invars;
+    for (std::size_t s = 0; s < in.size(); ++s)
+      invars.push_back(in[s] ? *in[s] : Var(split.res_avals[s]));
+    invars.insert(invars.end(), uj.invars.begin() + static_cast<std::ptrdiff_t>(parts[b].num_res),
+                  uj.invars.end());
+    uj.invars = std::move(invars);
+    split.unknown.push_back(share(ClosedJaxpr{std::move(uj), {}}));
+  }
+  return split;
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC const JaxprTuple& CondP::branches(const Params& params) {
+  const JaxprTuple& bs = params.get<JaxprTuple>("branches");
+  if (bs.empty()) throw core::type_error("cond: expected at least one branch, found none");
+  for (const JaxprParam& b : bs)
+    if (!b) throw core::type_error("cond: expected a jaxpr for every branch, found None");
+  return bs;
+}
+
+XPR_FUNC Arrays CondP::impl(std::span<const Array> args, const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  if (args.empty()) throw core::type_error("cond: expected an index operand, found none");
+  auto i = static_cast<std::int64_t>(args[0].item<std::int32_t>());
+  i = std::clamp<std::int64_t>(i, 0, static_cast<std::int64_t>(bs.size()) - 1);
+  return eval_jaxpr(*bs[static_cast<std::size_t>(i)], args.subspan(1));
+}
+
+XPR_FUNC Avals CondP::abstract_eval(std::span<const ShapedArray> args, const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  if (args.empty() || args[0].ndim() != 0 || args[0].dtype != DType::int32)
+    throw core::type_error("cond: expected an int32 scalar index as the first operand, found " +
+                           (args.empty() ? std::string("no operand") : args[0].str()));
+  const Avals out = bs[0]->out_avals();
+  for (std::size_t b = 0; b < bs.size(); ++b) {
+    const Jaxpr& j = bs[b]->jaxpr;
+    if (j.invars.size() + 1 != args.size())
+      throw core::type_error("cond: branch " + std::to_string(b) + " takes " +
+                             std::to_string(j.invars.size()) + " operands, found " +
+                             std::to_string(args.size() - 1));
+    for (std::size_t i = 0; i < j.invars.size(); ++i)
+      if (!j.invars[i].aval().same_type(args[i + 1]))
+        throw core::type_error("cond: branch " + std::to_string(b) + " expects operand " +
+                               std::to_string(i) + " of type " + j.invars[i].aval().str() +
+                               ", found " + args[i + 1].str());
+    const Avals o = bs[b]->out_avals();
+    if (o.size() != out.size())
+      throw core::type_error("cond: branch 0 has " + std::to_string(out.size()) +
+                             " outputs, branch " + std::to_string(b) + " has " +
+                             std::to_string(o.size()));
+    for (std::size_t k = 0; k < o.size(); ++k)
+      if (!o[k].same_type(out[k]))
+        throw core::type_error(
+            "cond: expected every branch to return the same types, found "
+            "output " +
+            std::to_string(k) + " of type " + out[k].str() + " in branch 0 and " + o[k].str() +
+            " in branch " + std::to_string(b));
+  }
+  return out;
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> CondP::jvp_symbolic(std::span<const Array> primals,
+                                                         std::span<const Tangent> tangents,
+                                                         const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  std::vector<bool> nonzero;
+  for (std::size_t i = 1; i < tangents.size(); ++i) nonzero.push_back(tangents[i].has_value());
+  const std::size_t n_out = bs[0]->jaxpr.outvars.size();
+  std::vector<std::vector<bool>> branch_nz;
+  for (const JaxprParam& b : bs) branch_nz.push_back(detail::jvp_jaxpr(*b, nonzero).out_nonzero);
+  const std::vector<bool> out_nz = detail::any_of_each(branch_nz, n_out);
+  std::vector<detail::ConvertedJaxpr> jvps;
+  for (const JaxprParam& b : bs)
+    jvps.push_back(detail::jvp_jaxpr_instantiated(*b, nonzero, out_nz));
+  detail::JoinedBranches joined = detail::join_consts(std::move(jvps));
+  Arrays operands{primals[0]};
+  operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
+  operands.insert(operands.end(), primals.begin() + 1, primals.end());
+  for (std::size_t i = 1; i < tangents.size(); ++i)
+    if (tangents[i]) operands.push_back(*tangents[i]);
+  Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
+  Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
+  Tangents tangents_out;
+  for (std::size_t i = 0, k = n_out; i < n_out; ++i)
+    tangents_out.push_back(out_nz[i] ? Tangent(outs[k++]) : std::nullopt);
+  return {std::move(primals_out), std::move(tangents_out)};
+}
+
+XPR_FUNC Cotangents CondP::transpose(std::span<const Cotangent> cts,
+                                     std::span<const LinearArg> args, const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  if (args.empty() || is_undefined_primal(args[0]))
+    throw core::type_error("cond: cannot transpose with respect to the index");
+  const Array& index = std::get<Array>(args[0]);
+  const std::span<const LinearArg> ops = args.subspan(1);
+  Arrays known;
+  Avals in_avals;
+  for (const LinearArg& a : ops)
+    if (!is_undefined_primal(a)) {
+      known.push_back(std::get<Array>(a));
+      in_avals.push_back(known.back().aval());
+    }
+  const Avals out_avals = bs[0]->out_avals();
+  in_avals.insert(in_avals.end(), out_avals.begin(), out_avals.end());
+  // Each transposed branch maps (known operands, output cotangents) to the cotangents of the
+  // linear operands (JAX's `_transpose_cond_jaxpr`).
+  std::vector<detail::ConvertedJaxpr> transposed;
+  for (const JaxprParam& b : bs) {
+    FlatFunction f = [&](std::span<const Array> in) {
+      std::vector<LinearArg> la;
+      std::size_t k = 0;
+      for (const LinearArg& a : ops)
+        la.push_back(is_undefined_primal(a) ? LinearArg(a) : LinearArg(in[k++]));
+      Cotangents cts_out(in.begin() + static_cast<std::ptrdiff_t>(k), in.end());
+      Cotangents cts_in = backward_pass(b->jaxpr, b->consts, la, cts_out);
+      Arrays out;
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (is_undefined_primal(ops[i]))
+          out.push_back(cts_in[i] ? *cts_in[i] : detail::staged_zeros(aval_of(ops[i])));
+      return out;
+    };
+    transposed.push_back(detail::trace_to_converted_jaxpr(f, in_avals));
+  }
+  detail::JoinedBranches joined = detail::join_consts(std::move(transposed));
+  Arrays operands{index};
+  operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
+  operands.insert(operands.end(), known.begin(), known.end());
+  for (std::size_t k = 0; k < cts.size(); ++k)
+    operands.push_back(instantiate_zeros(cts[k], out_avals[k]));
+  Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
+  Cotangents result{std::nullopt};
+  for (std::size_t i = 0, k = 0; i < ops.size(); ++i)
+    result.push_back(is_undefined_primal(ops[i]) ? Cotangent(outs[k++]) : std::nullopt);
+  return result;
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> CondP::batch(std::span<const Array> args,
+                                                   std::span<const BatchDim> dims,
+                                                   std::int64_t axis_size,
+                                                   const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
+  if (dims[0]) {
+    // A batched index: every branch runs on every lane and select_n picks the lanes' results
+    // (JAX's `_cond_batching_rule`). Each branch sees its operands through a select that stops
+    // their gradient on the lanes it does not own, so a branch that is not taken cannot put a
+    // NaN into a derivative (jax-ml/jax#1052).
+    Arrays moved;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (!dims[i]) {
+        moved.push_back(broadcast_batch(args[i], axis_size, 0));
+      } else {
+        moved.push_back(*dims[i] != 0 ? moveaxis(args[i], *dims[i], 0) : args[i]);
+      }
+    }
+    const Array& index = moved[0];
+    const std::span<const Array> ops(moved.begin() + 1, moved.end());
+    const BatchDims at_front(ops.size(), BatchDim(0));
+    const Avals op_avals = detail::avals_of_values(ops);
+    std::vector<Arrays> outs;
+    for (std::size_t b = 0; b < bs.size(); ++b) {
+      ClosedJaxpr batched = detail::batch_jaxpr(*bs[b], at_front, op_avals);
+      Array mine = index == static_cast<std::int32_t>(b);
+      Arrays ops_b;
+      for (const Array& x : ops) {
+        Array p = broadcast_in_dim(mine, x.shape(), {0});
+        ops_b.push_back(bind1(select_n_p, {p, stop_gradient(x), x}));
+      }
+      outs.push_back(eval_jaxpr(batched, ops_b));
+    }
+    Arrays result;
+    for (std::size_t k = 0; k < outs[0].size(); ++k) {
+      Arrays cases{broadcast_in_dim(index, outs[0][k].shape(), {0})};
+      for (const Arrays& o : outs) cases.push_back(o[k]);
+      result.push_back(rt::bind(select_n_p, cases).front());
+    }
+    return {std::move(result), BatchDims(result.size(), BatchDim(0))};
+  }
+  // An unbatched index stays a cond, of the batched branches: an output is batched (at 0) when
+  // it is in some branch, and then in every branch (JAX's `_cond_batching_rule`).
+  auto [moved, at_front] = detail::batch_at_front(args.subspan(1), dims.subspan(1));
+  const Avals op_avals = detail::avals_of_values(moved);
+  std::vector<std::vector<bool>> branch_bat;
+  for (const JaxprParam& b : bs)
+    branch_bat.push_back(detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, {}).second);
+  const std::vector<bool> out_bat = detail::any_of_each(branch_bat, bs[0]->jaxpr.outvars.size());
+  std::vector<detail::ConvertedJaxpr> batched;
+  for (const JaxprParam& b : bs)
+    batched.push_back(detail::convert_constvars(
+        detail::batch_jaxpr_outs(*b, at_front, op_avals, axis_size, out_bat).first));
+  detail::JoinedBranches joined = detail::join_consts(std::move(batched));
+  Arrays operands{args[0]};
+  operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
+  operands.insert(operands.end(), moved.begin(), moved.end());
+  Arrays outs = rt::bind(*this, operands, Params{{"branches", joined.branches}});
+  BatchDims out_dims;
+  for (bool b : out_bat) out_dims.push_back(b ? BatchDim(0) : std::nullopt);
+  return {std::move(outs), std::move(out_dims)};
+}
+
+XPR_FUNC std::optional<Arrays> CondP::partial_eval(PartialEvalTrace& trace,
+                                                   std::span<const Array> tracers,
+                                                   const Params& params) const {
+  const JaxprTuple& bs = branches(params);
+  const PartialVal& index = detail::as_pe_tracer(tracers[0]).pval();
+  if (index.is_unknown()) return std::nullopt;  // the whole cond is staged
+  std::vector<bool> ops_unknown;
+  Arrays known_in{*index.value};
+  Arrays unknown_in;
+  for (std::size_t i = 1; i < tracers.size(); ++i) {
+    const PartialVal& pv = detail::as_pe_tracer(tracers[i]).pval();
+    ops_unknown.push_back(pv.is_unknown());
+    if (pv.is_known())
+      known_in.push_back(*pv.value);
+    else
+      unknown_in.push_back(tracers[i]);
+  }
+  detail::CondSplit split = detail::split_cond(bs, ops_unknown);
+  const std::size_t n_out = split.out_unknowns.size();
+  const std::size_t n_known = n_out - detail::count_true(split.out_unknowns);
+  const std::size_t n_res = split.res_avals.size();
+  Arrays known_out;
+  if (n_known + n_res > 0) known_out = rt::bind(*this, known_in, Params{{"branches", split.known}});
+  Arrays unknown_out;
+  if (n_known < n_out) {
+    Arrays staged_in{tracers[0]};
+    for (std::size_t r = 0; r < n_res; ++r) staged_in.push_back(trace.pure(known_out[n_known + r]));
+    staged_in.insert(staged_in.end(), unknown_in.begin(), unknown_in.end());
+    unknown_out = trace.stage(*this, staged_in, Params{{"branches", split.unknown}},
+                              split.unknown[0]->out_avals());
+  }
+  Arrays out;
+  for (std::size_t i = 0, k = 0, u = 0; i < n_out; ++i)
+    out.push_back(split.out_unknowns[i] ? unknown_out[u++] : trace.pure(known_out[k++]));
+  return out;
+}
+
+XPR_FUNC std::optional<PartialEvalEqn> CondP::partial_eval_jaxpr(
+    const std::vector<bool>& in_unknowns, const Eqn& eqn) const {
+  if (in_unknowns.empty() || in_unknowns[0] || detail::count_true(in_unknowns) == 0)
+    return std::nullopt;  // all known, or an unknown index: the default rule
+  std::vector<bool> ops_unknown(in_unknowns.begin() + 1, in_unknowns.end());
+  detail::CondSplit split = detail::split_cond(branches(eqn.params), ops_unknown);
+  PartialEvalEqn result;
+  result.out_unknowns = split.out_unknowns;
+  std::vector<Var> res;
+  for (const ShapedArray& a : split.res_avals) res.emplace_back(a);
+  Eqn known{eqn.primitive, {eqn.inputs[0]}, Params{{"branches", split.known}}, {}};
+  Eqn unknown{eqn.primitive, {eqn.inputs[0]}, Params{{"branches", split.unknown}}, {}};
+  unknown.inputs.insert(unknown.inputs.end(), res.begin(), res.end());
+  for (std::size_t i = 1; i < eqn.inputs.size(); ++i)
+    (in_unknowns[i] ? unknown : known).inputs.push_back(eqn.inputs[i]);
+  for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
+    (split.out_unknowns[k] ? unknown : known).outputs.push_back(eqn.outputs[k]);
+  known.outputs.insert(known.outputs.end(), res.begin(), res.end());
+  if (!known.outputs.empty()) result.known = std::move(known);
+  if (!unknown.outputs.empty()) {
+    result.unknown = std::move(unknown);
+    if (const Var* v = std::get_if<Var>(&eqn.inputs[0])) result.residuals.push_back(*v);
+    result.residuals.insert(result.residuals.end(), res.begin(), res.end());
+  }
+  return result;
+}
+
+XPR_FUNC std::optional<DceEqn> CondP::dce(const std::vector<bool>& used_outputs,
+                                          const Eqn& eqn) const {
+  const JaxprTuple& bs = branches(eqn.params);
+  const std::size_t n_ops = eqn.inputs.size() - 1;
+  std::vector<bool> used(n_ops, false);
+  for (const JaxprParam& b : bs) {
+    std::vector<bool> u = dce_jaxpr(b->jaxpr, used_outputs, false).second;
+    for (std::size_t i = 0; i < n_ops; ++i) used[i] = used[i] || u[i];
+  }
+  JaxprTuple pruned;
+  for (const JaxprParam& b : bs) {
+    ClosedJaxpr d{dce_jaxpr(b->jaxpr, used_outputs, true).first, b->consts};
+    std::vector<Var> invars;
+    for (std::size_t i = 0; i < n_ops; ++i)
+      if (used[i]) invars.push_back(d.jaxpr.invars[i]);
+    d.jaxpr.invars = std::move(invars);
+    pruned.push_back(detail::share(std::move(d)));
+  }
+  Eqn e{eqn.primitive, {eqn.inputs[0]}, detail::with_param(eqn.params, "branches", pruned), {}};
+  for (std::size_t i = 0; i < n_ops; ++i)
+    if (used[i]) e.inputs.push_back(eqn.inputs[i + 1]);
+  for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
+    if (used_outputs[k]) e.outputs.push_back(eqn.outputs[k]);
+  std::vector<bool> used_inputs{true};
+  used_inputs.insert(used_inputs.end(), used.begin(), used.end());
+  return DceEqn{std::move(used_inputs), std::move(e)};
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Arrays bind_branches(const char* fn, const Array& index, std::span<const FlatFunction> fns,
+                              std::span<std::optional<PyTreeDef>> out_defs,
+                              std::span<const std::string> names, std::span<const Array> leaves) {
+  const Avals avals = avals_of_values(leaves);
+  std::vector<ConvertedJaxpr> traced;
+  for (const FlatFunction& f : fns) traced.push_back(trace_to_converted_jaxpr(f, avals));
+  for (std::size_t b = 1; b < fns.size(); ++b) {
+    if (*out_defs[b] != *out_defs[0])
+      throw core::type_error(std::string(fn) + ": expected " + names[0] + " and " + names[b] +
+                             " to return the same structure, found " + out_defs[0]->str() + " in " +
+                             names[0] + " and " + out_defs[b]->str() + " in " + names[b]);
+    const Avals o0 = traced[0].jaxpr->out_avals(), ob = traced[b].jaxpr->out_avals();
+    for (std::size_t k = 0; k < o0.size(); ++k)
+      if (!o0[k].same_type(ob[k]))
+        throw core::type_error(std::string(fn) + ": expected " + names[0] + " and " + names[b] +
+                               " to return the same types, found output " + std::to_string(k) +
+                               " of type " + o0[k].str() + " in " + names[0] + " and " +
+                               ob[k].str() + " in " + names[b]);
+  }
+  JoinedBranches joined = join_consts(std::move(traced));
+  Arrays operands{index};
+  operands.insert(operands.end(), joined.consts.begin(), joined.consts.end());
+  operands.insert(operands.end(), leaves.begin(), leaves.end());
+  return rt::bind(cond_p, operands, Params{{"branches", std::move(joined.branches)}});
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

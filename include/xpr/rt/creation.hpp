@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -51,12 +52,7 @@ Array build_array(Shape shape, DType dtype, bool weak_type, At at) {
   return std::move(b).finish();
 }
 
-inline void check_fill_size(const char* fn, const Shape& shape, std::size_t found) {
-  if (static_cast<std::size_t>(shape.size()) != found)
-    throw core::shape_error(std::string(fn) + ": expected " + std::to_string(shape.size()) +
-                            " elements to fill shape " + shape.str() + ", found " +
-                            std::to_string(found));
-}
+void check_fill_size(const char* fn, const Shape& shape, std::size_t found);
 
 }  // namespace detail
 
@@ -246,13 +242,7 @@ Array linspace(A start, B stop, std::int64_t num = 50, bool endpoint = true) {
 }
 
 /// The n x m matrix with ones on diagonal `k` (0 the main one, positive above, negative below).
-inline Array eye(std::int64_t n, std::int64_t m, std::int64_t k = 0, DType dtype = DType::float64) {
-  auto cols = static_cast<std::size_t>(m < 0 ? 0 : m);
-  return detail::build_array(Shape{n, m}, dtype, false, [cols, k](std::size_t i) {
-    auto r = static_cast<std::int64_t>(i / cols), c = static_cast<std::int64_t>(i % cols);
-    return c - r == k ? 1 : 0;
-  });
-}
+Array eye(std::int64_t n, std::int64_t m, std::int64_t k = 0, DType dtype = DType::float64);
 /// The n x n identity.
 inline Array eye(std::int64_t n, DType dtype = DType::float64) { return eye(n, n, 0, dtype); }
 
@@ -270,3 +260,28 @@ using rt::ones_like;
 using rt::zeros;
 using rt::zeros_like;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC void check_fill_size(const char* fn, const Shape& shape, std::size_t found) {
+  if (static_cast<std::size_t>(shape.size()) != found)
+    throw core::shape_error(std::string(fn) + ": expected " + std::to_string(shape.size()) +
+                            " elements to fill shape " + shape.str() + ", found " +
+                            std::to_string(found));
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Array eye(std::int64_t n, std::int64_t m, std::int64_t k, DType dtype) {
+  auto cols = static_cast<std::size_t>(m < 0 ? 0 : m);
+  return detail::build_array(Shape{n, m}, dtype, false, [cols, k](std::size_t i) {
+    auto r = static_cast<std::int64_t>(i / cols), c = static_cast<std::int64_t>(i % cols);
+    return c - r == k ? 1 : 0;
+  });
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
@@ -63,24 +64,9 @@ struct CustomLinRule {
   Avals out_avals;
 };
 
-inline std::string avals_list(std::span<const ShapedArray> avals) {
-  std::string s;
-  for (std::size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
-  return s;
-}
+std::string avals_list(std::span<const ShapedArray> avals);
 
-inline void check_operands(const char* name, std::span<const ShapedArray> args,
-                           const ClosedJaxpr& j) {
-  if (args.size() != j.jaxpr.invars.size())
-    throw core::type_error(std::string(name) + ": expected " +
-                           std::to_string(j.jaxpr.invars.size()) + " operands, found " +
-                           std::to_string(args.size()));
-  for (std::size_t i = 0; i < args.size(); ++i)
-    if (!args[i].same_type(j.jaxpr.invars[i].aval()))
-      throw core::type_error(std::string(name) + ": expected operand " + std::to_string(i) +
-                             " of type " + j.jaxpr.invars[i].aval().str() + ", found " +
-                             args[i].str());
-}
+void check_operands(const char* name, std::span<const ShapedArray> args, const ClosedJaxpr& j);
 
 inline std::size_t num_consts(const Params& params) {
   return static_cast<std::size_t>(params.get<std::int64_t>("num_consts"));
@@ -98,26 +84,9 @@ inline std::size_t num_consts(const Params& params) {
 }
 
 /// The structure check JAX applies to what a rule returns for the function's output.
-inline void check_rule_output(const std::string& what, const PyTreeDef& expected_def,
-                              std::span<const ShapedArray> expected, const PyTreeDef& found_def,
-                              std::span<const Array> found) {
-  if (found_def != expected_def)
-    throw core::type_error(what +
-                           " (equal to the output of the function, and in particular of "
-                           "the same container/pytree structure), but instead it had structure " +
-                           found_def.str() + " while the function had output structure " +
-                           expected_def.str());
-  for (std::size_t i = 0; i < found.size(); ++i)
-    if (!found[i].aval().same_type(expected[i]))
-      throw core::type_error(what +
-                             " (equal to the output of the function, and in particular "
-                             "with leaves of the same shape/dtype), but instead it had "
-                             "shapes/dtypes of (" +
-                             avals_list(avals_of_values(found)) +
-                             ") while the "
-                             "function had output shapes/dtypes of (" +
-                             avals_list(expected) + ")");
-}
+void check_rule_output(const std::string& what, const PyTreeDef& expected_def,
+                       std::span<const ShapedArray> expected, const PyTreeDef& found_def,
+                       std::span<const Array> found);
 
 template <class T>
 inline constexpr bool is_pair_v = false;
@@ -144,36 +113,13 @@ class CustomJvpCallP final : public Primitive {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "call_jaxpr");
-    detail::check_operands("custom_jvp_call", args, j);
-    return j.out_avals();
-  }
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
 
   /// The user's rule on the primals and the tangents (zeros instantiated, as JAX does when
   /// `symbolic_zeros=False`).
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    const std::size_t nc = detail::num_consts(params);
-    for (std::size_t i = 0; i < nc; ++i)
-      if (tangents[i]) detail::throw_closed_over("custom_jvp", "rule");
-    const auto* rule = detail::opaque_value<detail::CustomJvpRule>(params, "jvp_jaxpr_fun");
-    if (!rule)
-      throw core::not_implemented_error(
-          "custom_jvp_call: this equation has no jvp rule (a jaxpr "
-          "read from text keeps only call_jaxpr), so it cannot be "
-          "differentiated");
-    const ClosedJaxpr& jvp = rule->jvp_jaxpr.get();
-    Arrays ins(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
-    for (std::size_t i = nc; i < tangents.size(); ++i)
-      ins.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
-    Arrays outs = eval_jaxpr(jvp, ins);
-    const std::size_t n_out = outs.size() / 2;
-    Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
-    Tangents tangents_out(outs.begin() + static_cast<std::ptrdiff_t>(n_out), outs.end());
-    return {std::move(primals_out), std::move(tangents_out)};
-  }
+                                           const Params& params) const override;
 
   /// A custom_jvp function that is linear is transposed through its own equations (JAX's
   /// `_custom_jvp_call_transpose`): the rule has done its work by the time a program is linear.
@@ -185,34 +131,7 @@ class CustomJvpCallP final : public Primitive {
 
   /// Batches the function and, lazily, the rule (primals and tangents along the same axes).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    (void)axis_size;
-    if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
-    const std::size_t nc = detail::num_consts(params);
-    auto [moved, at_front] = detail::batch_at_front(args, dims);
-    Avals avals = detail::avals_of_values(moved);
-    detail::ConvertedJaxpr call = detail::convert_constvars(
-        detail::batch_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), at_front, avals));
-    Params p = detail::with_param(params, "call_jaxpr", call.jaxpr);
-    p.set("num_consts", static_cast<std::int64_t>(call.consts.size() + nc));
-    if (auto rule = detail::opaque_shared<detail::CustomJvpRule>(params, "jvp_jaxpr_fun")) {
-      // The new rule batches the old one when it is first needed, primals and tangents alike.
-      BatchDims rule_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
-      Avals rule_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
-      const std::size_t n = rule_dims.size();
-      for (std::size_t i = 0; i < n; ++i) {
-        rule_dims.push_back(rule_dims[i]);
-        rule_avals.push_back(rule_avals[i]);
-      }
-      auto batched = std::make_shared<const detail::CustomJvpRule>(
-          detail::CustomJvpRule{detail::Memo<ClosedJaxpr>([rule, rule_dims, rule_avals] {
-            return detail::batch_jaxpr(rule->jvp_jaxpr.get(), rule_dims, rule_avals);
-          })});
-      p.set("jvp_jaxpr_fun", detail::opaque_param(std::move(batched)));
-    }
-    Arrays outs = rt::bind(*this, detail::concat(call.consts, moved), p);
-    return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 };
 
 inline constinit const CustomJvpCallP custom_jvp_call_p{};
@@ -249,40 +168,13 @@ class CustomLinP final : public Primitive {
     throw_forward();
   }
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    const detail::CustomLinRule& lin = lin_rule(params);
-    const auto num_res = static_cast<std::size_t>(params.get<std::int64_t>("num_res"));
-    Arrays res;
-    for (std::size_t i = 0; i < num_res; ++i) {
-      const Array* r = std::get_if<Array>(&args[i]);
-      if (!r)
-        throw core::type_error(
-            "custom_lin: expected known residuals when transposing, found an "
-            "undefined primal of type " +
-            aval_of(args[i]).str());
-      res.push_back(*r);
-    }
-    Arrays cts_out;
-    for (std::size_t k = 0; k < cts.size(); ++k)
-      cts_out.push_back(instantiate_zeros(cts[k], lin.out_avals[k]));
-    Arrays cts_in = lin.rule->bwd(lin.rule->fwd.get().res_def, res, cts_out);
-    Cotangents result(num_res);
-    result.insert(result.end(), cts_in.begin(), cts_in.end());
-    return result;
-  }
+                       const Params& params) const override;
 
  private:
   [[noreturn]] static void throw_forward() {
     throw core::type_error("can't apply forward-mode autodiff (jvp) to a custom_vjp function.");
   }
-  static const detail::CustomLinRule& lin_rule(const Params& params) {
-    const auto* lin = detail::opaque_value<detail::CustomLinRule>(params, "bwd");
-    if (!lin)
-      throw core::not_implemented_error(
-          "custom_lin: this equation has no bwd rule (a jaxpr read "
-          "from text keeps none)");
-    return *lin;
-  }
+  static const detail::CustomLinRule& lin_rule(const Params& params);
 };
 
 inline constinit const CustomLinP custom_lin_p{};
@@ -303,88 +195,19 @@ class CustomVjpCallP final : public Primitive {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "call_jaxpr");
-    detail::check_operands("custom_vjp_call", args, j);
-    return j.out_avals();
-  }
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
 
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    const std::size_t nc = detail::num_consts(params);
-    for (std::size_t i = 0; i < nc; ++i)
-      if (tangents[i]) detail::throw_closed_over("custom_vjp", "fwd and bwd rules");
-    std::shared_ptr<const detail::CustomVjpRule> rule = rule_of(params);
-    const detail::CustomVjpFwd& fwd = rule->fwd.get();
-    Arrays args(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
-    Arrays res_out = eval_jaxpr(fwd.jaxpr, args);
-    const auto res_end = res_out.begin() + static_cast<std::ptrdiff_t>(fwd.num_res);
-    Arrays lin_args(res_out.begin(), res_end);
-    Arrays primals_out(res_end, res_out.end());
-    for (std::size_t i = nc; i < tangents.size(); ++i)
-      lin_args.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
-    auto lin = std::make_shared<const detail::CustomLinRule>(
-        detail::CustomLinRule{rule, detail::avals_of_values(primals_out)});
-    Params p{{"num_res", static_cast<std::int64_t>(fwd.num_res)},
-             {"bwd", detail::opaque_param(std::move(lin))},
-             {"symbolic_zeros", false}};
-    Arrays tangents_out = rt::bind(custom_lin_p, lin_args, p);
-    return {std::move(primals_out), Tangents(tangents_out.begin(), tangents_out.end())};
-  }
+                                           const Params& params) const override;
 
   /// Batches the function, `fwd` (every output batched along axis 0) and `bwd` (vmap over the
   /// residuals and cotangents; an argument that is not batched gets the sum over the batch).
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    (void)axis_size;
-    if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
-    const std::size_t nc = detail::num_consts(params);
-    auto [moved, at_front] = detail::batch_at_front(args, dims);
-    Avals avals = detail::avals_of_values(moved);
-    detail::ConvertedJaxpr call = detail::convert_constvars(
-        detail::batch_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), at_front, avals));
-    std::shared_ptr<const detail::CustomVjpRule> rule = rule_of(params);
-    BatchDims arg_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
-    Avals arg_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
-    auto batched = std::make_shared<detail::CustomVjpRule>(detail::CustomVjpRule{
-        detail::Memo<detail::CustomVjpFwd>([rule, arg_dims, arg_avals] {
-          const detail::CustomVjpFwd& fwd = rule->fwd.get();
-          return detail::CustomVjpFwd{detail::batch_jaxpr(fwd.jaxpr, arg_dims, arg_avals),
-                                      fwd.num_res, fwd.res_def};
-        }),
-        [rule, arg_dims](const PyTreeDef& res_def, std::span<const Array> res,
-                         std::span<const Array> cts) {
-          const std::size_t nres = res.size();
-          FlatFunction bwd = [&](std::span<const Array> x) {
-            return rule->bwd(res_def, x.first(nres), x.subspan(nres));
-          };
-          Arrays ins = detail::concat(res, cts);
-          Arrays cts_in = vmap_flat(bwd, ins, BatchDims(ins.size(), BatchDim(0)), {BatchDim(0)});
-          for (std::size_t i = 0; i < cts_in.size(); ++i)
-            if (!arg_dims[i]) cts_in[i] = sum(cts_in[i], 0);
-          return cts_in;
-        },
-        arg_avals});
-    Params p = detail::with_param(params, "call_jaxpr", call.jaxpr);
-    p.set("num_consts", static_cast<std::int64_t>(call.consts.size() + nc));
-    // Two stubs owning one rule: a shared stub would print hoisted as a named sub-jaxpr.
-    p.set("fwd_jaxpr_thunk", detail::opaque_param<detail::CustomVjpRule>(batched));
-    p.set("bwd", detail::opaque_param<detail::CustomVjpRule>(std::move(batched)));
-    Arrays outs = rt::bind(*this, detail::concat(call.consts, moved), p);
-    return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 
  private:
-  static std::shared_ptr<const detail::CustomVjpRule> rule_of(const Params& params) {
-    auto rule = detail::opaque_shared<detail::CustomVjpRule>(params, "fwd_jaxpr_thunk");
-    if (!rule)
-      throw core::not_implemented_error(
-          "custom_vjp_call: this equation has no fwd and bwd rules "
-          "(a jaxpr read from text keeps only call_jaxpr), so it "
-          "cannot be differentiated");
-    return rule;
-  }
+  static std::shared_ptr<const detail::CustomVjpRule> rule_of(const Params& params);
 };
 
 inline constinit const CustomVjpCallP custom_vjp_call_p{};
@@ -649,3 +472,232 @@ namespace xpr {
 using rt::custom_jvp;
 using rt::custom_vjp;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string avals_list(std::span<const ShapedArray> avals) {
+  std::string s;
+  for (std::size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
+  return s;
+}
+
+XPR_FUNC void check_operands(const char* name, std::span<const ShapedArray> args,
+                             const ClosedJaxpr& j) {
+  if (args.size() != j.jaxpr.invars.size())
+    throw core::type_error(std::string(name) + ": expected " +
+                           std::to_string(j.jaxpr.invars.size()) + " operands, found " +
+                           std::to_string(args.size()));
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].same_type(j.jaxpr.invars[i].aval()))
+      throw core::type_error(std::string(name) + ": expected operand " + std::to_string(i) +
+                             " of type " + j.jaxpr.invars[i].aval().str() + ", found " +
+                             args[i].str());
+}
+
+XPR_FUNC void check_rule_output(const std::string& what, const PyTreeDef& expected_def,
+                                std::span<const ShapedArray> expected, const PyTreeDef& found_def,
+                                std::span<const Array> found) {
+  if (found_def != expected_def)
+    throw core::type_error(what +
+                           " (equal to the output of the function, and in particular of "
+                           "the same container/pytree structure), but instead it had structure " +
+                           found_def.str() + " while the function had output structure " +
+                           expected_def.str());
+  for (std::size_t i = 0; i < found.size(); ++i)
+    if (!found[i].aval().same_type(expected[i]))
+      throw core::type_error(what +
+                             " (equal to the output of the function, and in particular "
+                             "with leaves of the same shape/dtype), but instead it had "
+                             "shapes/dtypes of (" +
+                             avals_list(avals_of_values(found)) +
+                             ") while the "
+                             "function had output shapes/dtypes of (" +
+                             avals_list(expected) + ")");
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Avals CustomJvpCallP::abstract_eval(std::span<const ShapedArray> args,
+                                             const Params& params) const {
+  const ClosedJaxpr& j = detail::jaxpr_param(params, "call_jaxpr");
+  detail::check_operands("custom_jvp_call", args, j);
+  return j.out_avals();
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> CustomJvpCallP::jvp_symbolic(std::span<const Array> primals,
+                                                                  std::span<const Tangent> tangents,
+                                                                  const Params& params) const {
+  const std::size_t nc = detail::num_consts(params);
+  for (std::size_t i = 0; i < nc; ++i)
+    if (tangents[i]) detail::throw_closed_over("custom_jvp", "rule");
+  const auto* rule = detail::opaque_value<detail::CustomJvpRule>(params, "jvp_jaxpr_fun");
+  if (!rule)
+    throw core::not_implemented_error(
+        "custom_jvp_call: this equation has no jvp rule (a jaxpr "
+        "read from text keeps only call_jaxpr), so it cannot be "
+        "differentiated");
+  const ClosedJaxpr& jvp = rule->jvp_jaxpr.get();
+  Arrays ins(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
+  for (std::size_t i = nc; i < tangents.size(); ++i)
+    ins.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
+  Arrays outs = eval_jaxpr(jvp, ins);
+  const std::size_t n_out = outs.size() / 2;
+  Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
+  Tangents tangents_out(outs.begin() + static_cast<std::ptrdiff_t>(n_out), outs.end());
+  return {std::move(primals_out), std::move(tangents_out)};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> CustomJvpCallP::batch(std::span<const Array> args,
+                                                            std::span<const BatchDim> dims,
+                                                            std::int64_t axis_size,
+                                                            const Params& params) const {
+  (void)axis_size;
+  if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
+  const std::size_t nc = detail::num_consts(params);
+  auto [moved, at_front] = detail::batch_at_front(args, dims);
+  Avals avals = detail::avals_of_values(moved);
+  detail::ConvertedJaxpr call = detail::convert_constvars(
+      detail::batch_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), at_front, avals));
+  Params p = detail::with_param(params, "call_jaxpr", call.jaxpr);
+  p.set("num_consts", static_cast<std::int64_t>(call.consts.size() + nc));
+  if (auto rule = detail::opaque_shared<detail::CustomJvpRule>(params, "jvp_jaxpr_fun")) {
+    // The new rule batches the old one when it is first needed, primals and tangents alike.
+    BatchDims rule_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
+    Avals rule_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
+    const std::size_t n = rule_dims.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      rule_dims.push_back(rule_dims[i]);
+      rule_avals.push_back(rule_avals[i]);
+    }
+    auto batched = std::make_shared<const detail::CustomJvpRule>(
+        detail::CustomJvpRule{detail::Memo<ClosedJaxpr>([rule, rule_dims, rule_avals] {
+          return detail::batch_jaxpr(rule->jvp_jaxpr.get(), rule_dims, rule_avals);
+        })});
+    p.set("jvp_jaxpr_fun", detail::opaque_param(std::move(batched)));
+  }
+  Arrays outs = rt::bind(*this, detail::concat(call.consts, moved), p);
+  return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
+}
+
+XPR_FUNC Cotangents CustomLinP::transpose(std::span<const Cotangent> cts,
+                                          std::span<const LinearArg> args,
+                                          const Params& params) const {
+  const detail::CustomLinRule& lin = lin_rule(params);
+  const auto num_res = static_cast<std::size_t>(params.get<std::int64_t>("num_res"));
+  Arrays res;
+  for (std::size_t i = 0; i < num_res; ++i) {
+    const Array* r = std::get_if<Array>(&args[i]);
+    if (!r)
+      throw core::type_error(
+          "custom_lin: expected known residuals when transposing, found an "
+          "undefined primal of type " +
+          aval_of(args[i]).str());
+    res.push_back(*r);
+  }
+  Arrays cts_out;
+  for (std::size_t k = 0; k < cts.size(); ++k)
+    cts_out.push_back(instantiate_zeros(cts[k], lin.out_avals[k]));
+  Arrays cts_in = lin.rule->bwd(lin.rule->fwd.get().res_def, res, cts_out);
+  Cotangents result(num_res);
+  result.insert(result.end(), cts_in.begin(), cts_in.end());
+  return result;
+}
+
+XPR_FUNC const detail::CustomLinRule& CustomLinP::lin_rule(const Params& params) {
+  const auto* lin = detail::opaque_value<detail::CustomLinRule>(params, "bwd");
+  if (!lin)
+    throw core::not_implemented_error(
+        "custom_lin: this equation has no bwd rule (a jaxpr read "
+        "from text keeps none)");
+  return *lin;
+}
+
+XPR_FUNC Avals CustomVjpCallP::abstract_eval(std::span<const ShapedArray> args,
+                                             const Params& params) const {
+  const ClosedJaxpr& j = detail::jaxpr_param(params, "call_jaxpr");
+  detail::check_operands("custom_vjp_call", args, j);
+  return j.out_avals();
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> CustomVjpCallP::jvp_symbolic(std::span<const Array> primals,
+                                                                  std::span<const Tangent> tangents,
+                                                                  const Params& params) const {
+  const std::size_t nc = detail::num_consts(params);
+  for (std::size_t i = 0; i < nc; ++i)
+    if (tangents[i]) detail::throw_closed_over("custom_vjp", "fwd and bwd rules");
+  std::shared_ptr<const detail::CustomVjpRule> rule = rule_of(params);
+  const detail::CustomVjpFwd& fwd = rule->fwd.get();
+  Arrays args(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
+  Arrays res_out = eval_jaxpr(fwd.jaxpr, args);
+  const auto res_end = res_out.begin() + static_cast<std::ptrdiff_t>(fwd.num_res);
+  Arrays lin_args(res_out.begin(), res_end);
+  Arrays primals_out(res_end, res_out.end());
+  for (std::size_t i = nc; i < tangents.size(); ++i)
+    lin_args.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
+  auto lin = std::make_shared<const detail::CustomLinRule>(
+      detail::CustomLinRule{rule, detail::avals_of_values(primals_out)});
+  Params p{{"num_res", static_cast<std::int64_t>(fwd.num_res)},
+           {"bwd", detail::opaque_param(std::move(lin))},
+           {"symbolic_zeros", false}};
+  Arrays tangents_out = rt::bind(custom_lin_p, lin_args, p);
+  return {std::move(primals_out), Tangents(tangents_out.begin(), tangents_out.end())};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> CustomVjpCallP::batch(std::span<const Array> args,
+                                                            std::span<const BatchDim> dims,
+                                                            std::int64_t axis_size,
+                                                            const Params& params) const {
+  (void)axis_size;
+  if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
+  const std::size_t nc = detail::num_consts(params);
+  auto [moved, at_front] = detail::batch_at_front(args, dims);
+  Avals avals = detail::avals_of_values(moved);
+  detail::ConvertedJaxpr call = detail::convert_constvars(
+      detail::batch_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), at_front, avals));
+  std::shared_ptr<const detail::CustomVjpRule> rule = rule_of(params);
+  BatchDims arg_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
+  Avals arg_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
+  auto batched = std::make_shared<detail::CustomVjpRule>(detail::CustomVjpRule{
+      detail::Memo<detail::CustomVjpFwd>([rule, arg_dims, arg_avals] {
+        const detail::CustomVjpFwd& fwd = rule->fwd.get();
+        return detail::CustomVjpFwd{detail::batch_jaxpr(fwd.jaxpr, arg_dims, arg_avals),
+                                    fwd.num_res, fwd.res_def};
+      }),
+      [rule, arg_dims](const PyTreeDef& res_def, std::span<const Array> res,
+                       std::span<const Array> cts) {
+        const std::size_t nres = res.size();
+        FlatFunction bwd = [&](std::span<const Array> x) {
+          return rule->bwd(res_def, x.first(nres), x.subspan(nres));
+        };
+        Arrays ins = detail::concat(res, cts);
+        Arrays cts_in = vmap_flat(bwd, ins, BatchDims(ins.size(), BatchDim(0)), {BatchDim(0)});
+        for (std::size_t i = 0; i < cts_in.size(); ++i)
+          if (!arg_dims[i]) cts_in[i] = sum(cts_in[i], 0);
+        return cts_in;
+      },
+      arg_avals});
+  Params p = detail::with_param(params, "call_jaxpr", call.jaxpr);
+  p.set("num_consts", static_cast<std::int64_t>(call.consts.size() + nc));
+  // Two stubs owning one rule: a shared stub would print hoisted as a named sub-jaxpr.
+  p.set("fwd_jaxpr_thunk", detail::opaque_param<detail::CustomVjpRule>(batched));
+  p.set("bwd", detail::opaque_param<detail::CustomVjpRule>(std::move(batched)));
+  Arrays outs = rt::bind(*this, detail::concat(call.consts, moved), p);
+  return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
+}
+
+XPR_FUNC std::shared_ptr<const detail::CustomVjpRule> CustomVjpCallP::rule_of(
+    const Params& params) {
+  auto rule = detail::opaque_shared<detail::CustomVjpRule>(params, "fwd_jaxpr_thunk");
+  if (!rule)
+    throw core::not_implemented_error(
+        "custom_vjp_call: this equation has no fwd and bwd rules "
+        "(a jaxpr read from text keeps only call_jaxpr), so it "
+        "cannot be differentiated");
+  return rule;
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -39,22 +40,11 @@ namespace xpr::rt {
 namespace detail {
 
 /// A rank-0 constant of `dtype` (staged as a literal under make_jaxpr).
-inline Array index_constant(std::int64_t v, DType dtype, bool weak = false) {
-  ArrayBuilder b(ShapedArray{Shape{}, dtype, weak});
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    *b.data<T>() = static_cast<T>(v);
-  });
-  return std::move(b).finish();
-}
+Array index_constant(std::int64_t v, DType dtype, bool weak = false);
 
 /// A traced (or concrete) integer index made non-negative as lax.dynamic_slice does
 /// (`_dynamic_slice_indices`): select(i < 0, i + n, i), bound as lt, add, select_n.
-inline Array wrap_negative(const Array& i, std::int64_t n) {
-  Array negative = bind1(lt_p, {i, index_constant(0, i.dtype(), true)});
-  Array shifted = bind1(add_p, {i, index_constant(n, i.dtype())});
-  return bind1(select_n_p, {negative, i, shifted});
-}
+Array wrap_negative(const Array& i, std::int64_t n);
 
 /// Whether nothing is being traced: primitives would run eagerly on concrete data.
 inline bool eager(const Array& x) { return !x.is_tracer() && trace_state().dynamic->level() == 0; }
@@ -64,7 +54,170 @@ struct NormalizedRange {
   std::int64_t start, stop, step, length;
 };
 
-inline NormalizedRange normalize_range(const Range& r, std::int64_t n) {
+NormalizedRange normalize_range(const Range& r, std::int64_t n);
+
+std::string index_kind_str(const Index& i);
+
+/// Checks the indices of `x[idx]` (dtypes, ellipses, count) and returns them with the ellipsis
+/// expanded and trailing `all`s added, so that every axis of `x` has exactly one index (newaxis
+/// entries aside).
+std::vector<Index> canonical_indices(const Array& x, std::vector<Index> idx);
+
+std::int64_t checked_static_index(std::int64_t i, std::size_t axis, std::int64_t n);
+
+/// The concrete fast path of `x(i, j, ...)` with static integers only, outside every
+/// transformation: a view into `x`'s buffer (the box starts at the indexed element).
+Array static_view(const Array& x, const std::vector<Index>& idx);
+
+/// `x[idx]` for indices without advanced (rank >= 1 array) entries, by slice, dynamic_slice, rev,
+/// squeeze and expand_dims; `idx` is canonical (one entry per axis of `x`, plus newaxes).
+///
+/// When every range has step 1 (or is a plain `::-1`) and there is no newaxis, the equations are
+/// those of jax.numpy (`_attempt_rewriting_take_via_slice`): rev of the plain reversals, then one
+/// `slice` when every start is static and non-negative as written, else one `dynamic_slice`
+/// (static negative integers become the literal i + n, traced ones are wrapped with lt, add and
+/// select_n), then `squeeze` of the integer-indexed axes. Other strides and newaxis, which
+/// jax.numpy lowers to a gather, are a strided `slice`, a `rev` and an `expand_dims` here (the
+/// same values; a cheaper program).
+Array basic_index(const Array& x, const std::vector<Index>& idx);
+
+/// Whether `idx` holds an advanced index (an integer array of rank >= 1).
+bool has_advanced(const std::vector<Index>& idx);
+
+/// Whether the advanced indices of `idx` (integers and integer arrays, as NumPy counts them when
+/// an array is among them) are next to each other, before the ellipsis is expanded: NumPy puts
+/// the broadcast advanced dimensions where they stand if so, else first.
+bool advanced_contiguous(const std::vector<Index>& idx);
+
+/// jax.numpy's `_Indexer`: `x[idx]` as one gather (and the scatter of `x.at(idx)`), with the
+/// reversals and new axes applied around it.
+struct Indexer {
+  Shape slice_shape;
+  Axes gather_slice_shape;
+  Array gather_indices;
+  GatherDimensionNumbers dnums;
+  bool unique_indices = true;
+  Axes reversed_y_dims, newaxis_dims;
+};
+
+/// The index dtype of a gather into `shape`: int32 unless a dimension needs int64
+/// (`int_dtype_for_shape`).
+DType index_dtype_for(const Shape& shape);
+
+/// A static or array index as an array of `dtype` (no equation for a static one).
+Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool normalize);
+
+/// jax.numpy's `index_to_gather` for canonical indices `idx` (one per axis of `x`, plus newaxes):
+/// the gather's indices, dimension numbers and slice sizes. Negative indices are wrapped (select
+/// on lt and add for arrays) when `normalize`.
+Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx, bool contiguous,
+                        bool normalize = true);
+
+/// `x[idx]` with advanced indices: jax.numpy's `_gather` (a gather, then rev and expand_dims for
+/// negative steps and newaxes). Out-of-bound array indices are clamped (gather's default mode,
+/// promise_in_bounds, which JAX's CPU backend and xpr clamp).
+Array advanced_index(const Array& x, const std::vector<Index>& idx, bool contiguous);
+
+/// `x[idx]`: the entry point of every read.
+Array index_get(const Array& x, std::vector<Index> raw);
+
+/// The lax scatter function of `kind`.
+Array scatter_of_kind(ScatterKind kind, const Array& x, const Array& indices, const Array& updates,
+                      const ScatterDimensionNumbers& dn, GatherScatterMode mode, bool unique);
+
+/// `x.at(idx).op(y)`: jax's `_scatter_impl`. The operands are promoted to their common dtype, the
+/// update broadcast to the indexed shape, the scatter applied (out-of-bound indices dropped,
+/// JAX's default mode for updates), and the result converted back to `x`'s type.
+Array index_update(const Array& x, std::vector<Index> raw, const Array& update, ScatterKind kind,
+                   bool normalize = true, GatherScatterMode mode = GatherScatterMode::fill_or_drop);
+
+/// What `x.at(i, j, ...)` returns: JAX's `_IndexUpdateRef`, a reference to the indexed elements
+/// of an immutable array. Each update returns a new array; `x` is unchanged.
+class IndexUpdateRef {
+ public:
+  IndexUpdateRef(Array x, std::vector<Index> idx) : x_(std::move(x)), idx_(std::move(idx)) {}
+  /// `x[idx]` (out-of-bound array indices clamp).
+  Array get() const { return index_get(x_, idx_); }
+  /// `x[idx] = v` (with repeated indices one of the updates wins: the last one, in row-major
+  /// order of the indices, here).
+  Array set(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::set); }
+  /// `x[idx] += v`; repeated indices add up all their updates (unlike NumPy's `+=`).
+  Array add(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::add); }
+  /// `x[idx] *= v`; repeated indices multiply all their updates.
+  Array mul(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::mul); }
+  /// `x[idx] = minimum(x[idx], v)`, over all updates of a repeated index.
+  Array min(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::min); }
+  /// `x[idx] = maximum(x[idx], v)`, over all updates of a repeated index.
+  Array max(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::max); }
+
+ private:
+  Array x_;
+  std::vector<Index> idx_;
+};
+
+template <class... Is>
+struct Indexing {
+  static Array get(const Array& x, const Is&... is) { return index_get(x, {Index(is)...}); }
+  static IndexUpdateRef at(const Array& x, const Is&... is) {
+    return IndexUpdateRef(x, {Index(is)...});
+  }
+};
+
+void check_integer_indices(const char* fn, const Array& indices);
+
+}  // namespace detail
+
+using detail::IndexUpdateRef;
+
+// ---- take, take_along_axis, segment_sum
+// ----------------------------------------------------------
+
+/// `jnp.take(a, indices, axis)`: the elements of `a` at `indices` along `axis` (the flattened `a`
+/// when `axis` is empty); the result's shape is a.shape[:axis] + indices.shape + a.shape[axis+1:].
+/// Negative indices count from the end; out-of-bound ones give NaN for floats (the least value
+/// for signed integers, true for bool), jnp.take's default mode "fill". One gather.
+Array take(const Array& a, const Array& indices, std::optional<std::int64_t> axis = {});
+
+/// `jnp.take_along_axis(a, indices, axis)`: `indices` has `a`'s rank and selects along `axis`
+/// (the other dimensions broadcast against `a`'s, with `a`'s size 1 along `axis`), as
+/// `np.take_along_axis`. Negative indices count from the end; out-of-bound ones give NaN for
+/// floats (jnp's default mode "fill"). One gather with batching dimensions, as jax.numpy builds it.
+Array take_along_axis(const Array& a, const Array& indices, std::int64_t axis);
+
+/// `jax.ops.segment_sum(data, segment_ids, num_segments)`: out[s] = the sum of the `data[i]`
+/// whose `segment_ids[i]` is s, for s in [0, num_segments); ids outside that range (negative ones
+/// too) are dropped. `segment_ids` indexes the leading dimensions of `data`. One scatter-add into
+/// zeros, the building block of finite-element and graph assembly.
+Array segment_sum(const Array& data, const Array& segment_ids, std::int64_t num_segments);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::segment_sum;
+using rt::take;
+using rt::take_along_axis;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Array index_constant(std::int64_t v, DType dtype, bool weak) {
+  ArrayBuilder b(ShapedArray{Shape{}, dtype, weak});
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    *b.data<T>() = static_cast<T>(v);
+  });
+  return std::move(b).finish();
+}
+
+XPR_FUNC Array wrap_negative(const Array& i, std::int64_t n) {
+  Array negative = bind1(lt_p, {i, index_constant(0, i.dtype(), true)});
+  Array shifted = bind1(add_p, {i, index_constant(n, i.dtype())});
+  return bind1(select_n_p, {negative, i, shifted});
+}
+
+XPR_FUNC NormalizedRange normalize_range(const Range& r, std::int64_t n) {
   const std::int64_t step = r.step.value_or(1);
   if (step == 0) throw core::value_error("range: expected a nonzero step, found step 0");
   auto clip = [n, step](std::optional<std::int64_t> v, std::int64_t omitted) {
@@ -85,7 +238,7 @@ inline NormalizedRange normalize_range(const Range& r, std::int64_t n) {
   return {start, stop, step, length};
 }
 
-inline std::string index_kind_str(const Index& i) {
+XPR_FUNC std::string index_kind_str(const Index& i) {
   switch (i.kind()) {
     case Index::Kind::integer:
       return "integer " + std::to_string(i.integer());
@@ -103,10 +256,7 @@ inline std::string index_kind_str(const Index& i) {
   return "index";
 }
 
-/// Checks the indices of `x[idx]` (dtypes, ellipses, count) and returns them with the ellipsis
-/// expanded and trailing `all`s added, so that every axis of `x` has exactly one index (newaxis
-/// entries aside).
-inline std::vector<Index> canonical_indices(const Array& x, std::vector<Index> idx) {
+XPR_FUNC std::vector<Index> canonical_indices(const Array& x, std::vector<Index> idx) {
   std::size_t consumed = 0, ellipses = 0;
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const Index& i = idx[k];
@@ -148,16 +298,14 @@ inline std::vector<Index> canonical_indices(const Array& x, std::vector<Index> i
   return out;
 }
 
-inline std::int64_t checked_static_index(std::int64_t i, std::size_t axis, std::int64_t n) {
+XPR_FUNC std::int64_t checked_static_index(std::int64_t i, std::size_t axis, std::int64_t n) {
   if (i < -n || i >= n)
     throw core::index_error("index " + std::to_string(i) + " is out of bounds for axis " +
                             std::to_string(axis) + " with size " + std::to_string(n));
   return i < 0 ? i + n : i;
 }
 
-/// The concrete fast path of `x(i, j, ...)` with static integers only, outside every
-/// transformation: a view into `x`'s buffer (the box starts at the indexed element).
-inline Array static_view(const Array& x, const std::vector<Index>& idx) {
+XPR_FUNC Array static_view(const Array& x, const std::vector<Index>& idx) {
   const detail::ConcreteArray* c = x.concrete();
   std::size_t k = 0;
   std::int64_t offset = 0;
@@ -177,17 +325,7 @@ inline Array static_view(const Array& x, const std::vector<Index>& idx) {
   return std::move(b).finish();
 }
 
-/// `x[idx]` for indices without advanced (rank >= 1 array) entries, by slice, dynamic_slice, rev,
-/// squeeze and expand_dims; `idx` is canonical (one entry per axis of `x`, plus newaxes).
-///
-/// When every range has step 1 (or is a plain `::-1`) and there is no newaxis, the equations are
-/// those of jax.numpy (`_attempt_rewriting_take_via_slice`): rev of the plain reversals, then one
-/// `slice` when every start is static and non-negative as written, else one `dynamic_slice`
-/// (static negative integers become the literal i + n, traced ones are wrapped with lt, add and
-/// select_n), then `squeeze` of the integer-indexed axes. Other strides and newaxis, which
-/// jax.numpy lowers to a gather, are a strided `slice`, a `rev` and an `expand_dims` here (the
-/// same values; a cheaper program).
-inline Array basic_index(const Array& x, const std::vector<Index>& idx) {
+XPR_FUNC Array basic_index(const Array& x, const std::vector<Index>& idx) {
   const std::size_t rank = x.ndim();
   Axes start(rank, 0), extent(x.shape().begin(), x.shape().end()), stride(rank, 1);
   Axes squeezed, reversed, simple_reversed, newaxes;
@@ -293,17 +431,13 @@ inline Array basic_index(const Array& x, const std::vector<Index>& idx) {
   return y;
 }
 
-/// Whether `idx` holds an advanced index (an integer array of rank >= 1).
-inline bool has_advanced(const std::vector<Index>& idx) {
+XPR_FUNC bool has_advanced(const std::vector<Index>& idx) {
   return std::any_of(idx.begin(), idx.end(), [](const Index& i) {
     return i.kind() == Index::Kind::array && i.array().ndim() > 0;
   });
 }
 
-/// Whether the advanced indices of `idx` (integers and integer arrays, as NumPy counts them when
-/// an array is among them) are next to each other, before the ellipsis is expanded: NumPy puts
-/// the broadcast advanced dimensions where they stand if so, else first.
-inline bool advanced_contiguous(const std::vector<Index>& idx) {
+XPR_FUNC bool advanced_contiguous(const std::vector<Index>& idx) {
   std::optional<std::size_t> last;
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const auto kind = idx[k].kind();
@@ -314,27 +448,13 @@ inline bool advanced_contiguous(const std::vector<Index>& idx) {
   return true;
 }
 
-/// jax.numpy's `_Indexer`: `x[idx]` as one gather (and the scatter of `x.at(idx)`), with the
-/// reversals and new axes applied around it.
-struct Indexer {
-  Shape slice_shape;
-  Axes gather_slice_shape;
-  Array gather_indices;
-  GatherDimensionNumbers dnums;
-  bool unique_indices = true;
-  Axes reversed_y_dims, newaxis_dims;
-};
-
-/// The index dtype of a gather into `shape`: int32 unless a dimension needs int64
-/// (`int_dtype_for_shape`).
-inline DType index_dtype_for(const Shape& shape) {
+XPR_FUNC DType index_dtype_for(const Shape& shape) {
   for (std::int64_t d : shape)
     if (d > std::int64_t{0x7fffffff}) return DType::int64;
   return DType::int32;
 }
 
-/// A static or array index as an array of `dtype` (no equation for a static one).
-inline Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool normalize) {
+XPR_FUNC Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool normalize) {
   if (i.kind() == Index::Kind::integer) {
     std::int64_t v = i.integer();
     if (normalize && v < 0) v += n;
@@ -345,11 +465,8 @@ inline Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool no
   return a.dtype() == dtype ? a : convert_element_type(a, dtype);
 }
 
-/// jax.numpy's `index_to_gather` for canonical indices `idx` (one per axis of `x`, plus newaxes):
-/// the gather's indices, dimension numbers and slice sizes. Negative indices are wrapped (select
-/// on lt and add for arrays) when `normalize`.
-inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx, bool contiguous,
-                               bool normalize = true) {
+XPR_FUNC Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx,
+                                 bool contiguous, bool normalize) {
   const DType index_dtype = index_dtype_for(x_shape);
   const bool advanced = has_advanced(idx);
   Arrays advanced_indexes;
@@ -474,10 +591,7 @@ inline Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& i
   return out;
 }
 
-/// `x[idx]` with advanced indices: jax.numpy's `_gather` (a gather, then rev and expand_dims for
-/// negative steps and newaxes). Out-of-bound array indices are clamped (gather's default mode,
-/// promise_in_bounds, which JAX's CPU backend and xpr clamp).
-inline Array advanced_index(const Array& x, const std::vector<Index>& idx, bool contiguous) {
+XPR_FUNC Array advanced_index(const Array& x, const std::vector<Index>& idx, bool contiguous) {
   Indexer ix = index_to_gather(x.shape(), idx, contiguous);
   if (ix.slice_shape.size() == 0)
     return zeros_like_aval({ix.slice_shape, x.dtype(), x.weak_type()});
@@ -491,8 +605,7 @@ inline Array advanced_index(const Array& x, const std::vector<Index>& idx, bool 
   return y;
 }
 
-/// `x[idx]`: the entry point of every read.
-inline Array index_get(const Array& x, std::vector<Index> raw) {
+XPR_FUNC Array index_get(const Array& x, std::vector<Index> raw) {
   const bool contiguous = advanced_contiguous(raw);
   std::vector<Index> idx = canonical_indices(x, std::move(raw));
   if (has_advanced(idx)) return advanced_index(x, idx, contiguous);
@@ -504,10 +617,9 @@ inline Array index_get(const Array& x, std::vector<Index> raw) {
   return basic_index(x, idx);
 }
 
-/// The lax scatter function of `kind`.
-inline Array scatter_of_kind(ScatterKind kind, const Array& x, const Array& indices,
-                             const Array& updates, const ScatterDimensionNumbers& dn,
-                             GatherScatterMode mode, bool unique) {
+XPR_FUNC Array scatter_of_kind(ScatterKind kind, const Array& x, const Array& indices,
+                               const Array& updates, const ScatterDimensionNumbers& dn,
+                               GatherScatterMode mode, bool unique) {
   switch (kind) {
     case ScatterKind::set:
       return scatter(x, indices, updates, dn, mode, unique, unique);
@@ -523,12 +635,8 @@ inline Array scatter_of_kind(ScatterKind kind, const Array& x, const Array& indi
   return scatter_max(x, indices, updates, dn, mode, unique, unique);
 }
 
-/// `x.at(idx).op(y)`: jax's `_scatter_impl`. The operands are promoted to their common dtype, the
-/// update broadcast to the indexed shape, the scatter applied (out-of-bound indices dropped,
-/// JAX's default mode for updates), and the result converted back to `x`'s type.
-inline Array index_update(const Array& x, std::vector<Index> raw, const Array& update,
-                          ScatterKind kind, bool normalize = true,
-                          GatherScatterMode mode = GatherScatterMode::fill_or_drop) {
+XPR_FUNC Array index_update(const Array& x, std::vector<Index> raw, const Array& update,
+                            ScatterKind kind, bool normalize, GatherScatterMode mode) {
   const bool contiguous = advanced_contiguous(raw);
   std::vector<Index> idx = canonical_indices(x, std::move(raw));
   Indexer ix = index_to_gather(x.shape(), idx, contiguous, normalize);
@@ -547,57 +655,17 @@ inline Array index_update(const Array& x, std::vector<Index> raw, const Array& u
   return out;
 }
 
-/// What `x.at(i, j, ...)` returns: JAX's `_IndexUpdateRef`, a reference to the indexed elements
-/// of an immutable array. Each update returns a new array; `x` is unchanged.
-class IndexUpdateRef {
- public:
-  IndexUpdateRef(Array x, std::vector<Index> idx) : x_(std::move(x)), idx_(std::move(idx)) {}
-  /// `x[idx]` (out-of-bound array indices clamp).
-  Array get() const { return index_get(x_, idx_); }
-  /// `x[idx] = v` (with repeated indices one of the updates wins: the last one, in row-major
-  /// order of the indices, here).
-  Array set(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::set); }
-  /// `x[idx] += v`; repeated indices add up all their updates (unlike NumPy's `+=`).
-  Array add(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::add); }
-  /// `x[idx] *= v`; repeated indices multiply all their updates.
-  Array mul(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::mul); }
-  /// `x[idx] = minimum(x[idx], v)`, over all updates of a repeated index.
-  Array min(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::min); }
-  /// `x[idx] = maximum(x[idx], v)`, over all updates of a repeated index.
-  Array max(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::max); }
-
- private:
-  Array x_;
-  std::vector<Index> idx_;
-};
-
-template <class... Is>
-struct Indexing {
-  static Array get(const Array& x, const Is&... is) { return index_get(x, {Index(is)...}); }
-  static IndexUpdateRef at(const Array& x, const Is&... is) {
-    return IndexUpdateRef(x, {Index(is)...});
-  }
-};
-
-inline void check_integer_indices(const char* fn, const Array& indices) {
+XPR_FUNC void check_integer_indices(const char* fn, const Array& indices) {
   if (!core::is_integer(indices.dtype()))
     throw core::dtype_error(std::string(fn) +
                             ": expected integer indices, found indices of dtype " +
                             std::string(core::name(indices.dtype())));
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-using detail::IndexUpdateRef;
-
-// ---- take, take_along_axis, segment_sum
-// ----------------------------------------------------------
-
-/// `jnp.take(a, indices, axis)`: the elements of `a` at `indices` along `axis` (the flattened `a`
-/// when `axis` is empty); the result's shape is a.shape[:axis] + indices.shape + a.shape[axis+1:].
-/// Negative indices count from the end; out-of-bound ones give NaN for floats (the least value
-/// for signed integers, true for bool), jnp.take's default mode "fill". One gather.
-inline Array take(const Array& a, const Array& indices, std::optional<std::int64_t> axis = {}) {
+XPR_FUNC Array take(const Array& a, const Array& indices, std::optional<std::int64_t> axis) {
   detail::check_integer_indices("take", indices);
   Array x = axis ? a : ravel(a);
   const std::size_t ax =
@@ -630,11 +698,7 @@ inline Array take(const Array& a, const Array& indices, std::optional<std::int64
                 GatherScatterMode::fill_or_drop);
 }
 
-/// `jnp.take_along_axis(a, indices, axis)`: `indices` has `a`'s rank and selects along `axis`
-/// (the other dimensions broadcast against `a`'s, with `a`'s size 1 along `axis`), as
-/// `np.take_along_axis`. Negative indices count from the end; out-of-bound ones give NaN for
-/// floats (jnp's default mode "fill"). One gather with batching dimensions, as jax.numpy builds it.
-inline Array take_along_axis(const Array& a, const Array& indices, std::int64_t axis) {
+XPR_FUNC Array take_along_axis(const Array& a, const Array& indices, std::int64_t axis) {
   detail::check_integer_indices("take_along_axis", indices);
   const std::size_t rank = a.ndim();
   if (indices.ndim() != rank)
@@ -694,11 +758,7 @@ inline Array take_along_axis(const Array& a, const Array& indices, std::int64_t 
                 slice_sizes, GatherScatterMode::fill_or_drop);
 }
 
-/// `jax.ops.segment_sum(data, segment_ids, num_segments)`: out[s] = the sum of the `data[i]`
-/// whose `segment_ids[i]` is s, for s in [0, num_segments); ids outside that range (negative ones
-/// too) are dropped. `segment_ids` indexes the leading dimensions of `data`. One scatter-add into
-/// zeros, the building block of finite-element and graph assembly.
-inline Array segment_sum(const Array& data, const Array& segment_ids, std::int64_t num_segments) {
+XPR_FUNC Array segment_sum(const Array& data, const Array& segment_ids, std::int64_t num_segments) {
   detail::check_integer_indices("segment_sum", segment_ids);
   if (num_segments < 0)
     throw core::value_error("segment_sum: expected num_segments >= 0, found " +
@@ -717,9 +777,4 @@ inline Array segment_sum(const Array& data, const Array& segment_ids, std::int64
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::segment_sum;
-using rt::take;
-using rt::take_along_axis;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

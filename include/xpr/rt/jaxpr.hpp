@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
@@ -94,18 +95,8 @@ struct Jaxpr {
   std::vector<Atom> outvars;
 
   /// The abstract values of the inputs and outputs (the jaxpr's type).
-  Avals in_avals() const {
-    Avals out;
-    out.reserve(invars.size());
-    for (const Var& v : invars) out.push_back(v.aval());
-    return out;
-  }
-  Avals out_avals() const {
-    Avals out;
-    out.reserve(outvars.size());
-    for (const Atom& a : outvars) out.push_back(aval_of(a));
-    return out;
-  }
+  Avals in_avals() const;
+  Avals out_avals() const;
 };
 
 /// A jaxpr with the values of its constvars (`consts[i]` is the value of `jaxpr.constvars[i]`).
@@ -131,10 +122,10 @@ class ClosedJaxpr {
 // (in literals, consts and params) compare by their bits, so `nan == nan` and `0.0 != -0.0`: a
 // cache key must be reflexive and must not merge values that print and compute differently.
 
-inline bool operator==(const Jaxpr& a, const Jaxpr& b);
-inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
-inline std::size_t hash_value(const Jaxpr& j);
-inline std::size_t hash_value(const ClosedJaxpr& j);
+bool operator==(const Jaxpr& a, const Jaxpr& b);
+bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
+std::size_t hash_value(const Jaxpr& j);
+std::size_t hash_value(const ClosedJaxpr& j);
 
 /// How deeply sub-jaxprs may nest (a checkpoint inside a checkpoint inside ...). The parser, the
 /// printer, the type checker and the evaluator walk nesting by recursion, so a bound keeps a
@@ -189,12 +180,7 @@ class MemoScope {
   MemoScope() : memo_(StructuralMemo::get()) { ++memo_.users; }
   MemoScope(const MemoScope&) = delete;
   MemoScope& operator=(const MemoScope&) = delete;
-  ~MemoScope() {
-    if (--memo_.users == 0) {
-      memo_.hashes.clear();
-      memo_.equal.clear();
-    }
-  }
+  ~MemoScope();
   StructuralMemo& operator*() const noexcept { return memo_; }
 
  private:
@@ -206,26 +192,142 @@ inline std::size_t hash_combine(std::size_t seed, std::size_t v) noexcept {
 }
 
 /// The bytes of a concrete array, or null for a tracer.
-inline std::string_view array_bytes(const Array& a) noexcept {
+std::string_view array_bytes(const Array& a) noexcept;
+
+/// Concrete arrays by aval and bits; tracers (which a finished jaxpr should not hold) by identity.
+bool same_array(const Array& a, const Array& b);
+
+std::size_t hash_array(const Array& a);
+
+bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y);
+
+std::size_t hash_jaxpr_param(const JaxprParam& x);
+
+bool same_param(const ParamValue& a, const ParamValue& b);
+
+std::size_t hash_axes(std::size_t h, const Axes& axes);
+
+std::size_t hash_param(const ParamValue& v);
+
+/// The parameters sorted by name. Their order carries no meaning (names are unique), and JAX
+/// prints them sorted, so a parsed equation may hold them in another order than a traced one.
+std::vector<const Params::value_type*> sorted_params(const Params& p);
+
+/// Parameters are equal when they have the same names with equal values.
+bool same_params(const Params& a, const Params& b);
+
+std::size_t hash_params(const Params& p);
+
+/// Numbers variables by their position of definition, for alpha-equivalence.
+class VarNumbering {
+ public:
+  /// Defines `v`; returns false if it was already defined (a malformed jaxpr).
+  bool define(const Var& v) { return index_.emplace(v.id(), index_.size()).second; }
+  /// The position of `v`, or -1 if it is not defined (a free variable).
+  std::int64_t operator[](const Var& v) const {
+    auto it = index_.find(v.id());
+    return it == index_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+
+ private:
+  std::unordered_map<const void*, std::size_t> index_;
+};
+
+bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b, const VarNumbering& nb);
+
+std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n);
+
+bool define_same(const std::vector<Var>& a, VarNumbering& na, const std::vector<Var>& b,
+                 VarNumbering& nb);
+
+std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarNumbering& n);
+
+}  // namespace detail
+
+bool operator==(const Jaxpr& a, const Jaxpr& b);
+
+bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b);
+
+/// A hash consistent with `==`: alpha-equivalent jaxprs hash alike.
+std::size_t hash_value(const Jaxpr& j);
+
+std::size_t hash_value(const ClosedJaxpr& j);
+
+}  // namespace xpr::rt
+
+template <>
+struct std::hash<xpr::rt::Var> {
+  std::size_t operator()(const xpr::rt::Var& v) const noexcept {
+    return std::hash<const void*>{}(v.id());
+  }
+};
+
+template <>
+struct std::hash<xpr::rt::Jaxpr> {
+  std::size_t operator()(const xpr::rt::Jaxpr& j) const { return xpr::rt::hash_value(j); }
+};
+
+template <>
+struct std::hash<xpr::rt::ClosedJaxpr> {
+  std::size_t operator()(const xpr::rt::ClosedJaxpr& j) const { return xpr::rt::hash_value(j); }
+};
+
+namespace xpr {
+using rt::Atom;
+using rt::ClosedJaxpr;
+using rt::Eqn;
+using rt::Jaxpr;
+using rt::Literal;
+using rt::Var;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Avals Jaxpr::in_avals() const {
+  Avals out;
+  out.reserve(invars.size());
+  for (const Var& v : invars) out.push_back(v.aval());
+  return out;
+}
+
+XPR_FUNC Avals Jaxpr::out_avals() const {
+  Avals out;
+  out.reserve(outvars.size());
+  for (const Atom& a : outvars) out.push_back(aval_of(a));
+  return out;
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC MemoScope::~MemoScope() {
+  if (--memo_.users == 0) {
+    memo_.hashes.clear();
+    memo_.equal.clear();
+  }
+}
+
+XPR_FUNC std::string_view array_bytes(const Array& a) noexcept {
   const ConcreteArray* c = a.concrete();
   if (!c) return {};
   return {reinterpret_cast<const char*>(c->bytes()), c->nbytes()};
 }
 
-/// Concrete arrays by aval and bits; tracers (which a finished jaxpr should not hold) by identity.
-inline bool same_array(const Array& a, const Array& b) {
+XPR_FUNC bool same_array(const Array& a, const Array& b) {
   if (!(a.aval() == b.aval())) return false;
   if (!a.is_concrete() || !b.is_concrete()) return a.impl() == b.impl();
   return array_bytes(a) == array_bytes(b);
 }
 
-inline std::size_t hash_array(const Array& a) {
+XPR_FUNC std::size_t hash_array(const Array& a) {
   std::size_t h = std::hash<ShapedArray>{}(a.aval());
   if (!a.is_concrete()) return hash_combine(h, std::hash<const void*>{}(a.impl().get()));
   return hash_combine(h, std::hash<std::string_view>{}(array_bytes(a)));
 }
 
-inline bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y) {
+XPR_FUNC bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y) {
   if (x == y) return true;
   if (!x || !y) return false;
   MemoScope memo;
@@ -237,7 +339,7 @@ inline bool same_jaxpr_param(const JaxprParam& x, const JaxprParam& y) {
   return true;
 }
 
-inline std::size_t hash_jaxpr_param(const JaxprParam& x) {
+XPR_FUNC std::size_t hash_jaxpr_param(const JaxprParam& x) {
   if (!x) return 0;
   MemoScope memo;
   auto it = (*memo).hashes.find(x.get());
@@ -248,7 +350,7 @@ inline std::size_t hash_jaxpr_param(const JaxprParam& x) {
   return h;
 }
 
-inline bool same_param(const ParamValue& a, const ParamValue& b) {
+XPR_FUNC bool same_param(const ParamValue& a, const ParamValue& b) {
   if (a.index() != b.index()) return false;
   return std::visit(
       [&](const auto& x) -> bool {
@@ -270,13 +372,13 @@ inline bool same_param(const ParamValue& a, const ParamValue& b) {
       a);
 }
 
-inline std::size_t hash_axes(std::size_t h, const Axes& axes) {
+XPR_FUNC std::size_t hash_axes(std::size_t h, const Axes& axes) {
   h = hash_combine(h, axes.size());
   for (std::int64_t d : axes) h = hash_combine(h, std::hash<std::int64_t>{}(d));
   return h;
 }
 
-inline std::size_t hash_param(const ParamValue& v) {
+XPR_FUNC std::size_t hash_param(const ParamValue& v) {
   std::size_t h = v.index();
   return std::visit(
       [&](const auto& x) -> std::size_t {
@@ -336,9 +438,7 @@ inline std::size_t hash_param(const ParamValue& v) {
       v);
 }
 
-/// The parameters sorted by name. Their order carries no meaning (names are unique), and JAX
-/// prints them sorted, so a parsed equation may hold them in another order than a traced one.
-inline std::vector<const Params::value_type*> sorted_params(const Params& p) {
+XPR_FUNC std::vector<const Params::value_type*> sorted_params(const Params& p) {
   std::vector<const Params::value_type*> out;
   out.reserve(p.size());
   for (const auto& item : p) out.push_back(&item);
@@ -347,8 +447,7 @@ inline std::vector<const Params::value_type*> sorted_params(const Params& p) {
   return out;
 }
 
-/// Parameters are equal when they have the same names with equal values.
-inline bool same_params(const Params& a, const Params& b) {
+XPR_FUNC bool same_params(const Params& a, const Params& b) {
   if (a.size() != b.size()) return false;
   auto sa = sorted_params(a), sb = sorted_params(b);
   for (std::size_t i = 0; i < sa.size(); ++i)
@@ -356,7 +455,7 @@ inline bool same_params(const Params& a, const Params& b) {
   return true;
 }
 
-inline std::size_t hash_params(const Params& p) {
+XPR_FUNC std::size_t hash_params(const Params& p) {
   std::size_t h = p.size();
   for (const auto* item : sorted_params(p)) {
     h = hash_combine(h, std::hash<std::string_view>{}(item->first));
@@ -365,23 +464,8 @@ inline std::size_t hash_params(const Params& p) {
   return h;
 }
 
-/// Numbers variables by their position of definition, for alpha-equivalence.
-class VarNumbering {
- public:
-  /// Defines `v`; returns false if it was already defined (a malformed jaxpr).
-  bool define(const Var& v) { return index_.emplace(v.id(), index_.size()).second; }
-  /// The position of `v`, or -1 if it is not defined (a free variable).
-  std::int64_t operator[](const Var& v) const {
-    auto it = index_.find(v.id());
-    return it == index_.end() ? -1 : static_cast<std::int64_t>(it->second);
-  }
-
- private:
-  std::unordered_map<const void*, std::size_t> index_;
-};
-
-inline bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b,
-                      const VarNumbering& nb) {
+XPR_FUNC bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b,
+                        const VarNumbering& nb) {
   if (a.index() != b.index()) return false;
   if (const Var* va = std::get_if<Var>(&a)) {
     const Var& vb = std::get<Var>(b);
@@ -392,7 +476,7 @@ inline bool same_atom(const Atom& a, const VarNumbering& na, const Atom& b,
   return same_array(std::get<Literal>(a).value, std::get<Literal>(b).value);
 }
 
-inline std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n) {
+XPR_FUNC std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n) {
   if (const Var* v = std::get_if<Var>(&a)) {
     std::int64_t i = n[*v];
     return hash_combine(hash_combine(h, 1),
@@ -401,8 +485,8 @@ inline std::size_t hash_atom(std::size_t h, const Atom& a, const VarNumbering& n
   return hash_combine(hash_combine(h, 2), hash_array(std::get<Literal>(a).value));
 }
 
-inline bool define_same(const std::vector<Var>& a, VarNumbering& na, const std::vector<Var>& b,
-                        VarNumbering& nb) {
+XPR_FUNC bool define_same(const std::vector<Var>& a, VarNumbering& na, const std::vector<Var>& b,
+                          VarNumbering& nb) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!(a[i].aval() == b[i].aval())) return false;
@@ -412,7 +496,7 @@ inline bool define_same(const std::vector<Var>& a, VarNumbering& na, const std::
   return true;
 }
 
-inline std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarNumbering& n) {
+XPR_FUNC std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarNumbering& n) {
   h = hash_combine(h, vs.size());
   for (const Var& v : vs) {
     n.define(v);
@@ -420,10 +504,11 @@ inline std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarNum
   }
   return h;
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-inline bool operator==(const Jaxpr& a, const Jaxpr& b) {
+XPR_FUNC bool operator==(const Jaxpr& a, const Jaxpr& b) {
   if (a.eqns.size() != b.eqns.size() || a.outvars.size() != b.outvars.size()) return false;
   detail::VarNumbering na, nb;
   if (!detail::define_same(a.constvars, na, b.constvars, nb)) return false;
@@ -442,15 +527,14 @@ inline bool operator==(const Jaxpr& a, const Jaxpr& b) {
   return true;
 }
 
-inline bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b) {
+XPR_FUNC bool operator==(const ClosedJaxpr& a, const ClosedJaxpr& b) {
   if (a.consts.size() != b.consts.size()) return false;
   for (std::size_t i = 0; i < a.consts.size(); ++i)
     if (!detail::same_array(a.consts[i], b.consts[i])) return false;
   return a.jaxpr == b.jaxpr;
 }
 
-/// A hash consistent with `==`: alpha-equivalent jaxprs hash alike.
-inline std::size_t hash_value(const Jaxpr& j) {
+XPR_FUNC std::size_t hash_value(const Jaxpr& j) {
   detail::VarNumbering n;
   std::size_t h = detail::define_hash(0, j.constvars, n);
   h = detail::define_hash(h, j.invars, n);
@@ -467,36 +551,11 @@ inline std::size_t hash_value(const Jaxpr& j) {
   return h;
 }
 
-inline std::size_t hash_value(const ClosedJaxpr& j) {
+XPR_FUNC std::size_t hash_value(const ClosedJaxpr& j) {
   std::size_t h = hash_value(j.jaxpr);
   for (const Array& c : j.consts) h = detail::hash_combine(h, detail::hash_array(c));
   return h;
 }
 
 }  // namespace xpr::rt
-
-template <>
-struct std::hash<xpr::rt::Var> {
-  std::size_t operator()(const xpr::rt::Var& v) const noexcept {
-    return std::hash<const void*>{}(v.id());
-  }
-};
-
-template <>
-struct std::hash<xpr::rt::Jaxpr> {
-  std::size_t operator()(const xpr::rt::Jaxpr& j) const { return xpr::rt::hash_value(j); }
-};
-
-template <>
-struct std::hash<xpr::rt::ClosedJaxpr> {
-  std::size_t operator()(const xpr::rt::ClosedJaxpr& j) const { return xpr::rt::hash_value(j); }
-};
-
-namespace xpr {
-using rt::Atom;
-using rt::ClosedJaxpr;
-using rt::Eqn;
-using rt::Jaxpr;
-using rt::Literal;
-using rt::Var;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

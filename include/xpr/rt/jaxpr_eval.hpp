@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
@@ -27,23 +28,11 @@ namespace xpr::rt {
 
 namespace detail {
 
-inline std::string avals_str(std::span<const ShapedArray> avals) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
-  return s + ")";
-}
+std::string avals_str(std::span<const ShapedArray> avals);
 
 /// Checks that `values` fit `vars` (count, shape and dtype); `what` names them in the message.
-inline void check_values(const char* fn, const char* what, std::span<const Var> vars,
-                         std::span<const Array> values) {
-  if (vars.size() != values.size())
-    throw type_error(std::string(fn) + ": expected " + std::to_string(vars.size()) + " " + what +
-                     ", found " + std::to_string(values.size()));
-  for (std::size_t i = 0; i < vars.size(); ++i)
-    if (!vars[i].aval().same_type(values[i].aval()))
-      throw type_error(std::string(fn) + ": expected " + what + " " + std::to_string(i) +
-                       " of type " + vars[i].aval().str() + ", found " + values[i].aval().str());
-}
+void check_values(const char* fn, const char* what, std::span<const Var> vars,
+                  std::span<const Array> values);
 
 }  // namespace detail
 
@@ -56,8 +45,92 @@ inline void check_values(const char* fn, const char* what, std::span<const Var> 
 /// `jvp(eval_jaxpr(j, ...))` differentiates the jaxpr). Throws `type_error` when the number or
 /// the types (shape and dtype) of `consts` or `args` do not match the jaxpr's.
 /// See examples/jaxpr_text.cpp.
-inline Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
-                         std::span<const Array> args) {
+Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts, std::span<const Array> args);
+
+/// Evaluates a closed jaxpr on `args`.
+inline Arrays eval_jaxpr(const ClosedJaxpr& jaxpr, std::span<const Array> args) {
+  return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, args);
+}
+
+inline Arrays eval_jaxpr(const ClosedJaxpr& jaxpr, std::initializer_list<Array> args) {
+  return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, std::span<const Array>(args.begin(), args.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// typecheck_jaxpr
+// ---------------------------------------------------------------------------------------------
+
+void typecheck_jaxpr(const ClosedJaxpr& jaxpr);
+
+namespace detail {
+
+[[noreturn]] inline void typecheck_fail(const Jaxpr& jaxpr, std::size_t eqn,
+                                        const std::string& what) {
+  throw type_error("typecheck_jaxpr: in equation " + std::to_string(eqn + 1) + " of " +
+                   std::to_string(jaxpr.eqns.size()) + ", `" + pretty_print_eqn(jaxpr, eqn) +
+                   "`: " + what);
+}
+
+/// The sub-jaxprs already checked during the outermost typecheck on this thread: shared ones are
+/// checked once, not once per reference (exponential in the depth of a DAG of shared jaxprs).
+inline std::unordered_set<const void*>*& typechecked() {
+  thread_local std::unordered_set<const void*>* set = nullptr;
+  return set;
+}
+
+/// Checks one jaxpr (its sub-jaxprs through typecheck_jaxpr).
+void typecheck(const Jaxpr& jaxpr);
+
+}  // namespace detail
+
+/// Checks that `jaxpr` is well formed and well typed: each variable is defined once, before it
+/// is used; each equation's results have the types its primitive's abstract evaluation gives
+/// for its operands (sub-jaxprs in parameters are checked too); the outputs are defined. Throws
+/// `type_error` naming the offending equation (printed) with what was expected and found.
+inline void typecheck_jaxpr(const Jaxpr& jaxpr) { detail::typecheck(jaxpr); }
+
+/// Also checks that the consts match the constvars.
+inline void typecheck_jaxpr(const ClosedJaxpr& jaxpr) {
+  detail::check_values("typecheck_jaxpr", "consts", jaxpr.jaxpr.constvars, jaxpr.consts);
+  detail::typecheck(jaxpr.jaxpr);
+}
+
+/// Also checks that the invars have the types `in_avals`.
+void typecheck_jaxpr(const Jaxpr& jaxpr, std::span<const ShapedArray> in_avals);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::eval_jaxpr;
+using rt::typecheck_jaxpr;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string avals_str(std::span<const ShapedArray> avals) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
+  return s + ")";
+}
+
+XPR_FUNC void check_values(const char* fn, const char* what, std::span<const Var> vars,
+                           std::span<const Array> values) {
+  if (vars.size() != values.size())
+    throw type_error(std::string(fn) + ": expected " + std::to_string(vars.size()) + " " + what +
+                     ", found " + std::to_string(values.size()));
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    if (!vars[i].aval().same_type(values[i].aval()))
+      throw type_error(std::string(fn) + ": expected " + what + " " + std::to_string(i) +
+                       " of type " + vars[i].aval().str() + ", found " + values[i].aval().str());
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
+                           std::span<const Array> args) {
   detail::check_values("eval_jaxpr", "consts", jaxpr.constvars, consts);
   detail::check_values("eval_jaxpr", "arguments", jaxpr.invars, args);
   detail::NestingGuard<struct EvalTag> nest("eval_jaxpr");
@@ -107,40 +180,11 @@ inline Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
   for (const Atom& a : jaxpr.outvars) result.push_back(read(a));
   return result;
 }
+}  // namespace xpr::rt
 
-/// Evaluates a closed jaxpr on `args`.
-inline Arrays eval_jaxpr(const ClosedJaxpr& jaxpr, std::span<const Array> args) {
-  return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, args);
-}
+namespace xpr::rt::detail {
 
-inline Arrays eval_jaxpr(const ClosedJaxpr& jaxpr, std::initializer_list<Array> args) {
-  return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, std::span<const Array>(args.begin(), args.size()));
-}
-
-// ---------------------------------------------------------------------------------------------
-// typecheck_jaxpr
-// ---------------------------------------------------------------------------------------------
-
-inline void typecheck_jaxpr(const ClosedJaxpr& jaxpr);
-
-namespace detail {
-
-[[noreturn]] inline void typecheck_fail(const Jaxpr& jaxpr, std::size_t eqn,
-                                        const std::string& what) {
-  throw type_error("typecheck_jaxpr: in equation " + std::to_string(eqn + 1) + " of " +
-                   std::to_string(jaxpr.eqns.size()) + ", `" + pretty_print_eqn(jaxpr, eqn) +
-                   "`: " + what);
-}
-
-/// The sub-jaxprs already checked during the outermost typecheck on this thread: shared ones are
-/// checked once, not once per reference (exponential in the depth of a DAG of shared jaxprs).
-inline std::unordered_set<const void*>*& typechecked() {
-  thread_local std::unordered_set<const void*>* set = nullptr;
-  return set;
-}
-
-/// Checks one jaxpr (its sub-jaxprs through typecheck_jaxpr).
-inline void typecheck(const Jaxpr& jaxpr) {
+XPR_FUNC void typecheck(const Jaxpr& jaxpr) {
   NestingGuard<struct TypecheckTag> nest("typecheck_jaxpr");
   std::unordered_set<const void*> checked_here;
   auto*& checked = typechecked();
@@ -228,23 +272,11 @@ inline void typecheck(const Jaxpr& jaxpr) {
                        std::to_string(k) + " " + var_name(*v) + ":" + v->aval().str() +
                        " undefined in\n" + pretty_print(jaxpr));
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-/// Checks that `jaxpr` is well formed and well typed: each variable is defined once, before it
-/// is used; each equation's results have the types its primitive's abstract evaluation gives
-/// for its operands (sub-jaxprs in parameters are checked too); the outputs are defined. Throws
-/// `type_error` naming the offending equation (printed) with what was expected and found.
-inline void typecheck_jaxpr(const Jaxpr& jaxpr) { detail::typecheck(jaxpr); }
-
-/// Also checks that the consts match the constvars.
-inline void typecheck_jaxpr(const ClosedJaxpr& jaxpr) {
-  detail::check_values("typecheck_jaxpr", "consts", jaxpr.jaxpr.constvars, jaxpr.consts);
-  detail::typecheck(jaxpr.jaxpr);
-}
-
-/// Also checks that the invars have the types `in_avals`.
-inline void typecheck_jaxpr(const Jaxpr& jaxpr, std::span<const ShapedArray> in_avals) {
+XPR_FUNC void typecheck_jaxpr(const Jaxpr& jaxpr, std::span<const ShapedArray> in_avals) {
   if (jaxpr.invars.size() != in_avals.size() ||
       !std::equal(in_avals.begin(), in_avals.end(), jaxpr.invars.begin(),
                   [](const ShapedArray& a, const Var& v) { return a.same_type(v.aval()); }))
@@ -254,8 +286,4 @@ inline void typecheck_jaxpr(const Jaxpr& jaxpr, std::span<const ShapedArray> in_
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::eval_jaxpr;
-using rt::typecheck_jaxpr;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

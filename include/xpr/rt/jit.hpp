@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "xpr/codegen/execute.hpp"
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
@@ -44,36 +45,14 @@ namespace detail {
 
 /// The JitOptions a `pjit` equation's parameters carry: `name`, and `backend` and
 /// `precise_math` when they are not the defaults (so the default prints as JAX prints it).
-inline JitOptions jit_options_of(const Params& params) {
-  JitOptions o;
-  if (const ParamValue* n = params.find("name"))
-    if (const Dim* d = std::get_if<Dim>(n)) o.name = d->name;
-  if (const ParamValue* b = params.find("backend"))
-    if (const Dim* d = std::get_if<Dim>(b)) {
-      if (d->name == "interpreter") o.backend = JitBackend::interpreter;
-      if (d->name == "compiled") o.backend = JitBackend::compiled;
-    }
-  if (const ParamValue* p = params.find("precise_math"))
-    if (const bool* v = std::get_if<bool>(p)) o.precise_math = *v;
-  return o;
-}
+JitOptions jit_options_of(const Params& params);
 
 /// `pjit`'s parameters for `jaxpr` under `options`. The name is kept as a `Dim`, the parameter
 /// alternative that prints as a bare word (`name=f`), as JAX prints it.
-inline Params pjit_params(JaxprParam jaxpr, const JitOptions& options) {
-  Params p{{"name", Dim{options.name}}, {"jaxpr", std::move(jaxpr)}};
-  if (options.backend != JitBackend::automatic)
-    p.set("backend", Dim{backend_name(options.backend)});
-  if (options.precise_math) p.set("precise_math", true);
-  return p;
-}
+Params pjit_params(JaxprParam jaxpr, const JitOptions& options);
 
 /// `params` with `name` wrapped as JAX names transformed calls: `jvp(f)`, `transpose(jvp(f))`.
-inline Params renamed(Params params, const char* transform) {
-  std::string name = jit_options_of(params).name;
-  params.set("name", Dim{std::string(transform) + "(" + name + ")"});
-  return params;
-}
+Params renamed(Params params, const char* transform);
 
 }  // namespace detail
 
@@ -93,155 +72,27 @@ class PjitP final : public Primitive, public PartialEvalRules {
                             detail::jit_options_of(params));
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
-    if (args.size() != j.jaxpr.invars.size())
-      throw core::type_error("pjit: expected " + std::to_string(j.jaxpr.invars.size()) +
-                             " operands, found " + std::to_string(args.size()));
-    for (std::size_t i = 0; i < args.size(); ++i)
-      if (!args[i].same_type(j.jaxpr.invars[i].aval()))
-        throw core::type_error("pjit: expected operand " + std::to_string(i) + " of type " +
-                               j.jaxpr.invars[i].aval().str() + ", found " + args[i].str());
-    return j.out_avals();
-  }
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
 
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
-    std::vector<bool> nonzero;
-    for (const Tangent& t : tangents) nonzero.push_back(t.has_value());
-    detail::JvpJaxpr jj = memo_jvp(params.get<JaxprParam>("jaxpr"), nonzero);
-    Arrays operands = jj.converted.consts;
-    operands.insert(operands.end(), primals.begin(), primals.end());
-    for (const Tangent& t : tangents)
-      if (t) operands.push_back(*t);
-    Arrays outs =
-        rt::bind(*this, operands,
-                 detail::with_param(detail::renamed(params, "jvp"), "jaxpr", jj.converted.jaxpr));
-    const std::size_t n_out = j.jaxpr.outvars.size();
-    Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
-    Tangents tangents_out;
-    for (std::size_t i = 0, k = n_out; i < n_out; ++i)
-      tangents_out.push_back(jj.out_nonzero[i] ? Tangent(outs[k++]) : std::nullopt);
-    return {std::move(primals_out), std::move(tangents_out)};
-  }
+                                           const Params& params) const override;
 
   Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    // The backward pass of the jaxpr, itself traced to a jaxpr (once per sub-jaxpr, pattern of
-    // known operands and of zero cotangents) and bound as a pjit: the backward pass of a jitted
-    // function is compiled too (JAX's `_pjit_transpose`).
-    std::vector<bool> flags;
-    for (const LinearArg& a : args) flags.push_back(is_undefined_primal(a));
-    for (const Cotangent& c : cts) flags.push_back(c.has_value());
-    const std::shared_ptr<const Transposed> t =
-        memo_transpose(params.get<JaxprParam>("jaxpr"), flags, args);
-    Arrays operands = t->jaxpr.consts;
-    for (const LinearArg& a : args)
-      if (!is_undefined_primal(a)) operands.push_back(std::get<Array>(a));
-    for (const Cotangent& c : cts)
-      if (c) operands.push_back(*c);
-    Cotangents out(args.size());
-    if (t->jaxpr.jaxpr->jaxpr.outvars.empty()) return out;
-    Arrays results =
-        rt::bind(*this, operands,
-                 detail::with_param(detail::renamed(params, "transpose"), "jaxpr", t->jaxpr.jaxpr));
-    for (std::size_t i = 0, k = 0; i < args.size(); ++i)
-      if (t->out_nonzero[i]) out[i] = results[k++];
-    return out;
-  }
+                       const Params& params) const override;
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    (void)axis_size;
-    if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
-    auto [moved, at_front] = detail::batch_at_front(args, dims);
-    detail::ConvertedJaxpr batched = detail::convert_constvars(detail::batch_jaxpr(
-        detail::jaxpr_param(params, "jaxpr"), at_front, detail::avals_of_values(moved)));
-    Arrays operands = detail::concat(batched.consts, moved);
-    Arrays outs = rt::bind(*this, operands, detail::with_param(params, "jaxpr", batched.jaxpr));
-    return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 
   // ---- partial evaluation ----
 
   std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override {
-    std::vector<bool> in_unknowns;
-    Arrays known_in, unknown_in;
-    for (const Array& t : tracers) {
-      const PartialVal& pv = detail::as_pe_tracer(t).pval();
-      in_unknowns.push_back(pv.is_unknown());
-      if (pv.is_known())
-        known_in.push_back(*pv.value);
-      else
-        unknown_in.push_back(t);
-    }
-    const std::shared_ptr<const Split> held =
-        memo_split(params.get<JaxprParam>("jaxpr"), in_unknowns);
-    const Split& s = *held;
-    const std::size_t n_out = s.out_unknowns.size();
-    std::size_t n_known = 0;
-    for (bool u : s.out_unknowns) n_known += u ? 0 : 1;
-    // The known half runs now, as a pjit of its own (still compiled), giving the known outputs
-    // and the residuals; the unknown half is staged, reading the residuals.
-    Arrays known_out;
-    if (n_known + s.num_res > 0)
-      known_out = rt::bind(*this, detail::concat(s.known.consts, known_in),
-                           detail::with_param(params, "jaxpr", s.known.jaxpr));
-    Arrays unknown_out;
-    if (n_known < n_out) {
-      Arrays staged_in;
-      for (std::size_t r = 0; r < s.num_res; ++r)
-        staged_in.push_back(trace.pure(known_out[n_known + r]));
-      staged_in.insert(staged_in.end(), unknown_in.begin(), unknown_in.end());
-      unknown_out = trace.stage(*this, staged_in, detail::with_param(params, "jaxpr", s.unknown),
-                                s.unknown->out_avals());
-    }
-    Arrays out;
-    for (std::size_t i = 0, k = 0, u = 0; i < n_out; ++i)
-      out.push_back(s.out_unknowns[i] ? unknown_out[u++] : trace.pure(known_out[k++]));
-    return out;
-  }
+                                     const Params& params) const override;
 
   std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override {
-    if (std::find(in_unknowns.begin(), in_unknowns.end(), true) == in_unknowns.end())
-      return std::nullopt;  // all known: the default rule keeps the equation whole
-    const std::shared_ptr<const Split> held =
-        memo_split(eqn.params.get<JaxprParam>("jaxpr"), in_unknowns);
-    const Split& s = *held;
-    if (!s.known.consts.empty()) return std::nullopt;  // consts of a tracer: stage it whole
-    PartialEvalEqn result;
-    result.out_unknowns = s.out_unknowns;
-    std::vector<Var> res;
-    for (std::size_t r = 0; r < s.num_res; ++r) res.emplace_back(s.unknown->jaxpr.invars[r].aval());
-    Eqn known{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.known.jaxpr), {}};
-    Eqn unknown{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.unknown), {}};
-    unknown.inputs.assign(res.begin(), res.end());
-    for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
-      (in_unknowns[i] ? unknown : known).inputs.push_back(eqn.inputs[i]);
-    for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
-      (s.out_unknowns[k] ? unknown : known).outputs.push_back(eqn.outputs[k]);
-    known.outputs.insert(known.outputs.end(), res.begin(), res.end());
-    if (!known.outputs.empty()) result.known = std::move(known);
-    if (!unknown.outputs.empty()) {
-      result.unknown = std::move(unknown);
-      result.residuals = res;
-    }
-    return result;
-  }
+                                                   const Eqn& eqn) const override;
 
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override {
-    auto [dj, used] = memo_dce(eqn.params.get<JaxprParam>("jaxpr"), used_outputs);
-    Eqn e{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", dj), {}};
-    for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
-      if (used[i]) e.inputs.push_back(eqn.inputs[i]);
-    for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
-      if (used_outputs[k]) e.outputs.push_back(eqn.outputs[k]);
-    return DceEqn{used, std::move(e)};
-  }
+  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
 
  private:
   /// The two halves partial evaluation splits the jaxpr into: `known` (known inputs -> known
@@ -260,59 +111,17 @@ class PjitP final : public Primitive, public PartialEvalRules {
     if (!j) throw core::type_error("pjit: expected a jaxpr in parameter 'jaxpr', found None");
   }
 
-  static detail::JvpJaxpr memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero) {
-    thread_local detail::SubJaxprMemo<detail::JvpJaxpr> memo;
-    check_jaxpr(j);
-    return memo.get(
-        j, nonzero, [&] { return detail::jvp_jaxpr(*j, nonzero); },
-        [](const detail::JvpJaxpr& r) { return detail::all_concrete(r.converted.consts); });
-  }
+  static detail::JvpJaxpr memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero);
 
   static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
-                                                 const std::vector<bool>& in_unknowns) {
-    thread_local detail::SubJaxprMemo<std::shared_ptr<const Split>> memo;
-    check_jaxpr(j);
-    return memo.get(
-        j, in_unknowns,
-        [&] {
-          PartialEvalJaxpr split = rt::partial_eval_jaxpr(*j, in_unknowns);
-          auto s = std::make_shared<Split>();
-          s->out_unknowns = split.out_unknowns;
-          s->num_res = split.num_res;
-          s->known = detail::convert_constvars(std::move(split.known));
-          s->unknown = std::make_shared<const ClosedJaxpr>(std::move(split.unknown));
-          return std::shared_ptr<const Split>(std::move(s));
-        },
-        [](const std::shared_ptr<const Split>& r) {
-          return detail::all_concrete(r->known.consts) && detail::all_concrete(r->unknown->consts);
-        });
-  }
+                                                 const std::vector<bool>& in_unknowns);
 
   static std::shared_ptr<const Transposed> memo_transpose(const JaxprParam& j,
                                                           const std::vector<bool>& flags,
-                                                          std::span<const LinearArg> args) {
-    thread_local detail::SubJaxprMemo<std::shared_ptr<const Transposed>> memo;
-    check_jaxpr(j);
-    return memo.get(
-        j, flags, [&] { return detail::transpose_sub_jaxpr(*j, flags, args); },
-        [](const std::shared_ptr<const Transposed>& r) {
-          return detail::all_concrete(r->jaxpr.consts);
-        });
-  }
+                                                          std::span<const LinearArg> args);
 
   static std::pair<JaxprParam, std::vector<bool>> memo_dce(const JaxprParam& j,
-                                                           const std::vector<bool>& used_outputs) {
-    thread_local detail::SubJaxprMemo<std::pair<JaxprParam, std::vector<bool>>> memo;
-    check_jaxpr(j);
-    return memo.get(
-        j, used_outputs,
-        [&] {
-          auto [dj, used] = dce_jaxpr(*j, used_outputs, false);
-          return std::pair{JaxprParam(std::make_shared<const ClosedJaxpr>(std::move(dj))),
-                           std::move(used)};
-        },
-        [](const auto& r) { return detail::all_concrete(r.first->consts); });
-  }
+                                                           const std::vector<bool>& used_outputs);
 };
 
 inline constinit const PjitP pjit_p{};
@@ -418,22 +227,11 @@ struct JitTrace {
 
   /// The kernel that runs `traced` (null: it is interpreted), looked up once per trace rather
   /// than once per call (`codegen::kernel_for` hashes and compares the whole jaxpr).
-  const codegen::Kernel* kernel(const JitOptions& options) const {
-    std::call_once(kernel_once_,
-                   [&] { kernel_ = codegen::kernel_for(traced.jaxpr->jaxpr, options); });
-    return kernel_.get();
-  }
+  const codegen::Kernel* kernel(const JitOptions& options) const;
 
   /// Runs the trace on concrete argument leaves: the kernel, or the interpreter where codegen
   /// gives none.
-  Arrays run(std::span<const Array> leaves, const JitOptions& options) const {
-    const codegen::Kernel* k = kernel(options);
-    const ClosedJaxpr& j = *traced.jaxpr;
-    if (traced.consts.empty())
-      return k ? k->run(leaves, j.consts) : eval_jaxpr(j.jaxpr, j.consts, leaves);
-    Arrays operands = concat(traced.consts, leaves);
-    return k ? k->run(operands, j.consts) : eval_jaxpr(j.jaxpr, j.consts, operands);
-  }
+  Arrays run(std::span<const Array> leaves, const JitOptions& options) const;
 
  private:
   mutable std::once_flag kernel_once_;
@@ -451,20 +249,7 @@ struct JitFastEntry {
 
 /// The fast cache's key: the argument types' tag and every leaf's dtype, weak flag, rank and
 /// sizes, hashed as numbers (no string is built on a repeat call).
-inline std::uint64_t signature_hash(const void* tag, std::span<const Array> leaves) {
-  auto mix = [](std::uint64_t h, std::uint64_t v) {
-    return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
-  };
-  std::uint64_t h = reinterpret_cast<std::uintptr_t>(tag);
-  for (const Array& x : leaves) {
-    const ShapedArray& a = x.aval();
-    h = mix(
-        h, (static_cast<std::uint64_t>(a.dtype) << 9) | (a.weak_type ? 256u : 0u) | a.shape.rank());
-    for (std::size_t i = 0; i < a.shape.rank(); ++i)
-      h = mix(h, static_cast<std::uint64_t>(a.shape[i]));
-  }
-  return h;
-}
+std::uint64_t signature_hash(const void* tag, std::span<const Array> leaves);
 
 /// A tag whose address tells the argument type lists `A...` apart.
 template <class... A>
@@ -486,31 +271,10 @@ struct JitState {
   std::shared_mutex fast_mutex;
   std::unordered_multimap<std::uint64_t, std::unique_ptr<const JitFastEntry>> fast;
 
-  const JitFastEntry* find_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves) {
-    std::shared_lock lock(fast_mutex);
-    auto [lo, hi] = fast.equal_range(h);
-    for (auto it = lo; it != hi; ++it) {
-      const JitFastEntry& e = *it->second;
-      if (e.tag != tag || e.avals.size() != leaves.size()) continue;
-      bool same = true;
-      for (std::size_t i = 0; same && i < leaves.size(); ++i) same = e.avals[i] == leaves[i].aval();
-      if (same) return &e;
-    }
-    return nullptr;
-  }
+  const JitFastEntry* find_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves);
 
   const JitFastEntry* add_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves,
-                               std::shared_ptr<const JitTrace> trace) {
-    auto e = std::make_unique<JitFastEntry>();
-    e->tag = tag;
-    e->avals = avals_of_values(leaves);
-    e->trace = std::move(trace);
-    std::unique_lock lock(fast_mutex);
-    auto [lo, hi] = fast.equal_range(h);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second->tag == tag && it->second->avals == e->avals) return it->second.get();
-    return fast.emplace(h, std::move(e))->second.get();
-  }
+                               std::shared_ptr<const JitTrace> trace);
 };
 
 template <std::size_t I, std::size_t N>
@@ -594,21 +358,8 @@ struct JitApplication {
 /// The cache key of everything but the static values: the argument types' identity, the mask,
 /// the structure and the leaves' types (weak flags included: a weakly typed input is traced as
 /// one, as JAX does).
-inline std::string jit_key(const std::type_info& statics, std::uint32_t mask, const PyTreeDef& def,
-                           std::span<const Array> leaves, bool ranks_only = false) {
-  std::string key = statics.name();
-  key += '|';
-  key += std::to_string(mask);
-  key += def.str();
-  for (const Array& x : leaves) {
-    const ShapedArray& a = x.aval();
-    key += ranks_only
-               ? std::string(core::short_name(a.dtype)) + "/" + std::to_string(a.shape.rank())
-               : a.str();
-    if (a.weak_type) key += 'w';
-  }
-  return key;
-}
+std::string jit_key(const std::type_info& statics, std::uint32_t mask, const PyTreeDef& def,
+                    std::span<const Array> leaves, bool ranks_only = false);
 
 /// Whether a traced jaxpr holds for inputs of any sizes (of the same ranks), given that the
 /// function read no size while it was traced: no equation has a parameter that may hold a size
@@ -616,62 +367,12 @@ inline std::string jit_key(const std::type_info& statics, std::uint32_t mask, co
 /// sub-jaxpr, and no literal but scalars (and, checked by the caller, no constant but scalars).
 /// Binding its equations on inputs of other sizes then gives the trace of the function at those
 /// sizes; operands whose sizes no longer agree fail there, and the function is traced again.
-inline bool names_no_size(const ClosedJaxpr& j) {
-  static constexpr std::string_view size_free[] = {"axes", "axis",        "new_dtype", "weak_type",
-                                                   "y",    "index_dtype", "reverse",   "accuracy"};
-  auto scalar = [](const Atom& a) {
-    const Literal* l = std::get_if<Literal>(&a);
-    return !l || l->value.ndim() == 0;
-  };
-  for (const Eqn& e : j.jaxpr.eqns) {
-    if (!e.primitive) return false;
-    for (const auto& [name, value] : e.params) {
-      if (std::find(std::begin(size_free), std::end(size_free), name) == std::end(size_free))
-        return false;
-      if (!std::holds_alternative<bool>(value) && !std::holds_alternative<core::DType>(value) &&
-          !std::holds_alternative<Axes>(value) && !std::holds_alternative<std::int64_t>(value) &&
-          !std::holds_alternative<None>(value))
-        return false;
-    }
-    for (const Atom& a : e.inputs)
-      if (!scalar(a)) return false;
-  }
-  for (const Atom& a : j.jaxpr.outvars)
-    if (!scalar(a)) return false;
-  return true;
-}
+bool names_no_size(const ClosedJaxpr& j);
 
 /// Binds the equations of `j` on `values` (its constvars', then its invars'), whose sizes may
 /// differ from those `j` was traced at (`eval_jaxpr` checks them): each primitive checks its
 /// operands again.
-inline Arrays rebind_jaxpr(const Jaxpr& j, std::span<const Array> values) {
-  if (values.size() != j.constvars.size() + j.invars.size())
-    throw core::type_error("jit: expected " + std::to_string(j.constvars.size() + j.invars.size()) +
-                           " values to rebind a jaxpr on, found " + std::to_string(values.size()));
-  std::unordered_map<const void*, Array> env;
-  std::size_t k = 0;
-  for (const Var& v : j.constvars) env.insert_or_assign(v.id(), values[k++]);
-  for (const Var& v : j.invars) env.insert_or_assign(v.id(), values[k++]);
-  auto read = [&](const Atom& a) -> const Array& {
-    if (const Literal* l = std::get_if<Literal>(&a)) return l->value;
-    return env.at(std::get<Var>(a).id());
-  };
-  Arrays ins;
-  for (const Eqn& e : j.eqns) {
-    ins.clear();
-    for (const Atom& a : e.inputs) ins.push_back(read(a));
-    Arrays outs = rt::bind(*e.primitive, std::span<const Array>(ins), e.params);
-    if (outs.size() != e.outputs.size())
-      throw core::type_error("jit: expected " + std::to_string(e.outputs.size()) +
-                             " results from " + e.primitive->name() + ", found " +
-                             std::to_string(outs.size()));
-    for (std::size_t i = 0; i < outs.size(); ++i)
-      env.insert_or_assign(e.outputs[i].id(), std::move(outs[i]));
-  }
-  Arrays result;
-  for (const Atom& a : j.outvars) result.push_back(read(a));
-  return result;
-}
+Arrays rebind_jaxpr(const Jaxpr& j, std::span<const Array> values);
 
 /// Counts the sizes read (rt/array.hpp's `size_reads`) while it lives; the count is added to an
 /// enclosing counter, since what a nested trace read the enclosing one read too.
@@ -939,3 +640,377 @@ namespace xpr {
 using rt::jit;
 using rt::Lowered;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC JitOptions jit_options_of(const Params& params) {
+  JitOptions o;
+  if (const ParamValue* n = params.find("name"))
+    if (const Dim* d = std::get_if<Dim>(n)) o.name = d->name;
+  if (const ParamValue* b = params.find("backend"))
+    if (const Dim* d = std::get_if<Dim>(b)) {
+      if (d->name == "interpreter") o.backend = JitBackend::interpreter;
+      if (d->name == "compiled") o.backend = JitBackend::compiled;
+    }
+  if (const ParamValue* p = params.find("precise_math"))
+    if (const bool* v = std::get_if<bool>(p)) o.precise_math = *v;
+  return o;
+}
+
+XPR_FUNC Params pjit_params(JaxprParam jaxpr, const JitOptions& options) {
+  Params p{{"name", Dim{options.name}}, {"jaxpr", std::move(jaxpr)}};
+  if (options.backend != JitBackend::automatic)
+    p.set("backend", Dim{backend_name(options.backend)});
+  if (options.precise_math) p.set("precise_math", true);
+  return p;
+}
+
+XPR_FUNC Params renamed(Params params, const char* transform) {
+  std::string name = jit_options_of(params).name;
+  params.set("name", Dim{std::string(transform) + "(" + name + ")"});
+  return params;
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Avals PjitP::abstract_eval(std::span<const ShapedArray> args, const Params& params) const {
+  const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
+  if (args.size() != j.jaxpr.invars.size())
+    throw core::type_error("pjit: expected " + std::to_string(j.jaxpr.invars.size()) +
+                           " operands, found " + std::to_string(args.size()));
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].same_type(j.jaxpr.invars[i].aval()))
+      throw core::type_error("pjit: expected operand " + std::to_string(i) + " of type " +
+                             j.jaxpr.invars[i].aval().str() + ", found " + args[i].str());
+  return j.out_avals();
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> PjitP::jvp_symbolic(std::span<const Array> primals,
+                                                         std::span<const Tangent> tangents,
+                                                         const Params& params) const {
+  const ClosedJaxpr& j = detail::jaxpr_param(params, "jaxpr");
+  std::vector<bool> nonzero;
+  for (const Tangent& t : tangents) nonzero.push_back(t.has_value());
+  detail::JvpJaxpr jj = memo_jvp(params.get<JaxprParam>("jaxpr"), nonzero);
+  Arrays operands = jj.converted.consts;
+  operands.insert(operands.end(), primals.begin(), primals.end());
+  for (const Tangent& t : tangents)
+    if (t) operands.push_back(*t);
+  Arrays outs =
+      rt::bind(*this, operands,
+               detail::with_param(detail::renamed(params, "jvp"), "jaxpr", jj.converted.jaxpr));
+  const std::size_t n_out = j.jaxpr.outvars.size();
+  Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
+  Tangents tangents_out;
+  for (std::size_t i = 0, k = n_out; i < n_out; ++i)
+    tangents_out.push_back(jj.out_nonzero[i] ? Tangent(outs[k++]) : std::nullopt);
+  return {std::move(primals_out), std::move(tangents_out)};
+}
+
+XPR_FUNC Cotangents PjitP::transpose(std::span<const Cotangent> cts,
+                                     std::span<const LinearArg> args, const Params& params) const {
+  // The backward pass of the jaxpr, itself traced to a jaxpr (once per sub-jaxpr, pattern of
+  // known operands and of zero cotangents) and bound as a pjit: the backward pass of a jitted
+  // function is compiled too (JAX's `_pjit_transpose`).
+  std::vector<bool> flags;
+  for (const LinearArg& a : args) flags.push_back(is_undefined_primal(a));
+  for (const Cotangent& c : cts) flags.push_back(c.has_value());
+  const std::shared_ptr<const Transposed> t =
+      memo_transpose(params.get<JaxprParam>("jaxpr"), flags, args);
+  Arrays operands = t->jaxpr.consts;
+  for (const LinearArg& a : args)
+    if (!is_undefined_primal(a)) operands.push_back(std::get<Array>(a));
+  for (const Cotangent& c : cts)
+    if (c) operands.push_back(*c);
+  Cotangents out(args.size());
+  if (t->jaxpr.jaxpr->jaxpr.outvars.empty()) return out;
+  Arrays results =
+      rt::bind(*this, operands,
+               detail::with_param(detail::renamed(params, "transpose"), "jaxpr", t->jaxpr.jaxpr));
+  for (std::size_t i = 0, k = 0; i < args.size(); ++i)
+    if (t->out_nonzero[i]) out[i] = results[k++];
+  return out;
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> PjitP::batch(std::span<const Array> args,
+                                                   std::span<const BatchDim> dims,
+                                                   std::int64_t axis_size,
+                                                   const Params& params) const {
+  (void)axis_size;
+  if (!detail::any_batched(dims)) return {rt::bind(*this, args, params), BatchDims(args.size())};
+  auto [moved, at_front] = detail::batch_at_front(args, dims);
+  detail::ConvertedJaxpr batched = detail::convert_constvars(detail::batch_jaxpr(
+      detail::jaxpr_param(params, "jaxpr"), at_front, detail::avals_of_values(moved)));
+  Arrays operands = detail::concat(batched.consts, moved);
+  Arrays outs = rt::bind(*this, operands, detail::with_param(params, "jaxpr", batched.jaxpr));
+  return {std::move(outs), BatchDims(outs.size(), BatchDim(0))};
+}
+
+XPR_FUNC std::optional<Arrays> PjitP::partial_eval(PartialEvalTrace& trace,
+                                                   std::span<const Array> tracers,
+                                                   const Params& params) const {
+  std::vector<bool> in_unknowns;
+  Arrays known_in, unknown_in;
+  for (const Array& t : tracers) {
+    const PartialVal& pv = detail::as_pe_tracer(t).pval();
+    in_unknowns.push_back(pv.is_unknown());
+    if (pv.is_known())
+      known_in.push_back(*pv.value);
+    else
+      unknown_in.push_back(t);
+  }
+  const std::shared_ptr<const Split> held =
+      memo_split(params.get<JaxprParam>("jaxpr"), in_unknowns);
+  const Split& s = *held;
+  const std::size_t n_out = s.out_unknowns.size();
+  std::size_t n_known = 0;
+  for (bool u : s.out_unknowns) n_known += u ? 0 : 1;
+  // The known half runs now, as a pjit of its own (still compiled), giving the known outputs
+  // and the residuals; the unknown half is staged, reading the residuals.
+  Arrays known_out;
+  if (n_known + s.num_res > 0)
+    known_out = rt::bind(*this, detail::concat(s.known.consts, known_in),
+                         detail::with_param(params, "jaxpr", s.known.jaxpr));
+  Arrays unknown_out;
+  if (n_known < n_out) {
+    Arrays staged_in;
+    for (std::size_t r = 0; r < s.num_res; ++r)
+      staged_in.push_back(trace.pure(known_out[n_known + r]));
+    staged_in.insert(staged_in.end(), unknown_in.begin(), unknown_in.end());
+    unknown_out = trace.stage(*this, staged_in, detail::with_param(params, "jaxpr", s.unknown),
+                              s.unknown->out_avals());
+  }
+  Arrays out;
+  for (std::size_t i = 0, k = 0, u = 0; i < n_out; ++i)
+    out.push_back(s.out_unknowns[i] ? unknown_out[u++] : trace.pure(known_out[k++]));
+  return out;
+}
+
+XPR_FUNC std::optional<PartialEvalEqn> PjitP::partial_eval_jaxpr(
+    const std::vector<bool>& in_unknowns, const Eqn& eqn) const {
+  if (std::find(in_unknowns.begin(), in_unknowns.end(), true) == in_unknowns.end())
+    return std::nullopt;  // all known: the default rule keeps the equation whole
+  const std::shared_ptr<const Split> held =
+      memo_split(eqn.params.get<JaxprParam>("jaxpr"), in_unknowns);
+  const Split& s = *held;
+  if (!s.known.consts.empty()) return std::nullopt;  // consts of a tracer: stage it whole
+  PartialEvalEqn result;
+  result.out_unknowns = s.out_unknowns;
+  std::vector<Var> res;
+  for (std::size_t r = 0; r < s.num_res; ++r) res.emplace_back(s.unknown->jaxpr.invars[r].aval());
+  Eqn known{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.known.jaxpr), {}};
+  Eqn unknown{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", s.unknown), {}};
+  unknown.inputs.assign(res.begin(), res.end());
+  for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
+    (in_unknowns[i] ? unknown : known).inputs.push_back(eqn.inputs[i]);
+  for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
+    (s.out_unknowns[k] ? unknown : known).outputs.push_back(eqn.outputs[k]);
+  known.outputs.insert(known.outputs.end(), res.begin(), res.end());
+  if (!known.outputs.empty()) result.known = std::move(known);
+  if (!unknown.outputs.empty()) {
+    result.unknown = std::move(unknown);
+    result.residuals = res;
+  }
+  return result;
+}
+
+XPR_FUNC std::optional<DceEqn> PjitP::dce(const std::vector<bool>& used_outputs,
+                                          const Eqn& eqn) const {
+  auto [dj, used] = memo_dce(eqn.params.get<JaxprParam>("jaxpr"), used_outputs);
+  Eqn e{eqn.primitive, {}, detail::with_param(eqn.params, "jaxpr", dj), {}};
+  for (std::size_t i = 0; i < eqn.inputs.size(); ++i)
+    if (used[i]) e.inputs.push_back(eqn.inputs[i]);
+  for (std::size_t k = 0; k < eqn.outputs.size(); ++k)
+    if (used_outputs[k]) e.outputs.push_back(eqn.outputs[k]);
+  return DceEqn{used, std::move(e)};
+}
+
+XPR_FUNC detail::JvpJaxpr PjitP::memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero) {
+  thread_local detail::SubJaxprMemo<detail::JvpJaxpr> memo;
+  check_jaxpr(j);
+  return memo.get(
+      j, nonzero, [&] { return detail::jvp_jaxpr(*j, nonzero); },
+      [](const detail::JvpJaxpr& r) { return detail::all_concrete(r.converted.consts); });
+}
+
+XPR_FUNC std::shared_ptr<const PjitP::Split> PjitP::memo_split(
+    const JaxprParam& j, const std::vector<bool>& in_unknowns) {
+  thread_local detail::SubJaxprMemo<std::shared_ptr<const Split>> memo;
+  check_jaxpr(j);
+  return memo.get(
+      j, in_unknowns,
+      [&] {
+        PartialEvalJaxpr split = rt::partial_eval_jaxpr(*j, in_unknowns);
+        auto s = std::make_shared<Split>();
+        s->out_unknowns = split.out_unknowns;
+        s->num_res = split.num_res;
+        s->known = detail::convert_constvars(std::move(split.known));
+        s->unknown = std::make_shared<const ClosedJaxpr>(std::move(split.unknown));
+        return std::shared_ptr<const Split>(std::move(s));
+      },
+      [](const std::shared_ptr<const Split>& r) {
+        return detail::all_concrete(r->known.consts) && detail::all_concrete(r->unknown->consts);
+      });
+}
+
+XPR_FUNC std::shared_ptr<const PjitP::Transposed> PjitP::memo_transpose(
+    const JaxprParam& j, const std::vector<bool>& flags, std::span<const LinearArg> args) {
+  thread_local detail::SubJaxprMemo<std::shared_ptr<const Transposed>> memo;
+  check_jaxpr(j);
+  return memo.get(
+      j, flags, [&] { return detail::transpose_sub_jaxpr(*j, flags, args); },
+      [](const std::shared_ptr<const Transposed>& r) {
+        return detail::all_concrete(r->jaxpr.consts);
+      });
+}
+
+XPR_FUNC std::pair<JaxprParam, std::vector<bool>> PjitP::memo_dce(
+    const JaxprParam& j, const std::vector<bool>& used_outputs) {
+  thread_local detail::SubJaxprMemo<std::pair<JaxprParam, std::vector<bool>>> memo;
+  check_jaxpr(j);
+  return memo.get(
+      j, used_outputs,
+      [&] {
+        auto [dj, used] = dce_jaxpr(*j, used_outputs, false);
+        return std::pair{JaxprParam(std::make_shared<const ClosedJaxpr>(std::move(dj))),
+                         std::move(used)};
+      },
+      [](const auto& r) { return detail::all_concrete(r.first->consts); });
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC const codegen::Kernel* JitTrace::kernel(const JitOptions& options) const {
+  std::call_once(kernel_once_,
+                 [&] { kernel_ = codegen::kernel_for(traced.jaxpr->jaxpr, options); });
+  return kernel_.get();
+}
+
+XPR_FUNC Arrays JitTrace::run(std::span<const Array> leaves, const JitOptions& options) const {
+  const codegen::Kernel* k = kernel(options);
+  const ClosedJaxpr& j = *traced.jaxpr;
+  if (traced.consts.empty())
+    return k ? k->run(leaves, j.consts) : eval_jaxpr(j.jaxpr, j.consts, leaves);
+  Arrays operands = concat(traced.consts, leaves);
+  return k ? k->run(operands, j.consts) : eval_jaxpr(j.jaxpr, j.consts, operands);
+}
+
+XPR_FUNC std::uint64_t signature_hash(const void* tag, std::span<const Array> leaves) {
+  auto mix = [](std::uint64_t h, std::uint64_t v) {
+    return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  };
+  std::uint64_t h = reinterpret_cast<std::uintptr_t>(tag);
+  for (const Array& x : leaves) {
+    const ShapedArray& a = x.aval();
+    h = mix(
+        h, (static_cast<std::uint64_t>(a.dtype) << 9) | (a.weak_type ? 256u : 0u) | a.shape.rank());
+    for (std::size_t i = 0; i < a.shape.rank(); ++i)
+      h = mix(h, static_cast<std::uint64_t>(a.shape[i]));
+  }
+  return h;
+}
+
+XPR_FUNC const JitFastEntry* JitState::find_fast(std::uint64_t h, const void* tag,
+                                                 std::span<const Array> leaves) {
+  std::shared_lock lock(fast_mutex);
+  auto [lo, hi] = fast.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    const JitFastEntry& e = *it->second;
+    if (e.tag != tag || e.avals.size() != leaves.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; same && i < leaves.size(); ++i) same = e.avals[i] == leaves[i].aval();
+    if (same) return &e;
+  }
+  return nullptr;
+}
+
+XPR_FUNC const JitFastEntry* JitState::add_fast(std::uint64_t h, const void* tag,
+                                                std::span<const Array> leaves,
+                                                std::shared_ptr<const JitTrace> trace) {
+  auto e = std::make_unique<JitFastEntry>();
+  e->tag = tag;
+  e->avals = avals_of_values(leaves);
+  e->trace = std::move(trace);
+  std::unique_lock lock(fast_mutex);
+  auto [lo, hi] = fast.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (it->second->tag == tag && it->second->avals == e->avals) return it->second.get();
+  return fast.emplace(h, std::move(e))->second.get();
+}
+
+XPR_FUNC std::string jit_key(const std::type_info& statics, std::uint32_t mask,
+                             const PyTreeDef& def, std::span<const Array> leaves, bool ranks_only) {
+  std::string key = statics.name();
+  key += '|';
+  key += std::to_string(mask);
+  key += def.str();
+  for (const Array& x : leaves) {
+    const ShapedArray& a = x.aval();
+    key += ranks_only
+               ? std::string(core::short_name(a.dtype)) + "/" + std::to_string(a.shape.rank())
+               : a.str();
+    if (a.weak_type) key += 'w';
+  }
+  return key;
+}
+
+XPR_FUNC bool names_no_size(const ClosedJaxpr& j) {
+  static constexpr std::string_view size_free[] = {"axes", "axis",        "new_dtype", "weak_type",
+                                                   "y",    "index_dtype", "reverse",   "accuracy"};
+  auto scalar = [](const Atom& a) {
+    const Literal* l = std::get_if<Literal>(&a);
+    return !l || l->value.ndim() == 0;
+  };
+  for (const Eqn& e : j.jaxpr.eqns) {
+    if (!e.primitive) return false;
+    for (const auto& [name, value] : e.params) {
+      if (std::find(std::begin(size_free), std::end(size_free), name) == std::end(size_free))
+        return false;
+      if (!std::holds_alternative<bool>(value) && !std::holds_alternative<core::DType>(value) &&
+          !std::holds_alternative<Axes>(value) && !std::holds_alternative<std::int64_t>(value) &&
+          !std::holds_alternative<None>(value))
+        return false;
+    }
+    for (const Atom& a : e.inputs)
+      if (!scalar(a)) return false;
+  }
+  for (const Atom& a : j.jaxpr.outvars)
+    if (!scalar(a)) return false;
+  return true;
+}
+
+XPR_FUNC Arrays rebind_jaxpr(const Jaxpr& j, std::span<const Array> values) {
+  if (values.size() != j.constvars.size() + j.invars.size())
+    throw core::type_error("jit: expected " + std::to_string(j.constvars.size() + j.invars.size()) +
+                           " values to rebind a jaxpr on, found " + std::to_string(values.size()));
+  std::unordered_map<const void*, Array> env;
+  std::size_t k = 0;
+  for (const Var& v : j.constvars) env.insert_or_assign(v.id(), values[k++]);
+  for (const Var& v : j.invars) env.insert_or_assign(v.id(), values[k++]);
+  auto read = [&](const Atom& a) -> const Array& {
+    if (const Literal* l = std::get_if<Literal>(&a)) return l->value;
+    return env.at(std::get<Var>(a).id());
+  };
+  Arrays ins;
+  for (const Eqn& e : j.eqns) {
+    ins.clear();
+    for (const Atom& a : e.inputs) ins.push_back(read(a));
+    Arrays outs = rt::bind(*e.primitive, std::span<const Array>(ins), e.params);
+    if (outs.size() != e.outputs.size())
+      throw core::type_error("jit: expected " + std::to_string(e.outputs.size()) +
+                             " results from " + e.primitive->name() + ", found " +
+                             std::to_string(outs.size()));
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      env.insert_or_assign(e.outputs[i].id(), std::move(outs[i]));
+  }
+  Arrays result;
+  for (const Atom& a : j.outvars) result.push_back(read(a));
+  return result;
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "xpr/core/config.hpp"
+
 namespace xpr::rt {
 
 /// Where a jitted function runs.
@@ -34,7 +36,20 @@ struct JitOptions {
 };
 
 /// `automatic`, `interpreter`, `compiled`: as `pjit[backend=...]` prints it.
-inline const char* backend_name(JitBackend b) {
+const char* backend_name(JitBackend b);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::JitBackend;
+using rt::JitOptions;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC const char* backend_name(JitBackend b) {
   switch (b) {
     case JitBackend::automatic:
       return "automatic";
@@ -47,8 +62,4 @@ inline const char* backend_name(JitBackend b) {
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::JitBackend;
-using rt::JitOptions;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 
 namespace xpr::rt {
@@ -31,11 +32,7 @@ class LoopIterationLimit {
   }
   LoopIterationLimit(const LoopIterationLimit&) = delete;
   LoopIterationLimit& operator=(const LoopIterationLimit&) = delete;
-  ~LoopIterationLimit() {
-    const std::int64_t used = start_ - *remaining();
-    remaining() = outer_ ? std::optional<std::int64_t>(*outer_ - used) : std::nullopt;
-    limit() = outer_limit_;
-  }
+  ~LoopIterationLimit();
 
   /// The iterations the guards on this thread still allow, or none when no guard is alive.
   /// Compiled loops (codegen/emit.hpp) count locally against this budget and report back with
@@ -49,16 +46,7 @@ class LoopIterationLimit {
   }
 
   /// Called by a loop primitive's impl before each iteration: throws once the bound is reached.
-  static void count(const char* primitive) {
-    std::optional<std::int64_t>& r = remaining();
-    if (!r) return;
-    if (*r == 0)
-      throw core::value_error(std::string(primitive) + ": expected at most " +
-                              std::to_string(limit()) +
-                              " loop iterations (the bound of an xpr::LoopIterationLimit on this "
-                              "thread), found a loop that runs more");
-    --*r;
-  }
+  static void count(const char* primitive);
 
  private:
   /// The iterations left, or none when no guard is alive on this thread.
@@ -82,3 +70,27 @@ class LoopIterationLimit {
 namespace xpr {
 using rt::LoopIterationLimit;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC LoopIterationLimit::~LoopIterationLimit() {
+  const std::int64_t used = start_ - *remaining();
+  remaining() = outer_ ? std::optional<std::int64_t>(*outer_ - used) : std::nullopt;
+  limit() = outer_limit_;
+}
+
+XPR_FUNC void LoopIterationLimit::count(const char* primitive) {
+  std::optional<std::int64_t>& r = remaining();
+  if (!r) return;
+  if (*r == 0)
+    throw core::value_error(std::string(primitive) + ": expected at most " +
+                            std::to_string(limit()) +
+                            " loop iterations (the bound of an xpr::LoopIterationLimit on this "
+                            "thread), found a loop that runs more");
+  --*r;
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

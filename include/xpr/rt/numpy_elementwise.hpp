@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
@@ -92,25 +93,7 @@ Array promote_to(const T& v, WeakDType t) {
 /// The shapes are read through `aval()`, which `jit` does not count as reading a size
 /// (rt/array.hpp): equal shapes bind the primitive, which checks them again on every trace, and
 /// unequal ones bind `broadcast_in_dim`, whose shape parameter `jit` sees in the jaxpr.
-inline Array bind_broadcasting(const Primitive& prim, std::initializer_list<Array> operands) {
-  Arrays args(operands);
-  const Shape* common = nullptr;
-  bool equal = true;
-  for (const Array& a : args) {
-    if (a.ndim() == 0) continue;
-    if (!common)
-      common = &a.aval().shape;
-    else
-      equal = equal && a.aval().shape == *common;
-  }
-  if (!equal) {
-    Shape out;
-    for (const Array& a : args) out = core::broadcast_shapes(out, a.aval().shape);
-    for (Array& a : args)
-      if (a.ndim() != 0) a = broadcast_to(a, out);
-  }
-  return std::move(rt::bind(prim, args).front());  // qualified: ADL would find std::bind
-}
+Array bind_broadcasting(const Primitive& prim, std::initializer_list<Array> operands);
 
 }  // namespace detail
 
@@ -241,3 +224,30 @@ requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array&
 inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gradient_p, {x}); }
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Array bind_broadcasting(const Primitive& prim, std::initializer_list<Array> operands) {
+  Arrays args(operands);
+  const Shape* common = nullptr;
+  bool equal = true;
+  for (const Array& a : args) {
+    if (a.ndim() == 0) continue;
+    if (!common)
+      common = &a.aval().shape;
+    else
+      equal = equal && a.aval().shape == *common;
+  }
+  if (!equal) {
+    Shape out;
+    for (const Array& a : args) out = core::broadcast_shapes(out, a.aval().shape);
+    for (Array& a : args)
+      if (a.ndim() != 0) a = broadcast_to(a, out);
+  }
+  return std::move(rt::bind(prim, args).front());  // qualified: ADL would find std::bind
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -31,50 +32,21 @@ namespace xpr::rt {
 namespace detail {
 
 /// The operands converted to their common type (`jnp.result_type`), as jax.numpy promotes.
-inline std::vector<Array> promote_all(std::vector<Array> xs) {
-  if (xs.empty()) return xs;
-  WeakDType t = xs[0].aval().weak_dtype();
-  for (const Array& x : xs) t = core::result_type(t, x.aval().weak_dtype());
-  for (Array& x : xs) x = convert_element_type(x, t.dtype, t.weak);
-  return xs;
-}
+std::vector<Array> promote_all(std::vector<Array> xs);
 
 inline std::pair<Array, Array> promote_pair(const Array& a, const Array& b) {
   std::vector<Array> p = promote_all({a, b});
   return {p[0], p[1]};
 }
 
-inline std::int64_t canonical_axis(const char* fn, std::int64_t axis, std::size_t rank) {
-  try {
-    return static_cast<std::int64_t>(core::canonicalize_axis(axis, rank));
-  } catch (const core::index_error& e) {
-    throw core::index_error(std::string(fn) + ": " + e.what());
-  }
-}
+std::int64_t canonical_axis(const char* fn, std::int64_t axis, std::size_t rank);
 
 /// A start index of lax.dynamic_slice: negative values count from the end (then the primitive
 /// clamps). Concrete eager indices are wrapped here; traced ones with `where`, so the same
 /// program is recorded whatever their value.
-inline Array wrap_index(const Array& i, std::int64_t dim) {
-  if (!core::is_integer(i.dtype())) return i;  // the primitive reports the dtype
-  if (!i.is_tracer() && i.ndim() == 0) {
-    std::int64_t v = i.item<std::int64_t>();
-    if (v >= 0) return i;
-    return convert_element_type(Array(v + dim), i.dtype(), i.weak_type());
-  }
-  return xpr::where(i < 0, i + dim, i);
-}
+Array wrap_index(const Array& i, std::int64_t dim);
 
-inline Arrays wrapped_indices(const char* fn, const Array& x, const std::vector<Array>& starts) {
-  if (starts.size() != x.ndim())
-    throw core::type_error(std::string(fn) + ": expected " + std::to_string(x.ndim()) +
-                           " start indices (the operand's rank), found " +
-                           std::to_string(starts.size()));
-  Arrays out;
-  for (std::size_t i = 0; i < starts.size(); ++i)
-    out.push_back(wrap_index(starts[i], x.shape()[i]));
-  return out;
-}
+Arrays wrapped_indices(const char* fn, const Array& x, const std::vector<Array>& starts);
 
 }  // namespace detail
 
@@ -84,7 +56,117 @@ inline Arrays wrapped_indices(const char* fn, const Array& x, const std::vector<
 /// and the second-to-last of `b` (its only axis when `b` is rank 1), so matrix-matrix,
 /// matrix-vector and vector-vector products are the usual ones. The result's shape is
 /// a.shape[:-1] + b.shape[:-2] + b.shape[-1:].
-inline Array dot(const Array& a, const Array& b) {
+Array dot(const Array& a, const Array& b);
+
+/// `jnp.matmul(a, b)` (`a @ b`): matrix products over the last two axes, broadcasting the
+/// leading (batch) axes with NumPy's rules. A rank-1 `a` is a row and a rank-1 `b` a column,
+/// whose unit axis is dropped from the result.
+Array matmul(const Array& a, const Array& b);
+
+/// `jnp.inner(a, b)`: the sum over the last axes of both (the product for rank-0 operands).
+Array inner(const Array& a, const Array& b);
+
+/// `jnp.vdot(a, b)`: the dot product of the flattened operands (equal sizes).
+Array vdot(const Array& a, const Array& b);
+
+// ---- joining ------------------------------------------------------------------------------------
+
+/// `jnp.concatenate(xs, axis)`: the arrays joined along `axis` (negative counts from the end),
+/// promoted to their common dtype. Their shapes agree except along `axis`.
+Array concatenate(const std::vector<Array>& xs, std::int64_t axis = 0);
+
+/// `jnp.stack(xs, axis)`: arrays of one shape joined along a new axis at position `axis` of the
+/// result.
+Array stack(const std::vector<Array>& xs, std::int64_t axis = 0);
+
+// ---- lax slicing --------------------------------------------------------------------------------
+
+/// `lax.slice(x, start_indices, limit_indices, strides)`: elements start, start + stride, ...
+/// below limit in each dimension (`strides` empty: all 1). No negative indices, as in lax.
+Array slice(const Array& x, const Axes& start_indices, const Axes& limit_indices,
+            const Axes& strides = {});
+
+/// `lax.pad(x, padding_value, padding_config)` with the arguments in NumPy's order: per dimension
+/// (low, high, interior) padding; negative low or high crop. The value is converted to `x`'s
+/// dtype.
+inline Array pad(const Array& x, const std::vector<std::array<std::int64_t, 3>>& padding_config,
+                 const Array& padding_value = 0) {
+  Array v = convert_element_type(padding_value, x.dtype(), x.weak_type());
+  return bind1(pad_p, {x, v}, {{"padding_config", PaddingConfig{padding_config}}});
+}
+
+/// `lax.dynamic_slice(x, start_indices, slice_sizes)`: the window of `slice_sizes` at the given
+/// integer indices, which may be traced. Negative indices count from the end; then each is
+/// clamped so the window stays inside `x`.
+Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
+                    const Axes& slice_sizes);
+
+/// `lax.dynamic_update_slice(x, update, start_indices)`: `x` with the window at the indices
+/// replaced by `update` (converted to `x`'s dtype); indices as in `dynamic_slice`.
+Array dynamic_update_slice(const Array& x, const Array& update,
+                           const std::vector<Array>& start_indices);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::concatenate;
+using rt::dot;
+using rt::dot_general;
+using rt::dynamic_slice;
+using rt::dynamic_update_slice;
+using rt::inner;
+using rt::matmul;
+using rt::pad;
+using rt::slice;
+using rt::stack;
+using rt::vdot;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::vector<Array> promote_all(std::vector<Array> xs) {
+  if (xs.empty()) return xs;
+  WeakDType t = xs[0].aval().weak_dtype();
+  for (const Array& x : xs) t = core::result_type(t, x.aval().weak_dtype());
+  for (Array& x : xs) x = convert_element_type(x, t.dtype, t.weak);
+  return xs;
+}
+
+XPR_FUNC std::int64_t canonical_axis(const char* fn, std::int64_t axis, std::size_t rank) {
+  try {
+    return static_cast<std::int64_t>(core::canonicalize_axis(axis, rank));
+  } catch (const core::index_error& e) {
+    throw core::index_error(std::string(fn) + ": " + e.what());
+  }
+}
+
+XPR_FUNC Array wrap_index(const Array& i, std::int64_t dim) {
+  if (!core::is_integer(i.dtype())) return i;  // the primitive reports the dtype
+  if (!i.is_tracer() && i.ndim() == 0) {
+    std::int64_t v = i.item<std::int64_t>();
+    if (v >= 0) return i;
+    return convert_element_type(Array(v + dim), i.dtype(), i.weak_type());
+  }
+  return xpr::where(i < 0, i + dim, i);
+}
+
+XPR_FUNC Arrays wrapped_indices(const char* fn, const Array& x, const std::vector<Array>& starts) {
+  if (starts.size() != x.ndim())
+    throw core::type_error(std::string(fn) + ": expected " + std::to_string(x.ndim()) +
+                           " start indices (the operand's rank), found " +
+                           std::to_string(starts.size()));
+  Arrays out;
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    out.push_back(wrap_index(starts[i], x.shape()[i]));
+  return out;
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Array dot(const Array& a, const Array& b) {
   auto [x, y] = detail::promote_pair(a, b);
   if (x.ndim() == 0 || y.ndim() == 0) return dot_general(x, y, {});
   std::size_t ka = x.ndim() - 1, kb = y.ndim() == 1 ? 0 : y.ndim() - 2;
@@ -98,10 +180,7 @@ inline Array dot(const Array& a, const Array& b) {
                      {{static_cast<std::int64_t>(ka)}, {static_cast<std::int64_t>(kb)}, {}, {}});
 }
 
-/// `jnp.matmul(a, b)` (`a @ b`): matrix products over the last two axes, broadcasting the
-/// leading (batch) axes with NumPy's rules. A rank-1 `a` is a row and a rank-1 `b` a column,
-/// whose unit axis is dropped from the result.
-inline Array matmul(const Array& a, const Array& b) {
+XPR_FUNC Array matmul(const Array& a, const Array& b) {
   if (a.ndim() == 0 || b.ndim() == 0)
     throw core::shape_error("matmul: expected operands of rank >= 1, found shapes " +
                             a.shape().str() + " and " + b.shape().str() +
@@ -157,8 +236,7 @@ inline Array matmul(const Array& a, const Array& b) {
   return dot_general(x, y, {{nb + 1}, {nb}, batch_dims, batch_dims});
 }
 
-/// `jnp.inner(a, b)`: the sum over the last axes of both (the product for rank-0 operands).
-inline Array inner(const Array& a, const Array& b) {
+XPR_FUNC Array inner(const Array& a, const Array& b) {
   auto [x, y] = detail::promote_pair(a, b);
   if (x.ndim() == 0 || y.ndim() == 0) return dot_general(x, y, {});
   auto ka = static_cast<std::int64_t>(x.ndim() - 1), kb = static_cast<std::int64_t>(y.ndim() - 1);
@@ -168,19 +246,14 @@ inline Array inner(const Array& a, const Array& b) {
   return dot_general(x, y, {{ka}, {kb}, {}, {}});
 }
 
-/// `jnp.vdot(a, b)`: the dot product of the flattened operands (equal sizes).
-inline Array vdot(const Array& a, const Array& b) {
+XPR_FUNC Array vdot(const Array& a, const Array& b) {
   if (a.size() != b.size())
     throw core::shape_error("vdot: expected operands of equal size, found shapes " +
                             a.shape().str() + " and " + b.shape().str());
   return dot(ravel(a), ravel(b));
 }
 
-// ---- joining ------------------------------------------------------------------------------------
-
-/// `jnp.concatenate(xs, axis)`: the arrays joined along `axis` (negative counts from the end),
-/// promoted to their common dtype. Their shapes agree except along `axis`.
-inline Array concatenate(const std::vector<Array>& xs, std::int64_t axis = 0) {
+XPR_FUNC Array concatenate(const std::vector<Array>& xs, std::int64_t axis) {
   if (xs.empty()) throw core::value_error("concatenate: expected at least one array, found none");
   for (const Array& x : xs)
     if (x.ndim() == 0)
@@ -193,9 +266,7 @@ inline Array concatenate(const std::vector<Array>& xs, std::int64_t axis = 0) {
   return std::move(rt::bind(concatenate_p, ys, {{"dimension", dim}}).front());
 }
 
-/// `jnp.stack(xs, axis)`: arrays of one shape joined along a new axis at position `axis` of the
-/// result.
-inline Array stack(const std::vector<Array>& xs, std::int64_t axis = 0) {
+XPR_FUNC Array stack(const std::vector<Array>& xs, std::int64_t axis) {
   if (xs.empty()) throw core::value_error("stack: expected at least one array, found none");
   for (const Array& x : xs)
     if (x.shape() != xs[0].shape())
@@ -207,12 +278,8 @@ inline Array stack(const std::vector<Array>& xs, std::int64_t axis = 0) {
   return concatenate(ys, dim);
 }
 
-// ---- lax slicing --------------------------------------------------------------------------------
-
-/// `lax.slice(x, start_indices, limit_indices, strides)`: elements start, start + stride, ...
-/// below limit in each dimension (`strides` empty: all 1). No negative indices, as in lax.
-inline Array slice(const Array& x, const Axes& start_indices, const Axes& limit_indices,
-                   const Axes& strides = {}) {
+XPR_FUNC Array slice(const Array& x, const Axes& start_indices, const Axes& limit_indices,
+                     const Axes& strides) {
   Params p{{"start_indices", start_indices}, {"limit_indices", limit_indices}};
   if (strides.empty())
     p.set("strides", None{});
@@ -221,30 +288,16 @@ inline Array slice(const Array& x, const Axes& start_indices, const Axes& limit_
   return bind1(slice_p, {x}, p);
 }
 
-/// `lax.pad(x, padding_value, padding_config)` with the arguments in NumPy's order: per dimension
-/// (low, high, interior) padding; negative low or high crop. The value is converted to `x`'s
-/// dtype.
-inline Array pad(const Array& x, const std::vector<std::array<std::int64_t, 3>>& padding_config,
-                 const Array& padding_value = 0) {
-  Array v = convert_element_type(padding_value, x.dtype(), x.weak_type());
-  return bind1(pad_p, {x, v}, {{"padding_config", PaddingConfig{padding_config}}});
-}
-
-/// `lax.dynamic_slice(x, start_indices, slice_sizes)`: the window of `slice_sizes` at the given
-/// integer indices, which may be traced. Negative indices count from the end; then each is
-/// clamped so the window stays inside `x`.
-inline Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
-                           const Axes& slice_sizes) {
+XPR_FUNC Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
+                             const Axes& slice_sizes) {
   Arrays args{x};
   for (Array& i : detail::wrapped_indices("dynamic_slice", x, start_indices))
     args.push_back(std::move(i));
   return std::move(rt::bind(dynamic_slice_p, args, {{"slice_sizes", slice_sizes}}).front());
 }
 
-/// `lax.dynamic_update_slice(x, update, start_indices)`: `x` with the window at the indices
-/// replaced by `update` (converted to `x`'s dtype); indices as in `dynamic_slice`.
-inline Array dynamic_update_slice(const Array& x, const Array& update,
-                                  const std::vector<Array>& start_indices) {
+XPR_FUNC Array dynamic_update_slice(const Array& x, const Array& update,
+                                    const std::vector<Array>& start_indices) {
   Arrays args{x, convert_element_type(update, x.dtype(), x.weak_type())};
   for (Array& i : detail::wrapped_indices("dynamic_update_slice", x, start_indices))
     args.push_back(std::move(i));
@@ -252,17 +305,4 @@ inline Array dynamic_update_slice(const Array& x, const Array& update,
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::concatenate;
-using rt::dot;
-using rt::dot_general;
-using rt::dynamic_slice;
-using rt::dynamic_update_slice;
-using rt::inner;
-using rt::matmul;
-using rt::pad;
-using rt::slice;
-using rt::stack;
-using rt::vdot;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

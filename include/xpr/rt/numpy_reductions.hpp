@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -39,26 +40,7 @@ class AxisArg {
 
   /// The axes normalized against `rank`, sorted; every axis when none were named. Throws
   /// `index_error` for an axis out of range and `value_error` for a repeated one, naming `fn`.
-  Axes canonical(const char* fn, std::size_t rank) const {
-    Axes out;
-    if (!axes_) {
-      for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
-      return out;
-    }
-    for (std::int64_t a : *axes_) {
-      try {
-        out.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, rank)));
-      } catch (const core::index_error& e) {
-        throw core::index_error(std::string(fn) + ": " + e.what());
-      }
-    }
-    std::sort(out.begin(), out.end());
-    if (std::adjacent_find(out.begin(), out.end()) != out.end())
-      throw core::value_error(std::string(fn) + ": expected distinct axes, found axis " +
-                              std::to_string(*std::adjacent_find(out.begin(), out.end())) +
-                              " named more than once");
-    return out;
-  }
+  Axes canonical(const char* fn, std::size_t rank) const;
 
  private:
   std::optional<Axes> axes_;
@@ -75,11 +57,7 @@ inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& a
 
 /// `jnp.sum(x, axis, keepdims)`: the sum over `axis` (every axis by default). Bools count as
 /// int32; the sum of nothing is 0.
-inline Array sum(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
-  Axes axes = axis.canonical("sum", x.ndim());
-  Array in = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32) : x;
-  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims);
-}
+Array sum(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
 /// `jnp.max(x, axis, keepdims)`: the maximum over `axis` (every axis by default); NaN
 /// propagates. Throws `shape_error` for an empty reduced axis (there is no identity).
@@ -94,14 +72,7 @@ inline Array min(const Array& x, const AxisArg& axis = {}, bool keepdims = false
 
 /// `jnp.mean(x, axis, keepdims)`: sum / count. Integer and bool arrays are averaged in f64; the
 /// mean of nothing is NaN (0 / 0).
-inline Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false) {
-  Axes axes = axis.canonical("mean", x.ndim());
-  std::int64_t count = 1;
-  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
-  Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
-  // The count is a C++ number, weakly typed: an f32 mean stays f32.
-  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
-}
+Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
 }  // namespace xpr::rt
 
@@ -112,3 +83,46 @@ using rt::mean;
 using rt::min;
 using rt::sum;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Axes AxisArg::canonical(const char* fn, std::size_t rank) const {
+  Axes out;
+  if (!axes_) {
+    for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
+    return out;
+  }
+  for (std::int64_t a : *axes_) {
+    try {
+      out.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, rank)));
+    } catch (const core::index_error& e) {
+      throw core::index_error(std::string(fn) + ": " + e.what());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw core::value_error(std::string(fn) + ": expected distinct axes, found axis " +
+                            std::to_string(*std::adjacent_find(out.begin(), out.end())) +
+                            " named more than once");
+  return out;
+}
+
+XPR_FUNC Array sum(const Array& x, const AxisArg& axis, bool keepdims) {
+  Axes axes = axis.canonical("sum", x.ndim());
+  Array in = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32) : x;
+  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims);
+}
+
+XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
+  Axes axes = axis.canonical("mean", x.ndim());
+  std::int64_t count = 1;
+  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
+  Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
+  // The count is a C++ number, weakly typed: an f32 mean stays f32.
+  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

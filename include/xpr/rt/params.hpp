@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
@@ -108,20 +109,9 @@ class Params {
                              "' has another type than the primitive expects");
     return *t;
   }
-  const ParamValue* find(std::string_view name) const noexcept {
-    for (const auto& [k, v] : items_)
-      if (k == name) return &v;
-    return nullptr;
-  }
+  const ParamValue* find(std::string_view name) const noexcept;
   bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
-  void set(std::string name, ParamValue value) {
-    for (auto& [k, v] : items_)
-      if (k == name) {
-        v = std::move(value);
-        return;
-      }
-    items_.emplace_back(std::move(name), std::move(value));
-  }
+  void set(std::string name, ParamValue value);
 
   auto begin() const noexcept { return items_.begin(); }
   auto end() const noexcept { return items_.end(); }
@@ -133,3 +123,25 @@ class Params {
 };
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC const ParamValue* Params::find(std::string_view name) const noexcept {
+  for (const auto& [k, v] : items_)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+XPR_FUNC void Params::set(std::string name, ParamValue value) {
+  for (auto& [k, v] : items_)
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  items_.emplace_back(std::move(name), std::move(value));
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
@@ -115,11 +116,7 @@ inline PrimitiveRegistry& primitive_registry() {
   static PrimitiveRegistry registry;
   return registry;
 }
-inline void register_primitive_name(std::string_view name, const Primitive* p) {
-  auto& r = primitive_registry();
-  std::lock_guard lock(r.mutex);
-  r.by_name.insert_or_assign(std::string(name), p);  // a later definition shadows, like a later def
-}
+void register_primitive_name(std::string_view name, const Primitive* p);
 }  // namespace detail
 
 class Primitive {
@@ -168,14 +165,7 @@ class Primitive {
   /// `add(mul(tx, y), mul(x, 0.0))`).
   virtual std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                                    std::span<const Tangent> tangents,
-                                                   const Params& params) const {
-    Arrays instantiated;
-    instantiated.reserve(tangents.size());
-    for (std::size_t i = 0; i < tangents.size(); ++i)
-      instantiated.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
-    auto [out, tangents_out] = jvp(primals, instantiated, params);
-    return {std::move(out), Tangents(tangents_out.begin(), tangents_out.end())};
-  }
+                                                   const Params& params) const;
   /// transpose: for a primitive that is linear in its `UndefinedPrimal` operands, the cotangents
   /// of those operands given the cotangents `cts` of its outputs (Autodidax Part 4). Returns one
   /// entry per operand: empty for a known (non-linear) operand or a zero cotangent. The backward
@@ -218,12 +208,44 @@ inline void register_primitive(const Primitive& p) {
 
 namespace detail {
 /// The registered (user-defined) primitive named `name`, or null.
-inline const Primitive* find_registered_primitive(std::string_view name) {
+const Primitive* find_registered_primitive(std::string_view name);
+}  // namespace detail
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC void register_primitive_name(std::string_view name, const Primitive* p) {
+  auto& r = primitive_registry();
+  std::lock_guard lock(r.mutex);
+  r.by_name.insert_or_assign(std::string(name), p);  // a later definition shadows, like a later def
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC std::pair<Arrays, Tangents> Primitive::jvp_symbolic(std::span<const Array> primals,
+                                                             std::span<const Tangent> tangents,
+                                                             const Params& params) const {
+  Arrays instantiated;
+  instantiated.reserve(tangents.size());
+  for (std::size_t i = 0; i < tangents.size(); ++i)
+    instantiated.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(primals[i].aval()));
+  auto [out, tangents_out] = jvp(primals, instantiated, params);
+  return {std::move(out), Tangents(tangents_out.begin(), tangents_out.end())};
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC const Primitive* find_registered_primitive(std::string_view name) {
   auto& r = primitive_registry();
   std::lock_guard lock(r.mutex);
   auto it = r.by_name.find(name);
   return it == r.by_name.end() ? nullptr : it->second;
 }
-}  // namespace detail
 
-}  // namespace xpr::rt
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

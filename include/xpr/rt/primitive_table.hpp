@@ -17,6 +17,7 @@
 
 #include <boost/mp11/algorithm.hpp>
 
+#include "xpr/core/config.hpp"
 #include "xpr/rt/bounded_while.hpp"
 #include "xpr/rt/checkpoint.hpp"
 #include "xpr/rt/cond.hpp"
@@ -45,7 +46,20 @@ namespace xpr::rt {
 
 /// Every primitive the library defines: the elementwise ones from the shared list (core/ops.hpp's
 /// `elementwise_t`, a program's own `user_primitives` entries included), then the others.
-inline std::span<const Primitive* const> library_primitives() {
+std::span<const Primitive* const> library_primitives();
+
+/// The primitive named `name` (as jaxprs print it), or null if there is none: a registered
+/// user-defined primitive first (it shadows a library primitive of the same name), then the
+/// library's.
+const Primitive* find_primitive(std::string_view name);
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC std::span<const Primitive* const> library_primitives() {
   static constexpr std::array<const Primitive*, 41> others{
       // elementwise but not in the shared list (prims/compare.hpp, integer_pow.hpp, select.hpp...)
       &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &integer_pow_p, &select_n_p,
@@ -69,10 +83,7 @@ inline std::span<const Primitive* const> library_primitives() {
   return all;
 }
 
-/// The primitive named `name` (as jaxprs print it), or null if there is none: a registered
-/// user-defined primitive first (it shadows a library primitive of the same name), then the
-/// library's.
-inline const Primitive* find_primitive(std::string_view name) {
+XPR_FUNC const Primitive* find_primitive(std::string_view name) {
   if (const Primitive* p = detail::find_registered_primitive(name)) return p;
   for (const Primitive* p : library_primitives())
     if (p->name() == name) return p;
@@ -80,3 +91,4 @@ inline const Primitive* find_primitive(std::string_view name) {
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

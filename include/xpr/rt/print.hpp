@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
@@ -97,12 +98,7 @@ std::string positional_maxprec(T x, int precision) {
 struct Scientific {
   std::string mantissa, exponent;
 };
-inline Scientific split_scientific(const std::string& s) {
-  auto e = s.find('e');
-  Scientific out{s.substr(0, e), s.substr(e + 1)};
-  if (out.mantissa.find('.') == std::string::npos) out.mantissa += '.';
-  return out;
-}
+Scientific split_scientific(const std::string& s);
 /// NumPy's `maxprec` scientific form: shortest digits, at most `precision` after the point.
 template <class T>
 Scientific scientific_maxprec(T x, int precision) {
@@ -277,54 +273,7 @@ class ArrayLayout {
   }
 
  private:
-  std::string recurse(std::size_t axis, const std::string& hanging_indent, std::size_t curr_width) {
-    if (axis == shape_.rank()) return words_[next_++];
-    const std::size_t axes_left = shape_.rank() - axis;
-    const std::string next_hanging_indent = hanging_indent + ' ';
-    const std::size_t next_width = curr_width - 1;  // room for the ']'
-    const std::int64_t n = shape_[axis];
-    const bool show_summary = summarize_ && 2 * print_edgeitems < n;
-    const std::int64_t leading = show_summary ? print_edgeitems : 0;
-    const std::int64_t trailing = show_summary ? print_edgeitems : n;
-    std::string s;
-    if (axes_left == 1) {
-      const std::size_t elem_width = curr_width - std::max<std::size_t>(sep_rstrip_.size(), 1);
-      std::string line = hanging_indent;
-      auto extend = [&](const std::string& word) {
-        // Wrap unless the line holds nothing but the indent (wrapping would not help).
-        if (line.size() + word.size() > elem_width && line.size() > hanging_indent.size()) {
-          std::string stripped = line;
-          while (!stripped.empty() && stripped.back() == ' ') stripped.pop_back();
-          s += stripped + '\n';
-          line = hanging_indent;
-        }
-        line += word;
-      };
-      for (std::int64_t i = 0; i < leading; ++i) {
-        extend(recurse(axis + 1, next_hanging_indent, next_width));
-        line += separator_;
-      }
-      if (show_summary) {
-        extend("...");
-        line += separator_;
-      }
-      for (std::int64_t i = trailing; i > 1; --i) {
-        extend(recurse(axis + 1, next_hanging_indent, next_width));
-        line += separator_;
-      }
-      extend(recurse(axis + 1, next_hanging_indent, next_width));
-      s += line;
-    } else {
-      const std::string line_sep = sep_rstrip_ + std::string(axes_left - 1, '\n');
-      for (std::int64_t i = 0; i < leading; ++i)
-        s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width) + line_sep;
-      if (show_summary) s += hanging_indent + "..." + line_sep;
-      for (std::int64_t i = trailing; i > 1; --i)
-        s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width) + line_sep;
-      s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width);
-    }
-    return '[' + s.substr(hanging_indent.size()) + ']';
-  }
+  std::string recurse(std::size_t axis, const std::string& hanging_indent, std::size_t curr_width);
 
   const Shape& shape_;
   const std::vector<std::string>& words_;
@@ -360,8 +309,92 @@ std::vector<E> visible_elements(const Array& x, bool summarize) {
 
 /// NumPy's array2string with default options, `separator` between elements and `prefix_len`
 /// characters of prefix (`array(`) that continuation lines line up under.
-inline std::string array2string(const Array& x, const std::string& separator,
-                                std::size_t prefix_len, std::size_t suffix_len) {
+std::string array2string(const Array& x, const std::string& separator, std::size_t prefix_len,
+                         std::size_t suffix_len);
+
+/// `Traced<ShapedArray(f64[3])>`: what a tracer prints (JAX adds its trace; we have none yet).
+std::string traced_str(const Array& x);
+
+}  // namespace detail
+
+/// Prints `x` as NumPy's `str(x)` (and so JAX's `print(x)`): `[1. 2. 3.]`, `[[1 2]\n [3 4]]`,
+/// `[ True False]`; a rank-0 array prints as its number (`1.0`); arrays of more than 1000
+/// elements are summarized with `...`. See examples/printing.cpp.
+std::ostream& operator<<(std::ostream& os, const Array& x);
+
+/// JAX's `repr(x)`: `Array([1., 2., 3.], dtype=float32)`, `Array(1., dtype=float64,
+/// weak_type=True)`, `Array([], shape=(0,), dtype=float64)`.
+std::string repr(const Array& x);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::repr;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Scientific split_scientific(const std::string& s) {
+  auto e = s.find('e');
+  Scientific out{s.substr(0, e), s.substr(e + 1)};
+  if (out.mantissa.find('.') == std::string::npos) out.mantissa += '.';
+  return out;
+}
+
+XPR_FUNC std::string ArrayLayout::recurse(std::size_t axis, const std::string& hanging_indent,
+                                          std::size_t curr_width) {
+  if (axis == shape_.rank()) return words_[next_++];
+  const std::size_t axes_left = shape_.rank() - axis;
+  const std::string next_hanging_indent = hanging_indent + ' ';
+  const std::size_t next_width = curr_width - 1;  // room for the ']'
+  const std::int64_t n = shape_[axis];
+  const bool show_summary = summarize_ && 2 * print_edgeitems < n;
+  const std::int64_t leading = show_summary ? print_edgeitems : 0;
+  const std::int64_t trailing = show_summary ? print_edgeitems : n;
+  std::string s;
+  if (axes_left == 1) {
+    const std::size_t elem_width = curr_width - std::max<std::size_t>(sep_rstrip_.size(), 1);
+    std::string line = hanging_indent;
+    auto extend = [&](const std::string& word) {
+      // Wrap unless the line holds nothing but the indent (wrapping would not help).
+      if (line.size() + word.size() > elem_width && line.size() > hanging_indent.size()) {
+        std::string stripped = line;
+        while (!stripped.empty() && stripped.back() == ' ') stripped.pop_back();
+        s += stripped + '\n';
+        line = hanging_indent;
+      }
+      line += word;
+    };
+    for (std::int64_t i = 0; i < leading; ++i) {
+      extend(recurse(axis + 1, next_hanging_indent, next_width));
+      line += separator_;
+    }
+    if (show_summary) {
+      extend("...");
+      line += separator_;
+    }
+    for (std::int64_t i = trailing; i > 1; --i) {
+      extend(recurse(axis + 1, next_hanging_indent, next_width));
+      line += separator_;
+    }
+    extend(recurse(axis + 1, next_hanging_indent, next_width));
+    s += line;
+  } else {
+    const std::string line_sep = sep_rstrip_ + std::string(axes_left - 1, '\n');
+    for (std::int64_t i = 0; i < leading; ++i)
+      s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width) + line_sep;
+    if (show_summary) s += hanging_indent + "..." + line_sep;
+    for (std::int64_t i = trailing; i > 1; --i)
+      s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width) + line_sep;
+    s += hanging_indent + recurse(axis + 1, next_hanging_indent, next_width);
+  }
+  return '[' + s.substr(hanging_indent.size()) + ']';
+}
+
+XPR_FUNC std::string array2string(const Array& x, const std::string& separator,
+                                  std::size_t prefix_len, std::size_t suffix_len) {
   if (x.size() == 0) return "[]";
   const bool summarize = x.size() > print_threshold;
   std::vector<std::string> words;
@@ -384,19 +417,16 @@ inline std::string array2string(const Array& x, const std::string& separator,
   return layout.format(print_linewidth - suffix_len, std::string(1 + prefix_len, ' '));
 }
 
-/// `Traced<ShapedArray(f64[3])>`: what a tracer prints (JAX adds its trace; we have none yet).
-inline std::string traced_str(const Array& x) {
+XPR_FUNC std::string traced_str(const Array& x) {
   std::string s = "Traced<ShapedArray(" + x.aval().str();
   if (x.weak_type()) s += ", weak_type=True";
   return s + ")>";
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-/// Prints `x` as NumPy's `str(x)` (and so JAX's `print(x)`): `[1. 2. 3.]`, `[[1 2]\n [3 4]]`,
-/// `[ True False]`; a rank-0 array prints as its number (`1.0`); arrays of more than 1000
-/// elements are summarized with `...`. See examples/printing.cpp.
-inline std::ostream& operator<<(std::ostream& os, const Array& x) {
+XPR_FUNC std::ostream& operator<<(std::ostream& os, const Array& x) {
   if (!x.is_concrete()) return os << detail::traced_str(x);
   if (x.ndim() == 0) {
     dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -408,9 +438,7 @@ inline std::ostream& operator<<(std::ostream& os, const Array& x) {
   return os << detail::array2string(x, " ", 0, 0);
 }
 
-/// JAX's `repr(x)`: `Array([1., 2., 3.], dtype=float32)`, `Array(1., dtype=float64,
-/// weak_type=True)`, `Array([], shape=(0,), dtype=float64)`.
-inline std::string repr(const Array& x) {
+XPR_FUNC std::string repr(const Array& x) {
   if (!x.is_concrete()) return detail::traced_str(x);
   const std::string prefix = "Array(";
   std::string dtype_str = "dtype=" + std::string(core::name(x.dtype()));
@@ -427,7 +455,4 @@ inline std::string repr(const Array& x) {
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::repr;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

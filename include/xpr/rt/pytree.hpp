@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 
@@ -83,12 +84,7 @@ class PyTreeDef {
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
 
   /// `(*, [*, *], {'a': *})`: the structure of the subtree rooted at node `i`, as JAX prints it.
-  std::string node_str(std::size_t i = 0) const {
-    if (i >= nodes_.size()) return "<nothing>";
-    std::ostringstream os;
-    write(os, i);
-    return os.str();
-  }
+  std::string node_str(std::size_t i = 0) const;
   /// `PyTreeDef((*, [*, *], {'a': *}))`.
   std::string str() const { return "PyTreeDef(" + node_str() + ")"; }
 
@@ -97,44 +93,7 @@ class PyTreeDef {
 
  private:
   // Writes node i and returns the index of the node after its subtree.
-  std::size_t write(std::ostream& os, std::size_t i) const {
-    if (nodes_.empty()) return 0;
-    const Node& n = nodes_[i];
-    std::size_t next = i + 1;
-    auto children = [&](const char* sep) {
-      for (std::size_t c = 0; c < n.arity; ++c) {
-        if (c) os << sep;
-        if (n.kind == NodeKind::dict) os << '\'' << n.keys[c] << "': ";
-        next = write(os, next);
-      }
-    };
-    switch (n.kind) {
-      case NodeKind::leaf:
-        os << '*';
-        break;
-      case NodeKind::tuple:
-        os << '(';
-        children(", ");
-        os << (n.arity == 1 ? ",)" : ")");
-        break;
-      case NodeKind::list:
-        os << '[';
-        children(", ");
-        os << ']';
-        break;
-      case NodeKind::dict:
-        os << '{';
-        children(", ");
-        os << '}';
-        break;
-      case NodeKind::custom:
-        os << "CustomNode(" << n.name << ", [";
-        children(", ");
-        os << "])";
-        break;
-    }
-    return next;
-  }
+  std::size_t write(std::ostream& os, std::size_t i) const;
 
   std::vector<Node> nodes_;
 };
@@ -247,37 +206,10 @@ struct custom_fields<T, xpr::fields<Ms...>> {
 
 // The value after `= ` in a __PRETTY_FUNCTION__ naming one template argument (GCC writes
 // `[with T = X; ...]`, Clang `[T = X]`).
-inline std::string_view template_argument(std::string_view pretty) {
-  auto start = pretty.find("= ");
-  if (start == std::string_view::npos) return pretty;
-  start += 2;
-  int depth = 0;
-  std::size_t end = start;
-  for (; end < pretty.size(); ++end) {
-    char c = pretty[end];
-    if (c == '<' || c == '(') ++depth;
-    if (c == '>' || c == ')') --depth;
-    if (depth == 0 && c == ';') break;
-  }
-  if (end == pretty.size()) end = pretty.rfind(']');
-  return pretty.substr(start, end - start);
-}
+std::string_view template_argument(std::string_view pretty);
 
 // `ns::Params<double>` -> `Params`: unqualified, without template arguments.
-inline std::string_view unqualified_name(std::string_view name) {
-  if (!name.empty() && name.back() == '>') {
-    int depth = 0;
-    for (std::size_t i = name.size(); i-- > 0;) {
-      if (name[i] == '>') ++depth;
-      if (name[i] == '<' && --depth == 0) {
-        name = name.substr(0, i);
-        break;
-      }
-    }
-  }
-  auto colons = name.rfind("::");
-  return colons == std::string_view::npos ? name : name.substr(colons + 2);
-}
+std::string_view unqualified_name(std::string_view name);
 
 // Compilers spell the template argument of these in __PRETTY_FUNCTION__; C++20 has no other way
 // to name a type or a data member.
@@ -775,3 +707,90 @@ using rt::tree_value_t;
 using rt::TreeDef;
 using rt::TupleNode;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC std::string PyTreeDef::node_str(std::size_t i) const {
+  if (i >= nodes_.size()) return "<nothing>";
+  std::ostringstream os;
+  write(os, i);
+  return os.str();
+}
+
+XPR_FUNC std::size_t PyTreeDef::write(std::ostream& os, std::size_t i) const {
+  if (nodes_.empty()) return 0;
+  const Node& n = nodes_[i];
+  std::size_t next = i + 1;
+  auto children = [&](const char* sep) {
+    for (std::size_t c = 0; c < n.arity; ++c) {
+      if (c) os << sep;
+      if (n.kind == NodeKind::dict) os << '\'' << n.keys[c] << "': ";
+      next = write(os, next);
+    }
+  };
+  switch (n.kind) {
+    case NodeKind::leaf:
+      os << '*';
+      break;
+    case NodeKind::tuple:
+      os << '(';
+      children(", ");
+      os << (n.arity == 1 ? ",)" : ")");
+      break;
+    case NodeKind::list:
+      os << '[';
+      children(", ");
+      os << ']';
+      break;
+    case NodeKind::dict:
+      os << '{';
+      children(", ");
+      os << '}';
+      break;
+    case NodeKind::custom:
+      os << "CustomNode(" << n.name << ", [";
+      children(", ");
+      os << "])";
+      break;
+  }
+  return next;
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string_view template_argument(std::string_view pretty) {
+  auto start = pretty.find("= ");
+  if (start == std::string_view::npos) return pretty;
+  start += 2;
+  int depth = 0;
+  std::size_t end = start;
+  for (; end < pretty.size(); ++end) {
+    char c = pretty[end];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth == 0 && c == ';') break;
+  }
+  if (end == pretty.size()) end = pretty.rfind(']');
+  return pretty.substr(start, end - start);
+}
+
+XPR_FUNC std::string_view unqualified_name(std::string_view name) {
+  if (!name.empty() && name.back() == '>') {
+    int depth = 0;
+    for (std::size_t i = name.size(); i-- > 0;) {
+      if (name[i] == '>') ++depth;
+      if (name[i] == '<' && --depth == 0) {
+        name = name.substr(0, i);
+        break;
+      }
+    }
+  }
+  auto colons = name.rfind("::");
+  return colons == std::string_view::npos ? name : name.substr(colons + 2);
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/params.hpp"
@@ -143,17 +144,7 @@ inline const Tracer& as_tracer(const Array& x) { return static_cast<const Tracer
 /// A tracer of `main` used on this thread: throws unless `main` belongs to this thread (each
 /// thread traces on its own stack; staging into another thread's trace would be a data race and
 /// a wrong jaxpr) and is still running.
-inline void check_tracer_usable(const MainTrace& main, const ShapedArray& aval) {
-  if (main.owner() != std::this_thread::get_id())
-    throw core::escaped_tracer_error(
-        "Encountered a tracer of another thread: a value of type " + aval.str() + " created by " +
-        main.name() +
-        " on one thread was used on another; expected a concrete array or a "
-        "tracer of a transformation running on this thread (each thread traces separately: "
-        "pass concrete values between threads, or run the transformation in the thread that "
-        "uses them)");
-  if (!main.alive()) throw_escaped(main, aval);
-}
+void check_tracer_usable(const MainTrace& main, const ShapedArray& aval);
 
 }  // namespace detail
 
@@ -170,11 +161,7 @@ class MainScope {
   }
   MainScope(const MainScope&) = delete;
   MainScope& operator=(const MainScope&) = delete;
-  ~MainScope() {
-    auto& st = detail::trace_state();
-    main_->alive_ = false;
-    if (!st.stack.empty() && st.stack.back() == main_) st.stack.pop_back();
-  }
+  ~MainScope();
   const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
   template <class TraceT>
   TraceT& trace() const noexcept {
@@ -205,7 +192,55 @@ class DynamicScope {
 };
 
 /// The main trace with the highest level among the arguments' tracers and the dynamic trace.
-inline MainTrace& find_top_trace(std::span<const Array> args) {
+MainTrace& find_top_trace(std::span<const Array> args);
+
+/// `value` as a tracer of `trace`: pure for data, lift for lower-level tracers.
+Array full_raise(Trace& trace, const Array& value);
+
+/// The simplest representation of `value` (a batch tracer that is not mapped lowers to its value).
+inline Array full_lower(const Array& value) {
+  if (!value.is_tracer()) return value;
+  return detail::as_tracer(value).full_lower(value);
+}
+
+/// Applies `prim` to `args` under the current interpreter and returns its outputs.
+Arrays bind(const Primitive& prim, std::span<const Array> args, const Params& params = {});
+
+/// `bind` for single-result primitives.
+inline Array bind1(const Primitive& prim, std::initializer_list<Array> args,
+                   const Params& params = {}) {
+  Arrays out = rt::bind(prim, std::span<const Array>(args.begin(), args.size()), params);
+  return std::move(out.front());
+}
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC void check_tracer_usable(const MainTrace& main, const ShapedArray& aval) {
+  if (main.owner() != std::this_thread::get_id())
+    throw core::escaped_tracer_error(
+        "Encountered a tracer of another thread: a value of type " + aval.str() + " created by " +
+        main.name() +
+        " on one thread was used on another; expected a concrete array or a "
+        "tracer of a transformation running on this thread (each thread traces separately: "
+        "pass concrete values between threads, or run the transformation in the thread that "
+        "uses them)");
+  if (!main.alive()) throw_escaped(main, aval);
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC MainScope::~MainScope() {
+  auto& st = detail::trace_state();
+  main_->alive_ = false;
+  if (!st.stack.empty() && st.stack.back() == main_) st.stack.pop_back();
+}
+
+XPR_FUNC MainTrace& find_top_trace(std::span<const Array> args) {
   MainTrace* top = detail::trace_state().dynamic.get();
   for (const Array& a : args) {
     if (!a.is_tracer()) continue;
@@ -216,8 +251,7 @@ inline MainTrace& find_top_trace(std::span<const Array> args) {
   return *top;
 }
 
-/// `value` as a tracer of `trace`: pure for data, lift for lower-level tracers.
-inline Array full_raise(Trace& trace, const Array& value) {
+XPR_FUNC Array full_raise(Trace& trace, const Array& value) {
   if (!value.is_tracer()) return trace.pure(value);
   const MainTrace& m = *detail::as_tracer(value).main();
   detail::check_tracer_usable(m, value.aval());
@@ -228,14 +262,7 @@ inline Array full_raise(Trace& trace, const Array& value) {
   detail::throw_escaped(m, value.aval());
 }
 
-/// The simplest representation of `value` (a batch tracer that is not mapped lowers to its value).
-inline Array full_lower(const Array& value) {
-  if (!value.is_tracer()) return value;
-  return detail::as_tracer(value).full_lower(value);
-}
-
-/// Applies `prim` to `args` under the current interpreter and returns its outputs.
-inline Arrays bind(const Primitive& prim, std::span<const Array> args, const Params& params = {}) {
+XPR_FUNC Arrays bind(const Primitive& prim, std::span<const Array> args, const Params& params) {
   MainTrace& top = find_top_trace(args);
   if (top.level() == 0) return prim.impl(args, params);  // eager: no tracer, nothing staged
   Trace& trace = top.trace();
@@ -247,11 +274,5 @@ inline Arrays bind(const Primitive& prim, std::span<const Array> args, const Par
   return outs;
 }
 
-/// `bind` for single-result primitives.
-inline Array bind1(const Primitive& prim, std::initializer_list<Array> args,
-                   const Params& params = {}) {
-  Arrays out = rt::bind(prim, std::span<const Array>(args.begin(), args.size()), params);
-  return std::move(out.front());
-}
-
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

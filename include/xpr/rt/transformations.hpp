@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
@@ -40,9 +41,62 @@ using FlatFunction = std::function<Arrays(std::span<const Array>)>;
 /// derivatives along `tangents`, where an empty tangent (in or out) is a known zero.
 /// Transformations built on jvp (linearize, vjp) use this form so that zeros are never
 /// materialized.
-inline std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
-                                                     std::span<const Array> primals,
-                                                     std::span<const Tangent> tangents) {
+std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f, std::span<const Array> primals,
+                                              std::span<const Tangent> tangents);
+
+/// Forward mode: the outputs of `f` at `primals` and their directional derivatives along
+/// `tangents`. Output tangents that are symbolically zero come back as arrays of zeros.
+std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const Array> primals,
+                                   std::span<const Array> tangents);
+
+/// Batching: maps `f` over axis `in_axes[i]` of argument `i` (`std::nullopt` = not mapped) and
+/// stacks the results along `out_axes[j]` (`std::nullopt`: output `j` must not depend on the
+/// mapped axis; a single entry applies to every output). `out_axes` is read after `f` has run,
+/// so `f` may fill it in once it knows its outputs.
+Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
+                 std::span<const BatchDim> in_axes, const BatchDims& out_axes);
+
+/// Staging: the jaxpr of `f` on inputs of the given types. `f` runs once on tracers; every
+/// primitive it applies (even on constants) becomes an equation.
+ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals);
+
+// ---- reverse mode ----------------------------------------------------------------------------
+
+/// Linearization: the outputs of `f` at `primals` and the linear part of its JVP there, as a
+/// closed jaxpr from input tangents to output tangents whose constants are the residuals (the
+/// primal values the tangent computation reads). Built by partially evaluating `jvp(f)` with the
+/// primals known and the tangents unknown (Autodidax's `linearize_flat`), so all primal work is
+/// done now and the jaxpr holds only tangent work. Only the first `num_linear` outputs (default:
+/// all) get tangent outputs; the others are auxiliary (has_aux).
+std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f, std::span<const Array> primals,
+                                              std::size_t num_linear = static_cast<std::size_t>(-1),
+                                              std::string name = "linearize");
+
+/// Applies the linear function `linearize_flat` returned to `tangents`: evaluates its jaxpr on
+/// the stored residuals, doing no primal work. Under make_jaxpr the residuals appear as constvars.
+inline Arrays eval_linear(const ClosedJaxpr& linear, std::span<const Array> tangents) {
+  KeepAsConstvars keep(linear.consts);
+  return eval_jaxpr(linear.jaxpr, linear.consts, tangents);
+}
+
+/// The transpose of a linear jaxpr (inputs -> outputs, all inputs linear): the cotangents of its
+/// inputs from the cotangents `cts` of its outputs (empty: zero). Zero results are instantiated.
+Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotangent> cts);
+
+/// The jaxpr of a function `f` that is linear in its inputs of types `in_avals`, traced with
+/// every input unknown (so work on constants is done now) for `linear_transpose`. Throws
+/// `type_error` unless inputs and outputs are all floating or all integer (JAX's condition).
+ClosedJaxpr linear_transpose_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals);
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
+                                                       std::span<const Array> primals,
+                                                       std::span<const Tangent> tangents) {
   if (primals.size() != tangents.size())
     throw core::type_error("jvp: expected one tangent per primal, found " +
                            std::to_string(primals.size()) + " primals and " +
@@ -74,10 +128,8 @@ inline std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
   return {std::move(primals_out), std::move(tangents_out)};
 }
 
-/// Forward mode: the outputs of `f` at `primals` and their directional derivatives along
-/// `tangents`. Output tangents that are symbolically zero come back as arrays of zeros.
-inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const Array> primals,
-                                          std::span<const Array> tangents) {
+XPR_FUNC std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const Array> primals,
+                                            std::span<const Array> tangents) {
   Tangents in(tangents.begin(), tangents.end());
   auto [primals_out, tangents_out] = jvp_flat_symbolic(f, primals, in);
   Arrays instantiated;
@@ -88,12 +140,8 @@ inline std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<const
   return {std::move(primals_out), std::move(instantiated)};
 }
 
-/// Batching: maps `f` over axis `in_axes[i]` of argument `i` (`std::nullopt` = not mapped) and
-/// stacks the results along `out_axes[j]` (`std::nullopt`: output `j` must not depend on the
-/// mapped axis; a single entry applies to every output). `out_axes` is read after `f` has run,
-/// so `f` may fill it in once it knows its outputs.
-inline Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
-                        std::span<const BatchDim> in_axes, const BatchDims& out_axes) {
+XPR_FUNC Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
+                          std::span<const BatchDim> in_axes, const BatchDims& out_axes) {
   if (args.size() != in_axes.size())
     throw core::type_error("vmap: in_axes must have one entry per argument: expected " +
                            std::to_string(args.size()) + ", found " +
@@ -148,9 +196,7 @@ inline Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
   return results;
 }
 
-/// Staging: the jaxpr of `f` on inputs of the given types. `f` runs once on tracers; every
-/// primitive it applies (even on constants) becomes an equation.
-inline ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals) {
+XPR_FUNC ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const ShapedArray> in_avals) {
   MainScope scope(std::in_place_type<JaxprTrace>, "make_jaxpr");
   DynamicScope dynamic(scope.main());
   JaxprTrace& trace = scope.trace<JaxprTrace>();
@@ -161,17 +207,9 @@ inline ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const Shaped
   return trace.build(out);
 }
 
-// ---- reverse mode ----------------------------------------------------------------------------
-
-/// Linearization: the outputs of `f` at `primals` and the linear part of its JVP there, as a
-/// closed jaxpr from input tangents to output tangents whose constants are the residuals (the
-/// primal values the tangent computation reads). Built by partially evaluating `jvp(f)` with the
-/// primals known and the tangents unknown (Autodidax's `linearize_flat`), so all primal work is
-/// done now and the jaxpr holds only tangent work. Only the first `num_linear` outputs (default:
-/// all) get tangent outputs; the others are auxiliary (has_aux).
-inline std::pair<Arrays, ClosedJaxpr> linearize_flat(
-    const FlatFunction& f, std::span<const Array> primals,
-    std::size_t num_linear = static_cast<std::size_t>(-1), std::string name = "linearize") {
+XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f,
+                                                       std::span<const Array> primals,
+                                                       std::size_t num_linear, std::string name) {
   const std::size_t n = primals.size();
   std::vector<PartialVal> pvals_in;
   pvals_in.reserve(2 * n);
@@ -205,16 +243,7 @@ inline std::pair<Arrays, ClosedJaxpr> linearize_flat(
   return {std::move(primals_out), std::move(pe.jaxpr)};
 }
 
-/// Applies the linear function `linearize_flat` returned to `tangents`: evaluates its jaxpr on
-/// the stored residuals, doing no primal work. Under make_jaxpr the residuals appear as constvars.
-inline Arrays eval_linear(const ClosedJaxpr& linear, std::span<const Array> tangents) {
-  KeepAsConstvars keep(linear.consts);
-  return eval_jaxpr(linear.jaxpr, linear.consts, tangents);
-}
-
-/// The transpose of a linear jaxpr (inputs -> outputs, all inputs linear): the cotangents of its
-/// inputs from the cotangents `cts` of its outputs (empty: zero). Zero results are instantiated.
-inline Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotangent> cts) {
+XPR_FUNC Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotangent> cts) {
   std::vector<LinearArg> args;
   args.reserve(linear.jaxpr.invars.size());
   for (const Var& v : linear.jaxpr.invars) args.emplace_back(UndefinedPrimal{v.aval()});
@@ -227,11 +256,8 @@ inline Arrays transpose_linear(const ClosedJaxpr& linear, std::span<const Cotang
   return out;
 }
 
-/// The jaxpr of a function `f` that is linear in its inputs of types `in_avals`, traced with
-/// every input unknown (so work on constants is done now) for `linear_transpose`. Throws
-/// `type_error` unless inputs and outputs are all floating or all integer (JAX's condition).
-inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f,
-                                         std::span<const ShapedArray> in_avals) {
+XPR_FUNC ClosedJaxpr linear_transpose_flat(const FlatFunction& f,
+                                           std::span<const ShapedArray> in_avals) {
   std::vector<PartialVal> pvals;
   pvals.reserve(in_avals.size());
   for (const ShapedArray& a : in_avals) pvals.push_back(PartialVal::unknown(a));
@@ -254,3 +280,4 @@ inline ClosedJaxpr linear_transpose_flat(const FlatFunction& f,
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -6,20 +6,31 @@
 
 #include <cstring>
 
+#include "xpr/core/config.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
 
 namespace xpr::rt {
 
 /// Zeros with the shape, dtype and weak flag of `aval`.
-inline Array zeros_like_aval(const ShapedArray& aval) {
+Array zeros_like_aval(const ShapedArray& aval);
+
+/// Ones with the shape, dtype and weak flag of `aval`.
+Array ones_like_aval(const ShapedArray& aval);
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Array zeros_like_aval(const ShapedArray& aval) {
   ArrayBuilder b(aval);
   std::memset(b.bytes(), 0, static_cast<std::size_t>(aval.size()) * core::itemsize(aval.dtype));
   return std::move(b).finish();
 }
 
-/// Ones with the shape, dtype and weak flag of `aval`.
-inline Array ones_like_aval(const ShapedArray& aval) {
+XPR_FUNC Array ones_like_aval(const ShapedArray& aval) {
   ArrayBuilder b(aval);
   dispatch_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -30,3 +41,4 @@ inline Array ones_like_aval(const ShapedArray& aval) {
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

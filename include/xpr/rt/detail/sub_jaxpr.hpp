@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/detail/higher_order.hpp"
 #include "xpr/rt/interp/transpose.hpp"
@@ -56,11 +57,7 @@ class SubJaxprMemo {
   std::unordered_map<const ClosedJaxpr*, std::vector<Entry>> table_;
 };
 
-inline bool all_concrete(std::span<const Array> xs) {
-  for (const Array& x : xs)
-    if (x.is_tracer()) return false;
-  return true;
-}
+bool all_concrete(std::span<const Array> xs);
 
 /// A sub-jaxpr transposed: inputs are the known operands then the nonzero cotangents; outputs
 /// are the nonzero cotangents of the undefined operands (`out_nonzero` says which).
@@ -71,9 +68,24 @@ struct TransposedJaxpr {
 
 /// `j` transposed for a transpose rule called with `args` (an `UndefinedPrimal` per linear
 /// operand) and `flags`: one per operand (undefined), then one per output (nonzero cotangent).
-inline std::shared_ptr<const TransposedJaxpr> transpose_sub_jaxpr(const ClosedJaxpr& j,
-                                                                  const std::vector<bool>& flags,
-                                                                  std::span<const LinearArg> args) {
+std::shared_ptr<const TransposedJaxpr> transpose_sub_jaxpr(const ClosedJaxpr& j,
+                                                           const std::vector<bool>& flags,
+                                                           std::span<const LinearArg> args);
+
+}  // namespace xpr::rt::detail
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC bool all_concrete(std::span<const Array> xs) {
+  for (const Array& x : xs)
+    if (x.is_tracer()) return false;
+  return true;
+}
+
+XPR_FUNC std::shared_ptr<const TransposedJaxpr> transpose_sub_jaxpr(
+    const ClosedJaxpr& j, const std::vector<bool>& flags, std::span<const LinearArg> args) {
   const std::size_t n_in = args.size(), n_out = flags.size() - n_in;
   Avals in_avals;
   for (const LinearArg& a : args)
@@ -103,3 +115,4 @@ inline std::shared_ptr<const TransposedJaxpr> transpose_sub_jaxpr(const ClosedJa
 }
 
 }  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

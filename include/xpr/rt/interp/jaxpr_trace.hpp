@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -66,76 +67,17 @@ class JaxprTrace final : public Trace {
   using Trace::Trace;
 
   /// A new input variable of type `aval`, as a tracer.
-  Array new_arg(const ShapedArray& aval) {
-    Var v(aval);
-    invars_.push_back(v);
-    return make_tracer(std::move(v));
-  }
+  Array new_arg(const ShapedArray& aval);
 
   Array pure(const Array& value) override { return make_tracer(const_var(value)); }
   Array lift(const Array& value) override { return make_tracer(const_var(value)); }
 
   Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override {
-    Eqn eqn{&prim, {}, params, {}};
-    Avals in_avals;
-    eqn.inputs.reserve(tracers.size());
-    in_avals.reserve(tracers.size());
-    for (const Array& t : tracers) {
-      const Var& v = static_cast<const JaxprTracer&>(*t.impl()).var();
-      eqn.inputs.emplace_back(v);
-      in_avals.push_back(v.aval());
-    }
-    Avals out_avals = prim.abstract_eval(in_avals, params);
-    Arrays out;
-    out.reserve(out_avals.size());
-    for (ShapedArray& a : out_avals) {
-      Var v(std::move(a));
-      eqn.outputs.push_back(v);
-      out.push_back(make_tracer(std::move(v)));
-    }
-    eqns_.push_back(std::move(eqn));
-    return out;
-  }
+                           const Params& params) override;
 
   /// The jaxpr of everything staged so far with `outs` (tracers of this trace) as its outputs.
   /// Rank-0 concrete constants are written inline as literals, as JAX does.
-  ClosedJaxpr build(std::span<const Array> outs) {
-    // Raise the outputs first: an output that is a constant (it does not depend on the inputs)
-    // becomes a constvar here, and must be among the constants collected below.
-    std::vector<Var> out_vars;
-    out_vars.reserve(outs.size());
-    for (const Array& o : outs) {
-      const Array raised = full_raise(*this, o);
-      out_vars.push_back(static_cast<const JaxprTracer&>(*raised.impl()).var());
-    }
-    Jaxpr jaxpr;
-    jaxpr.invars = invars_;
-    std::vector<Array> consts;
-    std::unordered_map<const void*, Literal> literals;  // var id -> literal
-    for (const auto& [value, var] : consts_) {
-      if (value.ndim() == 0 && value.is_concrete() && !kept_.count(var.id())) {
-        literals.emplace(var.id(), Literal{value});
-      } else {
-        jaxpr.constvars.push_back(var);
-        consts.push_back(value);
-      }
-    }
-    auto atom = [&](const Var& v) -> Atom {
-      auto it = literals.find(v.id());
-      if (it != literals.end()) return it->second;
-      return v;
-    };
-    jaxpr.eqns.reserve(eqns_.size());
-    for (const Eqn& e : eqns_) {
-      Eqn copy = e;
-      for (Atom& in : copy.inputs)
-        if (const Var* v = std::get_if<Var>(&in)) in = atom(*v);
-      jaxpr.eqns.push_back(std::move(copy));
-    }
-    for (const Var& v : out_vars) jaxpr.outvars.push_back(atom(v));
-    return ClosedJaxpr{std::move(jaxpr), std::move(consts)};
-  }
+  ClosedJaxpr build(std::span<const Array> outs);
 
  private:
   Array make_tracer(Var v) {
@@ -143,16 +85,7 @@ class JaxprTrace final : public Trace {
   }
 
   /// The constvar holding `value` (one per distinct array object).
-  const Var& const_var(const Array& value) {
-    auto it = const_index_.find(value.impl().get());
-    if (it != const_index_.end()) return consts_[it->second].second;
-    const_index_.emplace(value.impl().get(), consts_.size());
-    consts_.emplace_back(value, Var(value.aval()));
-    const auto& kept = detail::kept_constvars();
-    if (std::find(kept.begin(), kept.end(), value.impl().get()) != kept.end())
-      kept_.insert(consts_.back().second.id());
-    return consts_.back().second;
-  }
+  const Var& const_var(const Array& value);
 
   std::vector<Var> invars_;
   std::vector<Eqn> eqns_;
@@ -162,3 +95,87 @@ class JaxprTrace final : public Trace {
 };
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Array JaxprTrace::new_arg(const ShapedArray& aval) {
+  Var v(aval);
+  invars_.push_back(v);
+  return make_tracer(std::move(v));
+}
+
+XPR_FUNC Arrays JaxprTrace::process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                              const Params& params) {
+  Eqn eqn{&prim, {}, params, {}};
+  Avals in_avals;
+  eqn.inputs.reserve(tracers.size());
+  in_avals.reserve(tracers.size());
+  for (const Array& t : tracers) {
+    const Var& v = static_cast<const JaxprTracer&>(*t.impl()).var();
+    eqn.inputs.emplace_back(v);
+    in_avals.push_back(v.aval());
+  }
+  Avals out_avals = prim.abstract_eval(in_avals, params);
+  Arrays out;
+  out.reserve(out_avals.size());
+  for (ShapedArray& a : out_avals) {
+    Var v(std::move(a));
+    eqn.outputs.push_back(v);
+    out.push_back(make_tracer(std::move(v)));
+  }
+  eqns_.push_back(std::move(eqn));
+  return out;
+}
+
+XPR_FUNC ClosedJaxpr JaxprTrace::build(std::span<const Array> outs) {
+  // Raise the outputs first: an output that is a constant (it does not depend on the inputs)
+  // becomes a constvar here, and must be among the constants collected below.
+  std::vector<Var> out_vars;
+  out_vars.reserve(outs.size());
+  for (const Array& o : outs) {
+    const Array raised = full_raise(*this, o);
+    out_vars.push_back(static_cast<const JaxprTracer&>(*raised.impl()).var());
+  }
+  Jaxpr jaxpr;
+  jaxpr.invars = invars_;
+  std::vector<Array> consts;
+  std::unordered_map<const void*, Literal> literals;  // var id -> literal
+  for (const auto& [value, var] : consts_) {
+    if (value.ndim() == 0 && value.is_concrete() && !kept_.count(var.id())) {
+      literals.emplace(var.id(), Literal{value});
+    } else {
+      jaxpr.constvars.push_back(var);
+      consts.push_back(value);
+    }
+  }
+  auto atom = [&](const Var& v) -> Atom {
+    auto it = literals.find(v.id());
+    if (it != literals.end()) return it->second;
+    return v;
+  };
+  jaxpr.eqns.reserve(eqns_.size());
+  for (const Eqn& e : eqns_) {
+    Eqn copy = e;
+    for (Atom& in : copy.inputs)
+      if (const Var* v = std::get_if<Var>(&in)) in = atom(*v);
+    jaxpr.eqns.push_back(std::move(copy));
+  }
+  for (const Var& v : out_vars) jaxpr.outvars.push_back(atom(v));
+  return ClosedJaxpr{std::move(jaxpr), std::move(consts)};
+}
+
+XPR_FUNC const Var& JaxprTrace::const_var(const Array& value) {
+  auto it = const_index_.find(value.impl().get());
+  if (it != const_index_.end()) return consts_[it->second].second;
+  const_index_.emplace(value.impl().get(), consts_.size());
+  consts_.emplace_back(value, Var(value.aval()));
+  const auto& kept = detail::kept_constvars();
+  if (std::find(kept.begin(), kept.end(), value.impl().get()) != kept.end())
+    kept_.insert(consts_.back().second.id());
+  return consts_.back().second;
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/primitive.hpp"
@@ -50,50 +51,62 @@ class JvpTrace final : public Trace {
   using Trace::Trace;
 
   /// A tracer with this primal and tangent (empty: a symbolic zero).
-  Array make_tracer(Array primal, Tangent tangent) {
-    if (tangent && !primal.aval().same_type(tangent->aval()))
-      throw core::type_error("jvp: a tangent must have its primal's shape and dtype: expected " +
-                             primal.aval().str() + ", found " + tangent->aval().str());
-    return Array(
-        std::make_shared<const JvpTracer>(shared_main(), std::move(primal), std::move(tangent)));
-  }
+  Array make_tracer(Array primal, Tangent tangent);
   /// Values from outside the transformation have zero tangents, symbolically: no zero array is
   /// built, and no rule ever multiplies by one.
   Array pure(const Array& value) override { return make_tracer(value, std::nullopt); }
   Array lift(const Array& value) override { return make_tracer(value, std::nullopt); }
 
   Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override {
-    Arrays primals;
-    Tangents tangents;
-    primals.reserve(tracers.size());
-    tangents.reserve(tracers.size());
-    bool any_nonzero = false;
-    for (const Array& t : tracers) {
-      const auto& jt = static_cast<const JvpTracer&>(*t.impl());
-      primals.push_back(jt.primal());
-      tangents.push_back(jt.tangent());
-      any_nonzero = any_nonzero || jt.tangent().has_value();
-    }
-    Arrays out;
-    if (!any_nonzero) {
-      // Nothing to differentiate: the primitive applies to the primals at the levels below and
-      // every output's tangent is zero (JAX's JVPTrace skips the rule likewise).
-      Arrays primals_out = rt::bind(prim, primals, params);
-      out.reserve(primals_out.size());
-      for (Array& p : primals_out) out.push_back(make_tracer(std::move(p), std::nullopt));
-      return out;
-    }
-    auto [primals_out, tangents_out] = prim.jvp_symbolic(primals, tangents, params);
-    if (tangents_out.size() != primals_out.size())
-      throw core::type_error("jvp rule for '" + prim.name() + "': expected one tangent per " +
-                             "output (" + std::to_string(primals_out.size()) + "), found " +
-                             std::to_string(tangents_out.size()));
-    out.reserve(primals_out.size());
-    for (std::size_t i = 0; i < primals_out.size(); ++i)
-      out.push_back(make_tracer(std::move(primals_out[i]), std::move(tangents_out[i])));
-    return out;
-  }
+                           const Params& params) override;
 };
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Array JvpTrace::make_tracer(Array primal, Tangent tangent) {
+  if (tangent && !primal.aval().same_type(tangent->aval()))
+    throw core::type_error("jvp: a tangent must have its primal's shape and dtype: expected " +
+                           primal.aval().str() + ", found " + tangent->aval().str());
+  return Array(
+      std::make_shared<const JvpTracer>(shared_main(), std::move(primal), std::move(tangent)));
+}
+
+XPR_FUNC Arrays JvpTrace::process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                            const Params& params) {
+  Arrays primals;
+  Tangents tangents;
+  primals.reserve(tracers.size());
+  tangents.reserve(tracers.size());
+  bool any_nonzero = false;
+  for (const Array& t : tracers) {
+    const auto& jt = static_cast<const JvpTracer&>(*t.impl());
+    primals.push_back(jt.primal());
+    tangents.push_back(jt.tangent());
+    any_nonzero = any_nonzero || jt.tangent().has_value();
+  }
+  Arrays out;
+  if (!any_nonzero) {
+    // Nothing to differentiate: the primitive applies to the primals at the levels below and
+    // every output's tangent is zero (JAX's JVPTrace skips the rule likewise).
+    Arrays primals_out = rt::bind(prim, primals, params);
+    out.reserve(primals_out.size());
+    for (Array& p : primals_out) out.push_back(make_tracer(std::move(p), std::nullopt));
+    return out;
+  }
+  auto [primals_out, tangents_out] = prim.jvp_symbolic(primals, tangents, params);
+  if (tangents_out.size() != primals_out.size())
+    throw core::type_error("jvp rule for '" + prim.name() + "': expected one tangent per " +
+                           "output (" + std::to_string(primals_out.size()) + "), found " +
+                           std::to_string(tangents_out.size()));
+  out.reserve(primals_out.size());
+  for (std::size_t i = 0; i < primals_out.size(); ++i)
+    out.push_back(make_tracer(std::move(primals_out[i]), std::move(tangents_out[i])));
+  return out;
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -84,22 +85,7 @@ class PartialEvalTracer final : public Tracer {
   /// once per link and exhaust the stack. The recipes this tracer is the last owner of are
   /// moved into a work list instead, and each is destroyed after its inputs' recipes are
   /// taken out of the inputs it is the last owner of.
-  ~PartialEvalTracer() override {
-    auto* first = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&recipe_);
-    if (!first || !*first) return;
-    std::vector<std::shared_ptr<const JaxprEqnRecipe>> work;
-    work.push_back(std::move(*first));
-    while (!work.empty()) {
-      std::shared_ptr<const JaxprEqnRecipe> r = std::move(work.back());
-      work.pop_back();
-      if (r.use_count() != 1) continue;  // someone else still holds it: not destroyed now
-      for (const auto& in : r->tracers_in) {
-        if (!in || in.use_count() != 1) continue;  // survives r
-        if (auto* e = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&in->recipe_); e && *e)
-          work.push_back(std::move(*e));
-      }
-    }  // each `r` dies here, its inputs with empty recipes: no recursion
-  }
+  ~PartialEvalTracer() override;
   const PartialVal& pval() const noexcept { return pval_; }
   const JaxprRecipe& recipe() const noexcept { return recipe_; }
   const detail::ConcreteArray* concrete() const noexcept override {
@@ -216,57 +202,19 @@ class PartialEvalTrace final : public Trace {
   Array lift(const Array& value) override { return pure(value); }
 
   /// `tracer` as an unknown value: a known one becomes a constant of the staged jaxpr.
-  Array instantiate_const(const Array& tracer) {
-    const PartialEvalTracer& t = detail::as_pe_tracer(tracer);
-    if (t.pval().is_unknown()) return tracer;
-    return make_tracer(PartialVal::unknown(t.aval()), ConstRecipe{*t.pval().value});
-  }
+  Array instantiate_const(const Array& tracer);
 
   /// Stages `prim` applied to `tracers` (this trace's, known ones instantiated as constants) as
   /// one equation with outputs of types `avals_out`; returns the unknown output tracers.
   Arrays stage(const Primitive& prim, std::span<const Array> tracers, const Params& params,
-               Avals avals_out) {
-    auto recipe = std::make_shared<JaxprEqnRecipe>();
-    recipe->prim = &prim;
-    recipe->params = params;
-    recipe->tracers_in.reserve(tracers.size());
-    for (const Array& t : tracers)
-      recipe->tracers_in.push_back(detail::pe_tracer_ptr(instantiate_const(t)));
-    recipe->avals_out = std::move(avals_out);
-    std::shared_ptr<const JaxprEqnRecipe> shared = recipe;
-    Arrays out;
-    out.reserve(recipe->avals_out.size());
-    for (const ShapedArray& a : recipe->avals_out) {
-      out.push_back(make_tracer(PartialVal::unknown(a), shared));
-      recipe->tracer_refs_out.push_back(detail::pe_tracer_ptr(out.back()));
-    }
-    return out;
-  }
+               Avals avals_out);
 
   /// The default rule: evaluate when everything is known, else stage one equation.
   Arrays default_process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                                   const Params& params) {
-    Avals avals_in;
-    avals_in.reserve(tracers.size());
-    for (const Array& t : tracers) avals_in.push_back(t.aval());
-    return stage(prim, tracers, params, prim.abstract_eval(avals_in, params));
-  }
+                                   const Params& params);
 
   Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override {
-    bool all_known = std::all_of(tracers.begin(), tracers.end(), [](const Array& t) {
-      return detail::as_pe_tracer(t).pval().is_known();
-    });
-    if (all_known) {
-      Arrays values;
-      values.reserve(tracers.size());
-      for (const Array& t : tracers) values.push_back(*detail::as_pe_tracer(t).pval().value);
-      return rt::bind(prim, values, params);
-    }
-    if (const PartialEvalRules* rules = partial_eval_rules(prim))
-      if (auto out = rules->partial_eval(*this, tracers, params)) return std::move(*out);
-    return default_process_primitive(prim, tracers, params);
-  }
+                           const Params& params) override;
 
  private:
   Array make_tracer(PartialVal pval, JaxprRecipe recipe) {
@@ -281,15 +229,172 @@ class PartialEvalTrace final : public Trace {
 
 namespace detail {
 
-inline std::vector<const PartialEvalTracer*> tracer_parents(const PartialEvalTracer* t) {
+std::vector<const PartialEvalTracer*> tracer_parents(const PartialEvalTracer* t);
+
+/// The tracers `outs` depend on, parents before children (Autodidax's `toposort`).
+std::vector<const PartialEvalTracer*> toposort(std::vector<const PartialEvalTracer*> outs);
+
+}  // namespace detail
+
+/// The jaxpr of the unknown work recorded by a partial-evaluation trace: inputs `tracers_in`
+/// (unknown tracers made by `new_arg`), outputs `tracers_out` (unknown tracers), the known values
+/// it reads as constvars with their values (Autodidax's `tracers_to_jaxpr`). Only the work and the
+/// constants that the outputs depend on are included.
+ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in, std::span<const Array> tracers_out);
+
+// ---------------------------------------------------------------------------------------------
+// partial_eval_flat
+// ---------------------------------------------------------------------------------------------
+
+/// The result of partial evaluation: the jaxpr of the unknown work (inputs: the unknown inputs;
+/// outputs: the unknown outputs; constants: the known values it reads) and every output as a
+/// PartialVal.
+struct PartialEvalResult {
+  ClosedJaxpr jaxpr;
+  std::vector<PartialVal> pvals_out;
+};
+
+/// Partially evaluates `f` on `pvals_in`: known inputs are computed with now, the work that
+/// depends on unknown inputs is staged. Output `i` is made unknown even when it is known if
+/// `instantiate[i]` (one entry for all outputs, or one per output; empty: none), so that it is an
+/// output of the jaxpr; `instantiate` is read after `f` has run, so `f` may fill it in once it
+/// knows its outputs. `name` names the transformation in error messages.
+PartialEvalResult partial_eval_flat(const std::function<Arrays(std::span<const Array>)>& f,
+                                    std::span<const PartialVal> pvals_in,
+                                    const std::vector<bool>& instantiate = {},
+                                    std::string name = "partial_eval");
+
+// ---------------------------------------------------------------------------------------------
+// dce_jaxpr
+// ---------------------------------------------------------------------------------------------
+
+/// Dead-code elimination (JAX's `dce_jaxpr`): `jaxpr` with only the outputs `used_outputs`, the
+/// equations they need and, unless `instantiate`, the inputs they read; returns it with the
+/// inputs used. Constvars are kept (prune them with the ClosedJaxpr overload). Primitives with
+/// `PartialEvalRules::dce` may shrink their equations instead of keeping them whole.
+std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& jaxpr,
+                                              const std::vector<bool>& used_outputs,
+                                              bool instantiate = false);
+
+/// `dce_jaxpr` of a closed jaxpr that also drops the constants no kept equation reads.
+std::pair<ClosedJaxpr, std::vector<bool>> dce_jaxpr(const ClosedJaxpr& closed,
+                                                    const std::vector<bool>& used_outputs,
+                                                    bool instantiate = false);
+
+// ---------------------------------------------------------------------------------------------
+// partial_eval_jaxpr
+// ---------------------------------------------------------------------------------------------
+
+/// The two halves of a jaxpr split by `partial_eval_jaxpr`:
+/// `known`: known inputs -> (known outputs, residuals), with the original's constants;
+/// `unknown`: (residuals, unknown inputs) -> unknown outputs.
+struct PartialEvalJaxpr {
+  ClosedJaxpr known;
+  ClosedJaxpr unknown;
+  std::vector<bool> out_unknowns;
+  std::size_t num_res = 0;
+};
+
+/// Splits `closed` into the part computable from the inputs that `in_unknowns` marks known and
+/// the part that must wait for the unknown ones (Autodidax's `partial_eval_jaxpr`, JAX's
+/// `partial_eval_jaxpr_nounits`). Outputs marked in `instantiate` (one flag for all, or one per
+/// output) are unknown even when they could be known. Residuals are only the known values the
+/// unknown equations read, after dead code is removed from both halves.
+PartialEvalJaxpr partial_eval_jaxpr(const ClosedJaxpr& closed, const std::vector<bool>& in_unknowns,
+                                    const std::vector<bool>& instantiate = {});
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::dce_jaxpr;
+using rt::partial_eval_jaxpr;
+using rt::PartialVal;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC PartialEvalTracer::~PartialEvalTracer() {
+  auto* first = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&recipe_);
+  if (!first || !*first) return;
+  std::vector<std::shared_ptr<const JaxprEqnRecipe>> work;
+  work.push_back(std::move(*first));
+  while (!work.empty()) {
+    std::shared_ptr<const JaxprEqnRecipe> r = std::move(work.back());
+    work.pop_back();
+    if (r.use_count() != 1) continue;  // someone else still holds it: not destroyed now
+    for (const auto& in : r->tracers_in) {
+      if (!in || in.use_count() != 1) continue;  // survives r
+      if (auto* e = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&in->recipe_); e && *e)
+        work.push_back(std::move(*e));
+    }
+  }  // each `r` dies here, its inputs with empty recipes: no recursion
+}
+
+XPR_FUNC Array PartialEvalTrace::instantiate_const(const Array& tracer) {
+  const PartialEvalTracer& t = detail::as_pe_tracer(tracer);
+  if (t.pval().is_unknown()) return tracer;
+  return make_tracer(PartialVal::unknown(t.aval()), ConstRecipe{*t.pval().value});
+}
+
+XPR_FUNC Arrays PartialEvalTrace::stage(const Primitive& prim, std::span<const Array> tracers,
+                                        const Params& params, Avals avals_out) {
+  auto recipe = std::make_shared<JaxprEqnRecipe>();
+  recipe->prim = &prim;
+  recipe->params = params;
+  recipe->tracers_in.reserve(tracers.size());
+  for (const Array& t : tracers)
+    recipe->tracers_in.push_back(detail::pe_tracer_ptr(instantiate_const(t)));
+  recipe->avals_out = std::move(avals_out);
+  std::shared_ptr<const JaxprEqnRecipe> shared = recipe;
+  Arrays out;
+  out.reserve(recipe->avals_out.size());
+  for (const ShapedArray& a : recipe->avals_out) {
+    out.push_back(make_tracer(PartialVal::unknown(a), shared));
+    recipe->tracer_refs_out.push_back(detail::pe_tracer_ptr(out.back()));
+  }
+  return out;
+}
+
+XPR_FUNC Arrays PartialEvalTrace::default_process_primitive(const Primitive& prim,
+                                                            std::span<const Array> tracers,
+                                                            const Params& params) {
+  Avals avals_in;
+  avals_in.reserve(tracers.size());
+  for (const Array& t : tracers) avals_in.push_back(t.aval());
+  return stage(prim, tracers, params, prim.abstract_eval(avals_in, params));
+}
+
+XPR_FUNC Arrays PartialEvalTrace::process_primitive(const Primitive& prim,
+                                                    std::span<const Array> tracers,
+                                                    const Params& params) {
+  bool all_known = std::all_of(tracers.begin(), tracers.end(), [](const Array& t) {
+    return detail::as_pe_tracer(t).pval().is_known();
+  });
+  if (all_known) {
+    Arrays values;
+    values.reserve(tracers.size());
+    for (const Array& t : tracers) values.push_back(*detail::as_pe_tracer(t).pval().value);
+    return rt::bind(prim, values, params);
+  }
+  if (const PartialEvalRules* rules = partial_eval_rules(prim))
+    if (auto out = rules->partial_eval(*this, tracers, params)) return std::move(*out);
+  return default_process_primitive(prim, tracers, params);
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::vector<const PartialEvalTracer*> tracer_parents(const PartialEvalTracer* t) {
   std::vector<const PartialEvalTracer*> out;
   if (const auto* eqn = std::get_if<std::shared_ptr<const JaxprEqnRecipe>>(&t->recipe()))
     for (const auto& p : (*eqn)->tracers_in) out.push_back(p.get());
   return out;
 }
 
-/// The tracers `outs` depend on, parents before children (Autodidax's `toposort`).
-inline std::vector<const PartialEvalTracer*> toposort(std::vector<const PartialEvalTracer*> outs) {
+XPR_FUNC std::vector<const PartialEvalTracer*> toposort(
+    std::vector<const PartialEvalTracer*> outs) {
   if (outs.empty()) return {};
   {
     std::unordered_set<const PartialEvalTracer*> seen;
@@ -328,15 +433,12 @@ inline std::vector<const PartialEvalTracer*> toposort(std::vector<const PartialE
   std::reverse(sorted.begin(), sorted.end());
   return sorted;
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-/// The jaxpr of the unknown work recorded by a partial-evaluation trace: inputs `tracers_in`
-/// (unknown tracers made by `new_arg`), outputs `tracers_out` (unknown tracers), the known values
-/// it reads as constvars with their values (Autodidax's `tracers_to_jaxpr`). Only the work and the
-/// constants that the outputs depend on are included.
-inline ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
-                                    std::span<const Array> tracers_out) {
+XPR_FUNC ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
+                                      std::span<const Array> tracers_out) {
   std::unordered_map<const PartialEvalTracer*, Var> tracer_to_var;
   Jaxpr jaxpr;
   std::vector<Array> consts;
@@ -391,27 +493,10 @@ inline ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
   return ClosedJaxpr{std::move(jaxpr), std::move(consts)};
 }
 
-// ---------------------------------------------------------------------------------------------
-// partial_eval_flat
-// ---------------------------------------------------------------------------------------------
-
-/// The result of partial evaluation: the jaxpr of the unknown work (inputs: the unknown inputs;
-/// outputs: the unknown outputs; constants: the known values it reads) and every output as a
-/// PartialVal.
-struct PartialEvalResult {
-  ClosedJaxpr jaxpr;
-  std::vector<PartialVal> pvals_out;
-};
-
-/// Partially evaluates `f` on `pvals_in`: known inputs are computed with now, the work that
-/// depends on unknown inputs is staged. Output `i` is made unknown even when it is known if
-/// `instantiate[i]` (one entry for all outputs, or one per output; empty: none), so that it is an
-/// output of the jaxpr; `instantiate` is read after `f` has run, so `f` may fill it in once it
-/// knows its outputs. `name` names the transformation in error messages.
-inline PartialEvalResult partial_eval_flat(const std::function<Arrays(std::span<const Array>)>& f,
-                                           std::span<const PartialVal> pvals_in,
-                                           const std::vector<bool>& instantiate = {},
-                                           std::string name = "partial_eval") {
+XPR_FUNC PartialEvalResult partial_eval_flat(const std::function<Arrays(std::span<const Array>)>& f,
+                                             std::span<const PartialVal> pvals_in,
+                                             const std::vector<bool>& instantiate,
+                                             std::string name) {
   MainScope scope(std::in_place_type<PartialEvalTrace>, std::move(name));
   PartialEvalTrace& trace = scope.trace<PartialEvalTrace>();
   Arrays tracers_in;
@@ -442,17 +527,9 @@ inline PartialEvalResult partial_eval_flat(const std::function<Arrays(std::span<
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
-// dce_jaxpr
-// ---------------------------------------------------------------------------------------------
-
-/// Dead-code elimination (JAX's `dce_jaxpr`): `jaxpr` with only the outputs `used_outputs`, the
-/// equations they need and, unless `instantiate`, the inputs they read; returns it with the
-/// inputs used. Constvars are kept (prune them with the ClosedJaxpr overload). Primitives with
-/// `PartialEvalRules::dce` may shrink their equations instead of keeping them whole.
-inline std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& jaxpr,
-                                                     const std::vector<bool>& used_outputs,
-                                                     bool instantiate = false) {
+XPR_FUNC std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& jaxpr,
+                                                       const std::vector<bool>& used_outputs,
+                                                       bool instantiate) {
   if (used_outputs.size() != jaxpr.outvars.size())
     throw core::type_error("dce_jaxpr: expected one used flag per output (" +
                            std::to_string(jaxpr.outvars.size()) + "), found " +
@@ -498,10 +575,9 @@ inline std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& jaxpr,
   return {std::move(out), std::move(used_inputs)};
 }
 
-/// `dce_jaxpr` of a closed jaxpr that also drops the constants no kept equation reads.
-inline std::pair<ClosedJaxpr, std::vector<bool>> dce_jaxpr(const ClosedJaxpr& closed,
-                                                           const std::vector<bool>& used_outputs,
-                                                           bool instantiate = false) {
+XPR_FUNC std::pair<ClosedJaxpr, std::vector<bool>> dce_jaxpr(const ClosedJaxpr& closed,
+                                                             const std::vector<bool>& used_outputs,
+                                                             bool instantiate) {
   auto [jaxpr, used_inputs] = dce_jaxpr(closed.jaxpr, used_outputs, instantiate);
   std::unordered_set<const void*> read;
   for (const Eqn& e : jaxpr.eqns)
@@ -521,28 +597,9 @@ inline std::pair<ClosedJaxpr, std::vector<bool>> dce_jaxpr(const ClosedJaxpr& cl
   return {std::move(out), std::move(used_inputs)};
 }
 
-// ---------------------------------------------------------------------------------------------
-// partial_eval_jaxpr
-// ---------------------------------------------------------------------------------------------
-
-/// The two halves of a jaxpr split by `partial_eval_jaxpr`:
-/// `known`: known inputs -> (known outputs, residuals), with the original's constants;
-/// `unknown`: (residuals, unknown inputs) -> unknown outputs.
-struct PartialEvalJaxpr {
-  ClosedJaxpr known;
-  ClosedJaxpr unknown;
-  std::vector<bool> out_unknowns;
-  std::size_t num_res = 0;
-};
-
-/// Splits `closed` into the part computable from the inputs that `in_unknowns` marks known and
-/// the part that must wait for the unknown ones (Autodidax's `partial_eval_jaxpr`, JAX's
-/// `partial_eval_jaxpr_nounits`). Outputs marked in `instantiate` (one flag for all, or one per
-/// output) are unknown even when they could be known. Residuals are only the known values the
-/// unknown equations read, after dead code is removed from both halves.
-inline PartialEvalJaxpr partial_eval_jaxpr(const ClosedJaxpr& closed,
-                                           const std::vector<bool>& in_unknowns,
-                                           const std::vector<bool>& instantiate = {}) {
+XPR_FUNC PartialEvalJaxpr partial_eval_jaxpr(const ClosedJaxpr& closed,
+                                             const std::vector<bool>& in_unknowns,
+                                             const std::vector<bool>& instantiate) {
   const Jaxpr& jaxpr = closed.jaxpr;
   if (in_unknowns.size() != jaxpr.invars.size())
     throw core::type_error("partial_eval_jaxpr: expected one unknown flag per input (" +
@@ -642,9 +699,4 @@ inline PartialEvalJaxpr partial_eval_jaxpr(const ClosedJaxpr& closed,
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::dce_jaxpr;
-using rt::partial_eval_jaxpr;
-using rt::PartialVal;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -39,9 +40,18 @@ inline Array instantiate_zeros(const Cotangent& ct, const ShapedArray& aval) {
 /// others must be linear in their undefined inputs and are transposed in reverse order, skipping
 /// those whose output cotangents are all zero. Under an enclosing transformation every primitive
 /// binds as usual, so the result can itself be differentiated, batched or staged.
-inline Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> consts,
-                                std::span<const LinearArg> args,
-                                std::span<const Cotangent> cts_out) {
+Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> consts,
+                         std::span<const LinearArg> args, std::span<const Cotangent> cts_out);
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> consts,
+                                  std::span<const LinearArg> args,
+                                  std::span<const Cotangent> cts_out) {
   if (consts.size() != jaxpr.constvars.size() || args.size() != jaxpr.invars.size() ||
       cts_out.size() != jaxpr.outvars.size())
     throw core::type_error("backward_pass: expected " + std::to_string(jaxpr.constvars.size()) +
@@ -152,3 +162,4 @@ inline Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> const
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

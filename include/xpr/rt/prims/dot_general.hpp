@@ -15,8 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <Eigen/Core>
-
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
@@ -32,6 +31,10 @@
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/zeros.hpp"
 
+#if XPR_DEFINITIONS
+#include <Eigen/Core>
+#endif
+
 namespace xpr::rt {
 
 namespace detail {
@@ -44,15 +47,84 @@ struct DotLayout {
   ShapedArray out;
 };
 
-inline std::string dims_str(const Axes& a) {
+/// Checks `dn` against the operands (JAX's `_dot_general_shape_rule`) and derives the layout.
+DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs, const DotDimensionNumbers& dn);
+
+}  // namespace detail
+
+/// dot_general[dimension_numbers](lhs, rhs): contracts lhs_contracting with rhs_contracting
+/// dimensions pairwise, and runs over the paired batch dimensions:
+///   out[b, i, j] = Σ_k lhs[b, i, k] · rhs[b, k, j]
+/// with b, i, j, k multi-indices over batch, lhs free, rhs free and contracting dimensions. The
+/// output's dimensions are the batch dimensions (in lhs_batch order), then lhs's and rhs's free
+/// dimensions in order. Both operands have one dtype (jax.numpy promotes before); bool products
+/// are logical (or of ands), as in XLA.
+class DotGeneral final : public Primitive {
+ public:
+  constexpr DotGeneral() : Primitive("dot_general") {}
+
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
+
+  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+
+  /// Bilinear: ṫ = dot_general(ṫ_lhs, rhs) + dot_general(lhs, ṫ_rhs). Integer and bool products
+  /// are piecewise constant: zero tangent.
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const Params& params) const override;
+
+  /// With symbolic zeros: only the products with nonzero tangents.
+  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                           std::span<const Tangent> tangents,
+                                           const Params& params) const override;
+
+  /// Linear in either operand while the other is known (JAX's `_dot_general_transpose_lhs` and
+  /// `_rhs`): the cotangent contracted with the known operand over the latter's free dimensions,
+  /// its dimensions then permuted into the undefined operand's layout.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override;
+
+  /// Each operand gets its batch axis first (an unbatched one is broadcast), which becomes a new
+  /// leading batch dimension of both, so the output's batch axis is 0. (Turning a lone batch
+  /// axis into a free dimension, as JAX does, saves the broadcast but changes the GEMM's shape
+  /// and so its rounding; this way each example is computed exactly as alone.)
+  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
+                                     std::int64_t axis_size, const Params& params) const override;
+
+ private:
+  /// The cotangent of `x` in `dot_general(x, y)` (of `x` in `dot_general(y, x)` when `swap_ans`,
+  /// with `dn` swapped to match): `g`, laid out (batch, x free, y free) or (batch, y free, x free),
+  /// contracted with `y` over y's free dimensions, which leaves (batch, x free, x contracting in
+  /// the order of y's contracting dimensions); a transpose restores x's order.
+  Array transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
+                      const DotDimensionNumbers& dn, bool swap_ans) const;
+
+  void check_arity(std::size_t n) const {
+    if (n != 2)
+      throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));
+  }
+};
+
+inline constinit const DotGeneral dot_general_p{};
+
+/// `lax.dot_general(lhs, rhs, dimension_numbers)`: binds dot_general on operands of one dtype.
+inline Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dn) {
+  return bind1(dot_general_p, {lhs, rhs}, {{"dimension_numbers", dn}});
+}
+
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string dims_str(const Axes& a) {
   std::string s = "(";
   for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
   return s + (a.size() == 1 ? ",)" : ")");
 }
 
-/// Checks `dn` against the operands (JAX's `_dot_general_shape_rule`) and derives the layout.
-inline DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
-                            const DotDimensionNumbers& dn) {
+XPR_FUNC DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
+                              const DotDimensionNumbers& dn) {
   if (lhs.dtype != rhs.dtype)
     throw core::dtype_error("dot_general requires operands of the same dtype, found " +
                             std::string(core::name(lhs.dtype)) + " and " +
@@ -125,13 +197,13 @@ inline DotLayout dot_layout(const ShapedArray& lhs, const ShapedArray& rhs,
   return l;
 }
 
-inline Axes concat_axes(std::initializer_list<const Axes*> parts) {
+XPR_FUNC Axes concat_axes(std::initializer_list<const Axes*> parts) {
   Axes out;
   for (const Axes* p : parts) out.insert(out.end(), p->begin(), p->end());
   return out;
 }
 
-inline bool is_identity(const Axes& perm) {
+XPR_FUNC bool is_identity(const Axes& perm) {
   for (std::size_t i = 0; i < perm.size(); ++i)
     if (perm[i] != static_cast<std::int64_t>(i)) return false;
   return true;
@@ -196,186 +268,153 @@ void dot_general_kernel(const Array& lhs, const Array& rhs, const DotDimensionNu
       as_matrices(rhs.data<T>(), rhs.shape(), dn.rhs_batch, dn.rhs_contracting, l.rhs_free, rbuf);
   batched_gemm(a, b, out, l);
 }
+}  // namespace xpr::rt::detail
 
-}  // namespace detail
+namespace xpr::rt {
 
-/// dot_general[dimension_numbers](lhs, rhs): contracts lhs_contracting with rhs_contracting
-/// dimensions pairwise, and runs over the paired batch dimensions:
-///   out[b, i, j] = Σ_k lhs[b, i, k] · rhs[b, k, j]
-/// with b, i, j, k multi-indices over batch, lhs free, rhs free and contracting dimensions. The
-/// output's dimensions are the batch dimensions (in lhs_batch order), then lhs's and rhs's free
-/// dimensions in order. Both operands have one dtype (jax.numpy promotes before); bool products
-/// are logical (or of ands), as in XLA.
-class DotGeneral final : public Primitive {
- public:
-  constexpr DotGeneral() : Primitive("dot_general") {}
-
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    check_arity(args.size());
-    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
-    const Array &lhs = args[0], &rhs = args[1];
-    detail::DotLayout l = detail::dot_layout(lhs.aval(), rhs.aval(), dn);
-    ArrayBuilder b(l.out);
-    if (l.out.shape.size() == 0) return {std::move(b).finish()};
-    dispatch_dtype(lhs.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, bool>) {
-        // Count the true products in int32 (Eigen's GEMM wants a ring), then test for nonzero.
-        auto as_i32 = [](const Array& x) {
-          ArrayBuilder c(ShapedArray{x.shape(), DType::int32, false});
-          std::transform(x.data<bool>(), x.data<bool>() + x.size(), c.data<std::int32_t>(),
-                         [](bool v) { return static_cast<std::int32_t>(v); });
-          return std::move(c).finish();
-        };
-        std::vector<std::int32_t> counts(static_cast<std::size_t>(l.out.shape.size()));
-        detail::dot_general_kernel(as_i32(lhs), as_i32(rhs), dn, l, counts.data());
-        std::transform(counts.begin(), counts.end(), b.data<bool>(),
-                       [](std::int32_t v) { return v != 0; });
-      } else {
-        detail::dot_general_kernel(lhs, rhs, dn, l, b.data<T>());
-      }
-    });
-    return {std::move(b).finish()};
-  }
-
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
-    check_arity(args.size());
-    return {
-        detail::dot_layout(args[0], args[1], params.get<DotDimensionNumbers>("dimension_numbers"))
-            .out};
-  }
-
-  /// Bilinear: ṫ = dot_general(ṫ_lhs, rhs) + dot_general(lhs, ṫ_rhs). Integer and bool products
-  /// are piecewise constant: zero tangent.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override {
-    check_arity(primals.size());
-    Array ans = bind1(*this, {primals[0], primals[1]}, params);
-    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
-    Array t = bind1(add_p, {bind1(*this, {tangents[0], primals[1]}, params),
-                            bind1(*this, {primals[0], tangents[1]}, params)});
-    return {{std::move(ans)}, {std::move(t)}};
-  }
-
-  /// With symbolic zeros: only the products with nonzero tangents.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    check_arity(primals.size());
-    Array ans = bind1(*this, {primals[0], primals[1]}, params);
-    if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
-      return {{ans}, {std::nullopt}};
-    std::optional<Array> t;
-    if (tangents[0]) t = bind1(*this, {*tangents[0], primals[1]}, params);
-    if (tangents[1]) {
-      Array r = bind1(*this, {primals[0], *tangents[1]}, params);
-      t = t ? bind1(add_p, {*t, r}) : r;
-    }
-    return {{ans}, {detail::fit_tangent(*t, ans.aval())}};
-  }
-
-  /// Linear in either operand while the other is known (JAX's `_dot_general_transpose_lhs` and
-  /// `_rhs`): the cotangent contracted with the known operand over the latter's free dimensions,
-  /// its dimensions then permuted into the undefined operand's layout.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    check_arity(args.size());
-    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
-    Cotangents out(2);
-    if (is_undefined_primal(args[0])) {
-      const Array& y = detail::known_operand(name(), args[1], "one operand");
-      out[0] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[0]), y, dn, false),
-                                     aval_of(args[0]));
+XPR_FUNC Arrays DotGeneral::impl(std::span<const Array> args, const Params& params) const {
+  check_arity(args.size());
+  const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+  const Array &lhs = args[0], &rhs = args[1];
+  detail::DotLayout l = detail::dot_layout(lhs.aval(), rhs.aval(), dn);
+  ArrayBuilder b(l.out);
+  if (l.out.shape.size() == 0) return {std::move(b).finish()};
+  dispatch_dtype(lhs.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      // Count the true products in int32 (Eigen's GEMM wants a ring), then test for nonzero.
+      auto as_i32 = [](const Array& x) {
+        ArrayBuilder c(ShapedArray{x.shape(), DType::int32, false});
+        std::transform(x.data<bool>(), x.data<bool>() + x.size(), c.data<std::int32_t>(),
+                       [](bool v) { return static_cast<std::int32_t>(v); });
+        return std::move(c).finish();
+      };
+      std::vector<std::int32_t> counts(static_cast<std::size_t>(l.out.shape.size()));
+      detail::dot_general_kernel(as_i32(lhs), as_i32(rhs), dn, l, counts.data());
+      std::transform(counts.begin(), counts.end(), b.data<bool>(),
+                     [](std::int32_t v) { return v != 0; });
     } else {
-      const Array& x = detail::known_operand(name(), args[0], "one operand");
-      if (is_undefined_primal(args[1])) {
-        DotDimensionNumbers swapped{dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch,
-                                    dn.lhs_batch};
-        out[1] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[1]), x, swapped, true),
-                                       aval_of(args[1]));
-      }
+      detail::dot_general_kernel(lhs, rhs, dn, l, b.data<T>());
     }
+  });
+  return {std::move(b).finish()};
+}
+
+XPR_FUNC Avals DotGeneral::abstract_eval(std::span<const ShapedArray> args,
+                                         const Params& params) const {
+  check_arity(args.size());
+  return {detail::dot_layout(args[0], args[1], params.get<DotDimensionNumbers>("dimension_numbers"))
+              .out};
+}
+
+XPR_FUNC std::pair<Arrays, Arrays> DotGeneral::jvp(std::span<const Array> primals,
+                                                   std::span<const Array> tangents,
+                                                   const Params& params) const {
+  check_arity(primals.size());
+  Array ans = bind1(*this, {primals[0], primals[1]}, params);
+  if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(ans.aval())}};
+  Array t = bind1(add_p, {bind1(*this, {tangents[0], primals[1]}, params),
+                          bind1(*this, {primals[0], tangents[1]}, params)});
+  return {{std::move(ans)}, {std::move(t)}};
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> DotGeneral::jvp_symbolic(std::span<const Array> primals,
+                                                              std::span<const Tangent> tangents,
+                                                              const Params& params) const {
+  check_arity(primals.size());
+  Array ans = bind1(*this, {primals[0], primals[1]}, params);
+  if (!detail::has_tangent_space(ans.aval()) || detail::all_zero(tangents))
+    return {{ans}, {std::nullopt}};
+  std::optional<Array> t;
+  if (tangents[0]) t = bind1(*this, {*tangents[0], primals[1]}, params);
+  if (tangents[1]) {
+    Array r = bind1(*this, {primals[0], *tangents[1]}, params);
+    t = t ? bind1(add_p, {*t, r}) : r;
+  }
+  return {{ans}, {detail::fit_tangent(*t, ans.aval())}};
+}
+
+XPR_FUNC Cotangents DotGeneral::transpose(std::span<const Cotangent> cts,
+                                          std::span<const LinearArg> args,
+                                          const Params& params) const {
+  check_arity(args.size());
+  const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+  Cotangents out(2);
+  if (is_undefined_primal(args[0])) {
+    const Array& y = detail::known_operand(name(), args[1], "one operand");
+    out[0] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[0]), y, dn, false),
+                                   aval_of(args[0]));
+  } else {
+    const Array& x = detail::known_operand(name(), args[0], "one operand");
+    if (is_undefined_primal(args[1])) {
+      DotDimensionNumbers swapped{dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch,
+                                  dn.lhs_batch};
+      out[1] = detail::fit_cotangent(transpose_lhs(*cts[0], aval_of(args[1]), x, swapped, true),
+                                     aval_of(args[1]));
+    }
+  }
+  return out;
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> DotGeneral::batch(std::span<const Array> args,
+                                                        std::span<const BatchDim> dims,
+                                                        std::int64_t axis_size,
+                                                        const Params& params) const {
+  check_arity(args.size());
+  const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
+  if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
+  // Malformed dimension numbers are reported against the per-example shapes, as without vmap.
+  auto example = [&](std::size_t i) {
+    return dims[i] ? detail::unbatched_aval(args[i].aval(), *dims[i]) : args[i].aval();
+  };
+  (void)detail::dot_layout(example(0), example(1), dn);
+  auto shifted = [](const Axes& axes, bool lead) {
+    Axes out;
+    if (lead) out.push_back(0);
+    for (std::int64_t a : axes) out.push_back(a + 1);
     return out;
-  }
+  };
+  DotDimensionNumbers bdn{shifted(dn.lhs_contracting, false), shifted(dn.rhs_contracting, false),
+                          shifted(dn.lhs_batch, true), shifted(dn.rhs_batch, true)};
+  Array lhs = bdim_at_front(args[0], dims[0], axis_size);
+  Array rhs = bdim_at_front(args[1], dims[1], axis_size);
+  return {{bind1(*this, {lhs, rhs}, {{"dimension_numbers", std::move(bdn)}})}, {0}};
+}
 
-  /// Each operand gets its batch axis first (an unbatched one is broadcast), which becomes a new
-  /// leading batch dimension of both, so the output's batch axis is 0. (Turning a lone batch
-  /// axis into a free dimension, as JAX does, saves the broadcast but changes the GEMM's shape
-  /// and so its rounding; this way each example is computed exactly as alone.)
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    check_arity(args.size());
-    const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
-    if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
-    // Malformed dimension numbers are reported against the per-example shapes, as without vmap.
-    auto example = [&](std::size_t i) {
-      return dims[i] ? detail::unbatched_aval(args[i].aval(), *dims[i]) : args[i].aval();
-    };
-    (void)detail::dot_layout(example(0), example(1), dn);
-    auto shifted = [](const Axes& axes, bool lead) {
-      Axes out;
-      if (lead) out.push_back(0);
-      for (std::int64_t a : axes) out.push_back(a + 1);
-      return out;
-    };
-    DotDimensionNumbers bdn{shifted(dn.lhs_contracting, false), shifted(dn.rhs_contracting, false),
-                            shifted(dn.lhs_batch, true), shifted(dn.rhs_batch, true)};
-    Array lhs = bdim_at_front(args[0], dims[0], axis_size);
-    Array rhs = bdim_at_front(args[1], dims[1], axis_size);
-    return {{bind1(*this, {lhs, rhs}, {{"dimension_numbers", std::move(bdn)}})}, {0}};
-  }
-
- private:
-  /// The cotangent of `x` in `dot_general(x, y)` (of `x` in `dot_general(y, x)` when `swap_ans`,
-  /// with `dn` swapped to match): `g`, laid out (batch, x free, y free) or (batch, y free, x free),
-  /// contracted with `y` over y's free dimensions, which leaves (batch, x free, x contracting in
-  /// the order of y's contracting dimensions); a transpose restores x's order.
-  Array transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
-                      const DotDimensionNumbers& dn, bool swap_ans) const {
-    auto remaining = [](std::size_t rank, const Axes& a, const Axes& b) {
-      Axes out;
-      for (std::int64_t d = 0; d < static_cast<std::int64_t>(rank); ++d)
-        if (std::find(a.begin(), a.end(), d) == a.end() &&
-            std::find(b.begin(), b.end(), d) == b.end())
-          out.push_back(d);
-      return out;
-    };
-    auto range = [](std::size_t start, std::size_t n) {
-      Axes out;
-      for (std::size_t i = 0; i < n; ++i) out.push_back(static_cast<std::int64_t>(start + i));
-      return out;
-    };
-    const Axes x_kept = remaining(x.ndim(), dn.lhs_contracting, dn.lhs_batch);
-    const Axes y_kept = remaining(y.ndim(), dn.rhs_contracting, dn.rhs_batch);
-    const std::size_t nb = dn.lhs_batch.size();
-    const Axes ans_batch = range(0, nb);
-    const Axes ans_y = range(swap_ans ? nb : nb + x_kept.size(), y_kept.size());
-    const DotDimensionNumbers dims{ans_y, y_kept, ans_batch, dn.rhs_batch};
-    // x's contracting dimensions in the order of y's (the order y's free dimensions come out in).
-    std::vector<std::size_t> by_y(dn.rhs_contracting.size());
-    for (std::size_t i = 0; i < by_y.size(); ++i) by_y[i] = i;
-    std::sort(by_y.begin(), by_y.end(), [&](std::size_t a, std::size_t b) {
-      return dn.rhs_contracting[a] < dn.rhs_contracting[b];
-    });
-    Axes layout = detail::concat_axes({&dn.lhs_batch, &x_kept});
-    for (std::size_t i : by_y) layout.push_back(dn.lhs_contracting[i]);
-    Axes to_x(layout.size());  // argsort(layout)
-    for (std::size_t p = 0; p < layout.size(); ++p)
-      to_x[static_cast<std::size_t>(layout[p])] = static_cast<std::int64_t>(p);
-    return rt::transpose(bind1(*this, {g, y}, {{"dimension_numbers", dims}}), to_x);
-  }
-
-  void check_arity(std::size_t n) const {
-    if (n != 2)
-      throw core::type_error("dot_general expected 2 operands, found " + std::to_string(n));
-  }
-};
-
-inline constinit const DotGeneral dot_general_p{};
-
-/// `lax.dot_general(lhs, rhs, dimension_numbers)`: binds dot_general on operands of one dtype.
-inline Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dn) {
-  return bind1(dot_general_p, {lhs, rhs}, {{"dimension_numbers", dn}});
+XPR_FUNC Array DotGeneral::transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
+                                         const DotDimensionNumbers& dn, bool swap_ans) const {
+  auto remaining = [](std::size_t rank, const Axes& a, const Axes& b) {
+    Axes out;
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(rank); ++d)
+      if (std::find(a.begin(), a.end(), d) == a.end() &&
+          std::find(b.begin(), b.end(), d) == b.end())
+        out.push_back(d);
+    return out;
+  };
+  auto range = [](std::size_t start, std::size_t n) {
+    Axes out;
+    for (std::size_t i = 0; i < n; ++i) out.push_back(static_cast<std::int64_t>(start + i));
+    return out;
+  };
+  const Axes x_kept = remaining(x.ndim(), dn.lhs_contracting, dn.lhs_batch);
+  const Axes y_kept = remaining(y.ndim(), dn.rhs_contracting, dn.rhs_batch);
+  const std::size_t nb = dn.lhs_batch.size();
+  const Axes ans_batch = range(0, nb);
+  const Axes ans_y = range(swap_ans ? nb : nb + x_kept.size(), y_kept.size());
+  const DotDimensionNumbers dims{ans_y, y_kept, ans_batch, dn.rhs_batch};
+  // x's contracting dimensions in the order of y's (the order y's free dimensions come out in).
+  std::vector<std::size_t> by_y(dn.rhs_contracting.size());
+  for (std::size_t i = 0; i < by_y.size(); ++i) by_y[i] = i;
+  std::sort(by_y.begin(), by_y.end(), [&](std::size_t a, std::size_t b) {
+    return dn.rhs_contracting[a] < dn.rhs_contracting[b];
+  });
+  Axes layout = detail::concat_axes({&dn.lhs_batch, &x_kept});
+  for (std::size_t i : by_y) layout.push_back(dn.lhs_contracting[i]);
+  Axes to_x(layout.size());  // argsort(layout)
+  for (std::size_t p = 0; p < layout.size(); ++p)
+    to_x[static_cast<std::size_t>(layout[p])] = static_cast<std::int64_t>(p);
+  return rt::transpose(bind1(*this, {g, y}, {{"dimension_numbers", dims}}), to_x);
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -12,6 +12,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
@@ -35,54 +36,15 @@ constexpr bool accepts_v(Accepts accepts) {
   return true;
 }
 
-inline void check_accepts(const std::string& prim, DType t, Accepts accepts) {
-  bool ok = accepts == Accepts::any || (accepts == Accepts::numeric && !core::is_bool(t)) ||
-            (accepts == Accepts::floating && core::is_floating(t));
-  if (!ok)
-    throw core::dtype_error(
-        prim + " does not accept dtype " + std::string(core::name(t)) + ": expected " +
-        (accepts == Accepts::floating ? "a floating dtype (float32 or float64)"
-                                      : "a numeric dtype (int32, int64, float32 or float64)"));
-}
+void check_accepts(const std::string& prim, DType t, Accepts accepts);
 
 /// abstract_eval of a unary elementwise primitive: the output has the operand's shape and dtype.
-inline ShapedArray unary_aval(const std::string& prim, std::span<const ShapedArray> args,
-                              Accepts accepts) {
-  if (args.size() != 1)
-    throw core::type_error(prim + " expected 1 operand, found " + std::to_string(args.size()));
-  check_accepts(prim, args[0].dtype, accepts);
-  return args[0];
-}
+ShapedArray unary_aval(const std::string& prim, std::span<const ShapedArray> args, Accepts accepts);
 
 /// abstract_eval of an n-ary elementwise primitive: equal dtypes, and equal shapes except that a
 /// rank-0 operand stands for any shape (how a scalar literal meets an array, `mul c 3.0:f64[]`).
-inline ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArray> args,
-                             Accepts accepts, std::size_t first_same_dtype = 0) {
-  const ShapedArray* big = nullptr;
-  bool weak = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const ShapedArray& a = args[i];
-    if (i >= first_same_dtype) {
-      check_accepts(prim, a.dtype, accepts);
-      if (a.dtype != args[first_same_dtype].dtype)
-        throw core::dtype_error(prim + " requires arguments to have the same dtype, found " +
-                                std::string(core::name(args[first_same_dtype].dtype)) + " and " +
-                                std::string(core::name(a.dtype)));
-      weak = weak && a.weak_type;
-    }
-    if (a.ndim() == 0) continue;
-    if (big && big->shape != a.shape)
-      throw core::shape_error(prim +
-                              " requires arguments to have the same shape (or rank 0), "
-                              "found shapes " +
-                              big->shape.str() + " and " + a.shape.str());
-    big = &a;
-  }
-  ShapedArray out = big ? *big : args[first_same_dtype];
-  out.dtype = args[first_same_dtype].dtype;
-  out.weak_type = weak;
-  return out;
-}
+ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArray> args, Accepts accepts,
+                      std::size_t first_same_dtype = 0);
 
 // ---- kernels ----------------------------------------------------------------------------------
 
@@ -172,3 +134,56 @@ void map_ternary(const A* a, bool a_scalar, const B* b, bool b_scalar, const C* 
 }
 
 }  // namespace xpr::rt::detail
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC void check_accepts(const std::string& prim, DType t, Accepts accepts) {
+  bool ok = accepts == Accepts::any || (accepts == Accepts::numeric && !core::is_bool(t)) ||
+            (accepts == Accepts::floating && core::is_floating(t));
+  if (!ok)
+    throw core::dtype_error(
+        prim + " does not accept dtype " + std::string(core::name(t)) + ": expected " +
+        (accepts == Accepts::floating ? "a floating dtype (float32 or float64)"
+                                      : "a numeric dtype (int32, int64, float32 or float64)"));
+}
+
+XPR_FUNC ShapedArray unary_aval(const std::string& prim, std::span<const ShapedArray> args,
+                                Accepts accepts) {
+  if (args.size() != 1)
+    throw core::type_error(prim + " expected 1 operand, found " + std::to_string(args.size()));
+  check_accepts(prim, args[0].dtype, accepts);
+  return args[0];
+}
+
+XPR_FUNC ShapedArray nary_aval(const std::string& prim, std::span<const ShapedArray> args,
+                               Accepts accepts, std::size_t first_same_dtype) {
+  const ShapedArray* big = nullptr;
+  bool weak = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const ShapedArray& a = args[i];
+    if (i >= first_same_dtype) {
+      check_accepts(prim, a.dtype, accepts);
+      if (a.dtype != args[first_same_dtype].dtype)
+        throw core::dtype_error(prim + " requires arguments to have the same dtype, found " +
+                                std::string(core::name(args[first_same_dtype].dtype)) + " and " +
+                                std::string(core::name(a.dtype)));
+      weak = weak && a.weak_type;
+    }
+    if (a.ndim() == 0) continue;
+    if (big && big->shape != a.shape)
+      throw core::shape_error(prim +
+                              " requires arguments to have the same shape (or rank 0), "
+                              "found shapes " +
+                              big->shape.str() + " and " + a.shape.str());
+    big = &a;
+  }
+  ShapedArray out = big ? *big : args[first_same_dtype];
+  out.dtype = args[first_same_dtype].dtype;
+  out.weak_type = weak;
+  return out;
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
@@ -45,11 +46,7 @@ namespace xpr::rt {
 
 namespace detail::gs {
 
-inline std::string tuple_str(const Axes& a) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
-  return s + (a.size() == 1 ? ",)" : ")");
-}
+std::string tuple_str(const Axes& a);
 
 inline bool contains(const Axes& a, std::int64_t v) {
   return std::find(a.begin(), a.end(), v) != a.end();
@@ -57,192 +54,33 @@ inline bool contains(const Axes& a, std::int64_t v) {
 
 /// Checks that the dimension numbers `field` lie in [0, bound) (`what` names the bound), are
 /// distinct, and increase when `sorted`.
-inline void check_dims(const std::string& prim, const char* field, const Axes& axes,
-                       std::int64_t bound, const char* what, bool sorted) {
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] < 0 || axes[i] >= bound)
-      throw core::shape_error(prim + ": expected " + field + " in [0, " + std::to_string(bound) +
-                              ") (" + what + "), found " + tuple_str(axes));
-    for (std::size_t j = 0; j < i; ++j)
-      if (axes[j] == axes[i] || (sorted && axes[j] > axes[i]))
-        throw core::shape_error(prim + ": expected " + field + " to be " +
-                                (sorted ? "sorted and " : "") + "without repeats, found " +
-                                tuple_str(axes));
-  }
-}
+void check_dims(const std::string& prim, const char* field, const Axes& axes, std::int64_t bound,
+                const char* what, bool sorted);
 
-inline void check_disjoint(const std::string& prim, const char* fa, const Axes& a, const char* fb,
-                           const Axes& b) {
-  for (std::int64_t d : a)
-    if (contains(b, d))
-      throw core::shape_error(prim + ": expected " + fa + " " + tuple_str(a) + " and " + fb + " " +
-                              tuple_str(b) + " to have no dimension in common, found " +
-                              std::to_string(d) + " in both");
-}
+void check_disjoint(const std::string& prim, const char* fa, const Axes& a, const char* fb,
+                    const Axes& b);
 
-inline void check_indices_type(const std::string& prim, const ShapedArray& idx) {
-  if (!core::is_integer(idx.dtype))
-    throw core::dtype_error(prim +
-                            ": expected indices of an integer dtype (int32 or int64), found " +
-                            std::string(core::name(idx.dtype)));
-  if (idx.ndim() == 0)
-    throw core::shape_error(prim +
-                            ": expected indices of rank >= 1 (the last dimension holds the index "
-                            "vectors), found shape ()");
-}
+void check_indices_type(const std::string& prim, const ShapedArray& idx);
 
-inline Shape checked_shape(const std::string& prim, std::vector<std::int64_t> dims) {
-  std::int64_t n = 1;
-  for (std::int64_t d : dims)
-    if (__builtin_mul_overflow(n, d, &n))
-      throw core::shape_error(prim + ": the result's size overflows int64 (shape " +
-                              Shape(dims).str() + ")");
-  return Shape(std::move(dims));
-}
+Shape checked_shape(const std::string& prim, std::vector<std::int64_t> dims);
 
 /// The operand dimensions that are window dimensions (neither collapsed/inserted nor batching),
 /// in increasing order.
-inline std::vector<std::size_t> window_dims(std::size_t rank, const Axes& dropped,
-                                            const Axes& batching) {
-  std::vector<std::size_t> w;
-  for (std::size_t d = 0; d < rank; ++d) {
-    const auto s = static_cast<std::int64_t>(d);
-    if (!contains(dropped, s) && !contains(batching, s)) w.push_back(d);
-  }
-  return w;
-}
+std::vector<std::size_t> window_dims(std::size_t rank, const Axes& dropped, const Axes& batching);
 
 /// Checks the parts that gather and scatter share: the batching dimensions and the index map.
-inline void check_common(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
-                         const Axes& dropped, const char* dropped_name, const Axes& obd,
-                         const Axes& ibd, const char* ibd_name, const Axes& index_map,
-                         const char* map_name) {
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  const auto batch_rank = static_cast<std::int64_t>(idx.ndim()) - 1;
-  check_dims(prim, dropped_name, dropped, rank, "the operand's dimensions", true);
-  check_dims(prim, "operand_batching_dims", obd, rank, "the operand's dimensions", true);
-  check_disjoint(prim, dropped_name, dropped, "operand_batching_dims", obd);
-  check_dims(prim, ibd_name, ibd, batch_rank,
-             "the indices' dimensions except the last, which holds the index vectors", false);
-  if (ibd.size() != obd.size())
-    throw core::shape_error(prim + ": expected as many " + ibd_name + " as operand_batching_dims " +
-                            tuple_str(obd) + ", found " + tuple_str(ibd));
-  for (std::size_t i = 0; i < obd.size(); ++i) {
-    const std::int64_t a = x.shape[static_cast<std::size_t>(obd[i])],
-                       b = idx.shape[static_cast<std::size_t>(ibd[i])];
-    if (a != b)
-      throw core::shape_error(prim + ": expected operand batching dimension " +
-                              std::to_string(obd[i]) + " (size " + std::to_string(a) +
-                              ") and indices batching dimension " + std::to_string(ibd[i]) +
-                              " (size " + std::to_string(b) + ") to have equal sizes; shapes " +
-                              x.shape.str() + " and " + idx.shape.str());
-  }
-  check_dims(prim, map_name, index_map, rank, "the operand's dimensions", false);
-  check_disjoint(prim, map_name, index_map, "operand_batching_dims", obd);
-  const std::int64_t k = idx.shape[idx.ndim() - 1];
-  if (static_cast<std::int64_t>(index_map.size()) != k)
-    throw core::shape_error(prim + ": expected " + map_name + " " + tuple_str(index_map) +
-                            " to have one entry per index vector element, the last dimension of "
-                            "the indices' shape " +
-                            idx.shape.str() + ", found " + std::to_string(index_map.size()) +
-                            " entries for " + std::to_string(k) + " elements");
-}
+void check_common(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                  const Axes& dropped, const char* dropped_name, const Axes& obd, const Axes& ibd,
+                  const char* ibd_name, const Axes& index_map, const char* map_name);
 
 /// Gather's output shape (XLA's shape rule), after checking every dimension number.
-inline Shape gather_shape(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
-                          const GatherDimensionNumbers& dn, const Axes& ss) {
-  check_indices_type(prim, idx);
-  const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
-  if (ss.size() != rank)
-    throw core::shape_error(prim + ": expected slice_sizes of length " + std::to_string(rank) +
-                            " (the operand's rank), found " + tuple_str(ss));
-  check_common(prim, x, idx, dn.collapsed_slice_dims, "collapsed_slice_dims",
-               dn.operand_batching_dims, dn.start_indices_batching_dims,
-               "start_indices_batching_dims", dn.start_index_map, "start_index_map");
-  for (std::size_t d = 0; d < rank; ++d)
-    if (ss[d] < 0 || ss[d] > x.shape[d])
-      throw core::shape_error(prim +
-                              ": expected 0 <= slice_sizes <= operand shape, found "
-                              "slice_sizes " +
-                              tuple_str(ss) + " for operand shape " + x.shape.str());
-  for (const Axes* a : {&dn.collapsed_slice_dims, &dn.operand_batching_dims})
-    for (std::int64_t d : *a)
-      if (ss[static_cast<std::size_t>(d)] != 1)
-        throw core::shape_error(prim +
-                                ": expected slice size 1 in each collapsed or batching "
-                                "dimension, found slice_sizes " +
-                                tuple_str(ss) + " with dimension " + std::to_string(d) +
-                                " collapsed or batching");
-  const std::vector<std::size_t> window =
-      window_dims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
-  const std::size_t out_rank = batch_rank + dn.offset_dims.size();
-  check_dims(prim, "offset_dims", dn.offset_dims, static_cast<std::int64_t>(out_rank),
-             "the output's dimensions", true);
-  if (dn.offset_dims.size() != window.size())
-    throw core::shape_error(prim + ": expected " + std::to_string(window.size()) +
-                            " offset_dims (the operand's rank " + std::to_string(rank) +
-                            " minus its collapsed and batching dimensions), found " +
-                            tuple_str(dn.offset_dims));
-  std::vector<std::int64_t> out(out_rank);
-  std::size_t w = 0, b = 0;
-  for (std::size_t o = 0; o < out_rank; ++o)
-    out[o] =
-        contains(dn.offset_dims, static_cast<std::int64_t>(o)) ? ss[window[w++]] : idx.shape[b++];
-  return checked_shape(prim, std::move(out));
-}
+Shape gather_shape(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                   const GatherDimensionNumbers& dn, const Axes& ss);
 
 /// Checks a scatter's operands and dimension numbers (XLA's shape rule); the output is the
 /// operand's type.
-inline void check_scatter(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
-                          const ShapedArray& u, const ScatterDimensionNumbers& dn) {
-  check_indices_type(prim, idx);
-  if (u.dtype != x.dtype)
-    throw core::dtype_error(prim + ": expected updates of the operand's dtype " +
-                            std::string(core::name(x.dtype)) + ", found " +
-                            std::string(core::name(u.dtype)));
-  check_common(prim, x, idx, dn.inserted_window_dims, "inserted_window_dims",
-               dn.operand_batching_dims, dn.scatter_indices_batching_dims,
-               "scatter_indices_batching_dims", dn.scatter_dims_to_operand_dims,
-               "scatter_dims_to_operand_dims");
-  const std::size_t batch_rank = idx.ndim() - 1;
-  const std::vector<std::size_t> window =
-      window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
-  if (dn.update_window_dims.size() != window.size())
-    throw core::shape_error(prim + ": expected " + std::to_string(window.size()) +
-                            " update_window_dims (the operand's rank " + std::to_string(x.ndim()) +
-                            " minus its inserted and batching dimensions), found " +
-                            tuple_str(dn.update_window_dims));
-  if (u.ndim() != batch_rank + window.size())
-    throw core::shape_error(prim + ": expected updates of rank " +
-                            std::to_string(batch_rank + window.size()) +
-                            " (the indices' batch dimensions plus the window dimensions), found "
-                            "shape " +
-                            u.shape.str());
-  check_dims(prim, "update_window_dims", dn.update_window_dims, static_cast<std::int64_t>(u.ndim()),
-             "the updates' dimensions", true);
-  std::size_t w = 0, b = 0;
-  for (std::size_t d = 0; d < u.ndim(); ++d) {
-    if (contains(dn.update_window_dims, static_cast<std::int64_t>(d))) {
-      const std::size_t od = window[w++];
-      if (u.shape[d] > x.shape[od])
-        throw core::shape_error(prim +
-                                ": expected the update window no larger than the "
-                                "operand, found updates dimension " +
-                                std::to_string(d) + " of size " + std::to_string(u.shape[d]) +
-                                " for operand dimension " + std::to_string(od) + " of size " +
-                                std::to_string(x.shape[od]));
-    } else {
-      const std::int64_t want = idx.shape[b++];
-      if (u.shape[d] != want)
-        throw core::shape_error(
-            prim +
-            ": expected the updates' scatter dimensions to match the "
-            "indices' batch dimensions " +
-            Shape(std::vector<std::int64_t>(idx.shape.begin(), idx.shape.end() - 1)).str() +
-            ", found updates shape " + u.shape.str());
-    }
-  }
-}
+void check_scatter(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                   const ShapedArray& u, const ScatterDimensionNumbers& dn);
 
 /// Calls `f(a, b)` for each index of `shape` in row-major order (not at all if a size is 0), with
 /// `a` and `b` its offsets under the steps `sa` and `sb`, kept incrementally.
@@ -284,55 +122,19 @@ inline std::int64_t coordinate(std::int64_t row, std::span<const std::int64_t> s
 }
 
 /// The indices as int64, whatever their integer dtype.
-inline std::vector<std::int64_t> index_values(const Array& idx) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(idx.size()));
-  if (idx.dtype() == DType::int32) {
-    const std::int32_t* p = idx.data<std::int32_t>();
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = p[i];
-  } else {
-    const std::int64_t* p = idx.data<std::int64_t>();
-    std::copy(p, p + v.size(), v.begin());
-  }
-  return v;
-}
+std::vector<std::int64_t> index_values(const Array& idx);
 
 inline GatherScatterMode mode_of(const Params& p) { return p.get<GatherScatterMode>("mode"); }
-inline bool flag(const Params& p, const char* name) {
-  const ParamValue* v = p.find(name);
-  const bool* b = v ? std::get_if<bool>(v) : nullptr;
-  return b && *b;
-}
+bool flag(const Params& p, const char* name);
 
 /// The start of a window of `size` along a dimension of `dim` at index `i`: clamped into
 /// [0, dim - size], or empty when out of bounds and `drop` (fill_or_drop).
-inline std::optional<std::int64_t> window_start(std::int64_t i, std::int64_t size, std::int64_t dim,
-                                                bool drop) {
-  const std::int64_t hi = dim - size;
-  if (i >= 0 && i <= hi) return i;
-  if (drop) return std::nullopt;
-  return i < 0 ? 0 : hi;
-}
+std::optional<std::int64_t> window_start(std::int64_t i, std::int64_t size, std::int64_t dim,
+                                         bool drop);
 
 /// gather's `fill_value` parameter checked against the operand's dtype: None, or a number that
 /// converts to it exactly (a bool for bool).
-inline void check_fill_value(const std::string& prim, const Params& p, DType dtype) {
-  const ParamValue* v = p.find("fill_value");
-  if (!v || std::holds_alternative<None>(*v)) return;
-  bool ok = false;
-  if (std::holds_alternative<double>(*v)) {
-    ok = core::is_floating(dtype);
-  } else if (const std::int64_t* i = std::get_if<std::int64_t>(v)) {
-    ok = core::is_floating(dtype) || dtype == DType::int64 ||
-         (dtype == DType::int32 && *i >= std::numeric_limits<std::int32_t>::min() &&
-          *i <= std::numeric_limits<std::int32_t>::max()) ||
-         (dtype == DType::bool_ && (*i == 0 || *i == 1));
-  } else if (std::holds_alternative<bool>(*v)) {
-    ok = true;
-  }
-  if (!ok)
-    throw core::type_error(prim + ": expected fill_value None or a number representable in " +
-                           std::string(core::name(dtype)) + ", found another value");
-}
+void check_fill_value(const std::string& prim, const Params& p, DType dtype);
 
 /// The value gather writes for an out-of-bounds window: `fill_value`, or JAX's default (NaN for
 /// floats, the least value for signed integers, true for bool).
@@ -375,62 +177,7 @@ class Gather final : public Primitive {
  public:
   constexpr Gather() : Primitive("gather") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
-    const Array &x = args[0], &idx = args[1];
-    const ShapedArray out = abstract_eval_one(x.aval(), idx.aval(), params);
-    const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
-    const Axes& ss = params.get<Axes>("slice_sizes");
-    const bool drop = detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop;
-    const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
-    const std::vector<std::int64_t> xs = core::strides_of(x.shape()),
-                                    os = core::strides_of(out.shape);
-    const std::vector<std::size_t> window =
-        detail::gs::window_dims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
-    std::vector<std::int64_t> wsize, wsrc, wdst;  // per window dimension: size, steps
-    for (std::size_t k = 0; k < window.size(); ++k) {
-      wsize.push_back(ss[window[k]]);
-      wsrc.push_back(xs[window[k]]);
-      wdst.push_back(os[static_cast<std::size_t>(dn.offset_dims[k])]);
-    }
-    std::vector<std::int64_t> bdst;  // per batch dimension: the output step
-    for (std::size_t o = 0; o < out.ndim(); ++o)
-      if (!detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o)))
-        bdst.push_back(os[o]);
-    const std::vector<std::int64_t> iv = detail::gs::index_values(idx);
-    const std::size_t k_len = dn.start_index_map.size();
-    const std::span<const std::int64_t> batch_shape(idx.shape().dims().data(), batch_rank);
-    const std::vector<std::int64_t> rows =
-        core::strides_of(Shape(std::vector<std::int64_t>(batch_shape.begin(), batch_shape.end())));
-    ArrayBuilder b(out);
-    dispatch_dtype(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* src = x.data<T>();
-      T* dst = b.data<T>();
-      const T fill = detail::gs::fill_value_as<T>(params);
-      detail::gs::walk(batch_shape, rows, bdst, [&](std::int64_t row, std::int64_t dst0) {
-        // The window's first element: the clamped starts along start_index_map, the index
-        // vector's own coordinates along the batching dimensions.
-        bool oob = false;
-        std::int64_t src0 = 0;
-        for (std::size_t k = 0; k < k_len; ++k) {
-          const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
-          const auto s = detail::gs::window_start(iv[static_cast<std::size_t>(row) * k_len + k],
-                                                  ss[d], x.shape()[d], drop);
-          if (!s) oob = true;
-          src0 += s.value_or(0) * xs[d];
-        }
-        for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
-          src0 +=
-              detail::gs::coordinate(row, batch_shape, rows, dn.start_indices_batching_dims[i]) *
-              xs[static_cast<std::size_t>(dn.operand_batching_dims[i])];
-        detail::gs::walk(wsize, wsrc, wdst, [&](std::int64_t so, std::int64_t dof) {
-          dst[dst0 + dof] = oob ? fill : src[src0 + so];
-        });
-      });
-    });
-    return {std::move(b).finish()};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
@@ -438,23 +185,13 @@ class Gather final : public Primitive {
   }
 
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override {
-    detail::check_operand_count(name(), primals.size(), 2, " (operand, indices)");
-    Arrays out = rt::bind(*this, primals, params);
-    return {out, {bind1(*this, {tangents[0], primals[1]}, tangent_params(params))}};
-  }
+                                const Params& params) const override;
 
   /// Linear in the operand (JAX's `_gather_jvp_rule`): the tangent gathered the same way, with
   /// fill value 0 for out-of-bounds windows; zero when the operand's tangent is.
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
-                                           const Params& params) const override {
-    detail::check_operand_count(name(), primals.size(), 2, " (operand, indices)");
-    Arrays out = rt::bind(*this, primals, params);
-    if (!tangents[0] || !detail::has_tangent_space(out[0].aval()))
-      return {std::move(out), {std::nullopt}};
-    return {std::move(out), {bind1(*this, {*tangents[0], primals[1]}, tangent_params(params))}};
-  }
+                                           const Params& params) const override;
 
   /// Transpose (JAX's `_gather_transpose_rule`): the cotangent scatter-added into zeros of the
   /// operand's type at the same windows (defined below, after scatter-add).
@@ -469,22 +206,11 @@ class Gather final : public Primitive {
                                             const Params& params) const override;
 
   /// The parameters of the tangent's gather: fill value 0 where the primal fills.
-  static Params tangent_params(const Params& params) {
-    Params p = params;
-    if (detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop)
-      p.set("fill_value", std::int64_t{0});
-    return p;
-  }
+  static Params tangent_params(const Params& params);
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& idx,
-                                const Params& params) const {
-    const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
-    (void)detail::gs::mode_of(params);
-    detail::gs::check_fill_value(name(), params, x.dtype);
-    return {detail::gs::gather_shape(name(), x, idx, dn, params.get<Axes>("slice_sizes")), x.dtype,
-            x.weak_type};
-  }
+                                const Params& params) const;
 };
 
 inline constinit const Gather gather_p{};
@@ -513,76 +239,21 @@ constexpr std::string_view scatter_name(ScatterKind k) {
 }
 
 /// The combiner's binary primitive (none for scatter, which replaces).
-inline const Primitive* combiner(ScatterKind k) {
-  switch (k) {
-    case ScatterKind::set:
-      return nullptr;
-    case ScatterKind::add:
-      return &add_p;
-    case ScatterKind::mul:
-      return &mul_p;
-    case ScatterKind::min:
-      return &min_p;
-    case ScatterKind::max:
-      break;
-  }
-  return &max_p;
-}
+const Primitive* combiner(ScatterKind k);
 
 /// JAX's `update_jaxpr` for a combining scatter of `dtype`: `{ lambda ; a:f32[] b:f32[]. let
 /// c:f32[] = add a b in (c,) }`. Built once per kind and dtype; null for scatter (JAX's None).
-inline JaxprParam update_jaxpr(ScatterKind kind, DType dtype) {
-  const Primitive* prim = combiner(kind);
-  if (!prim) return nullptr;
-  static const auto table = [] {
-    std::array<std::array<JaxprParam, core::num_dtypes>, 5> t{};
-    for (ScatterKind k : {ScatterKind::add, ScatterKind::mul, ScatterKind::min, ScatterKind::max})
-      for (int d = 0; d < core::num_dtypes; ++d) {
-        const ShapedArray s{Shape{}, static_cast<DType>(d), false};
-        Var a(s), b(s), c(s);
-        Jaxpr j{{}, {a, b}, {Eqn{combiner(k), {a, b}, {}, {c}}}, {c}};
-        t[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)] =
-            std::make_shared<const ClosedJaxpr>(ClosedJaxpr{std::move(j), {}});
-      }
-    return t;
-  }();
-  return table[static_cast<std::size_t>(kind)][static_cast<std::size_t>(dtype)];
-}
+JaxprParam update_jaxpr(ScatterKind kind, DType dtype);
 
 /// A scatter's parameters, as lax's functions bind them.
-inline Params scatter_params(ScatterKind kind, DType dtype, const ScatterDimensionNumbers& dn,
-                             GatherScatterMode mode, bool indices_are_sorted, bool unique_indices) {
-  Params p{{"dimension_numbers", dn},
-           {"indices_are_sorted", indices_are_sorted},
-           {"mode", mode},
-           {"unique_indices", unique_indices},
-           {"update_consts", Axes{}}};
-  if (JaxprParam j = update_jaxpr(kind, dtype))
-    p.set("update_jaxpr", std::move(j));
-  else
-    p.set("update_jaxpr", None{});
-  return p;
-}
+Params scatter_params(ScatterKind kind, DType dtype, const ScatterDimensionNumbers& dn,
+                      GatherScatterMode mode, bool indices_are_sorted, bool unique_indices);
 
 /// The gather that reads back the windows a scatter of `dn` writes (JAX builds it the same way
 /// in its scatter rules): its dimension numbers and slice sizes.
-inline std::pair<GatherDimensionNumbers, Axes> inverse_gather(const ScatterDimensionNumbers& dn,
-                                                              std::size_t operand_rank,
-                                                              const Shape& updates) {
-  GatherDimensionNumbers g{dn.update_window_dims, dn.inserted_window_dims,
-                           dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
-                           dn.scatter_indices_batching_dims};
-  Axes ss;
-  std::size_t pos = 0;
-  for (std::size_t d = 0; d < operand_rank; ++d) {
-    const auto s = static_cast<std::int64_t>(d);
-    if (contains(dn.inserted_window_dims, s) || contains(dn.operand_batching_dims, s))
-      ss.push_back(1);
-    else
-      ss.push_back(updates[static_cast<std::size_t>(dn.update_window_dims[pos++])]);
-  }
-  return {std::move(g), std::move(ss)};
-}
+std::pair<GatherDimensionNumbers, Axes> inverse_gather(const ScatterDimensionNumbers& dn,
+                                                       std::size_t operand_rank,
+                                                       const Shape& updates);
 
 /// The scatter's dimension numbers of gather's transpose.
 inline ScatterDimensionNumbers scatter_of(const GatherDimensionNumbers& g) {
@@ -755,44 +426,11 @@ inline constinit const Scatter<ScatterKind::max> scatter_max_p{};
 /// (default promise_in_bounds, which xpr clamps like clip); with fill_or_drop, a window not
 /// wholly inside is `fill_value` (default NaN for floats, the least value for signed integers,
 /// true for bool).
-inline Array gather(const Array& operand, const Array& indices,
-                    const GatherDimensionNumbers& dimension_numbers, const Axes& slice_sizes,
-                    GatherScatterMode mode = GatherScatterMode::promise_in_bounds,
-                    std::optional<double> fill_value = std::nullopt,
-                    bool indices_are_sorted = false, bool unique_indices = false) {
-  ParamValue fill = None{};
-  if (mode == GatherScatterMode::fill_or_drop) {
-    const DType t = operand.dtype();
-    if (!fill_value) {
-      if (core::is_floating(t))
-        fill = std::numeric_limits<double>::quiet_NaN();
-      else if (t == DType::bool_)
-        fill = true;
-      else
-        fill = t == DType::int32 ? std::int64_t{std::numeric_limits<std::int32_t>::min()}
-                                 : std::numeric_limits<std::int64_t>::min();
-    } else if (core::is_floating(t)) {
-      fill = *fill_value;
-    } else if (t == DType::bool_) {
-      fill = *fill_value != 0.0;
-    } else {
-      // Converted as NumPy converts to the dtype, with NaN and out-of-range values an error.
-      const double v = *fill_value;
-      const double lo = t == DType::int32 ? -2147483648.0 : -9223372036854775808.0;
-      if (!(v >= lo && v < -lo) || v != std::trunc(v))
-        throw core::value_error("gather: fill_value " + std::to_string(v) +
-                                " is not representable in " + std::string(core::name(t)));
-      fill = static_cast<std::int64_t>(v);
-    }
-  }
-  return bind1(gather_p, {operand, indices},
-               {{"dimension_numbers", dimension_numbers},
-                {"fill_value", std::move(fill)},
-                {"indices_are_sorted", indices_are_sorted},
-                {"mode", mode},
-                {"slice_sizes", slice_sizes},
-                {"unique_indices", unique_indices}});
-}
+Array gather(const Array& operand, const Array& indices,
+             const GatherDimensionNumbers& dimension_numbers, const Axes& slice_sizes,
+             GatherScatterMode mode = GatherScatterMode::promise_in_bounds,
+             std::optional<double> fill_value = std::nullopt, bool indices_are_sorted = false,
+             bool unique_indices = false);
 
 namespace detail::gs {
 template <ScatterKind Kind>
@@ -853,69 +491,6 @@ inline Array scatter_max(const Array& operand, const Array& indices, const Array
 }
 
 // ---- rules that bind other members of the family ------------------------------------------------
-
-inline Cotangents Gather::transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                                    const Params& params) const {
-  detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
-  const Array idx = detail::known_operand(name(), args[1], "the indices");
-  const ShapedArray& x = aval_of(args[0]);
-  Cotangents out(2);
-  if (!is_undefined_primal(args[0])) return out;
-  const Array& ct = *cts[0];
-  out[0] = detail::fit_cotangent(
-      scatter_add(zeros_like_aval({x.shape, ct.dtype(), ct.weak_type()}), idx, ct,
-                  detail::gs::scatter_of(params.get<GatherDimensionNumbers>("dimension_numbers")),
-                  detail::gs::mode_of(params), detail::gs::flag(params, "indices_are_sorted"),
-                  detail::gs::flag(params, "unique_indices")),
-      x);
-  return out;
-}
-
-inline std::pair<Arrays, BatchDims> Gather::batch(std::span<const Array> args,
-                                                  std::span<const BatchDim> dims,
-                                                  std::int64_t axis_size,
-                                                  const Params& params) const {
-  detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
-  if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
-  const ShapedArray xe =
-      dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0]) : args[0].aval();
-  const ShapedArray ie =
-      dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1]) : args[1].aval();
-  (void)abstract_eval_one(xe, ie, params);
-  auto shifted = [](const Axes& a) {
-    Axes r;
-    for (std::int64_t d : a) r.push_back(d + 1);
-    return r;
-  };
-  auto with_zero = [](Axes a) {
-    a.insert(a.begin(), 0);
-    return a;
-  };
-  const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
-  GatherDimensionNumbers nd{shifted(dn.offset_dims), shifted(dn.collapsed_slice_dims),
-                            shifted(dn.start_index_map), shifted(dn.operand_batching_dims),
-                            dn.start_indices_batching_dims};
-  Axes ss = params.get<Axes>("slice_sizes");
-  Array x = args[0], idx = args[1];
-  if (dims[0]) x = moveaxis(x, *dims[0], 0);
-  if (dims[1]) idx = moveaxis(idx, *dims[1], 0);
-  if (dims[0] && !dims[1]) {
-    nd.offset_dims = with_zero(nd.offset_dims);  // the batch axis, a window taken whole
-    nd.start_index_map = shifted(dn.start_index_map);
-    ss.insert(ss.begin(), axis_size);
-  } else if (!dims[0]) {
-    nd = {shifted(dn.offset_dims), dn.collapsed_slice_dims, dn.start_index_map,
-          dn.operand_batching_dims, shifted(dn.start_indices_batching_dims)};
-  } else {
-    nd.operand_batching_dims = with_zero(nd.operand_batching_dims);
-    nd.start_indices_batching_dims = with_zero(shifted(dn.start_indices_batching_dims));
-    ss.insert(ss.begin(), 1);
-  }
-  Params p = params;
-  p.set("dimension_numbers", nd);
-  p.set("slice_sizes", ss);
-  return {{bind1(*this, {x, idx}, p)}, {0}};
-}
 
 template <ScatterKind Kind>
 std::pair<Arrays, BatchDims> Scatter<Kind>::batch(std::span<const Array> args,
@@ -1124,3 +699,508 @@ using rt::scatter_min;
 using rt::scatter_mul;
 using rt::ScatterDimensionNumbers;
 }  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail::gs {
+
+XPR_FUNC std::string tuple_str(const Axes& a) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+  return s + (a.size() == 1 ? ",)" : ")");
+}
+
+XPR_FUNC void check_dims(const std::string& prim, const char* field, const Axes& axes,
+                         std::int64_t bound, const char* what, bool sorted) {
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= bound)
+      throw core::shape_error(prim + ": expected " + field + " in [0, " + std::to_string(bound) +
+                              ") (" + what + "), found " + tuple_str(axes));
+    for (std::size_t j = 0; j < i; ++j)
+      if (axes[j] == axes[i] || (sorted && axes[j] > axes[i]))
+        throw core::shape_error(prim + ": expected " + field + " to be " +
+                                (sorted ? "sorted and " : "") + "without repeats, found " +
+                                tuple_str(axes));
+  }
+}
+
+XPR_FUNC void check_disjoint(const std::string& prim, const char* fa, const Axes& a, const char* fb,
+                             const Axes& b) {
+  for (std::int64_t d : a)
+    if (contains(b, d))
+      throw core::shape_error(prim + ": expected " + fa + " " + tuple_str(a) + " and " + fb + " " +
+                              tuple_str(b) + " to have no dimension in common, found " +
+                              std::to_string(d) + " in both");
+}
+
+XPR_FUNC void check_indices_type(const std::string& prim, const ShapedArray& idx) {
+  if (!core::is_integer(idx.dtype))
+    throw core::dtype_error(prim +
+                            ": expected indices of an integer dtype (int32 or int64), found " +
+                            std::string(core::name(idx.dtype)));
+  if (idx.ndim() == 0)
+    throw core::shape_error(prim +
+                            ": expected indices of rank >= 1 (the last dimension holds the index "
+                            "vectors), found shape ()");
+}
+
+XPR_FUNC Shape checked_shape(const std::string& prim, std::vector<std::int64_t> dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw core::shape_error(prim + ": the result's size overflows int64 (shape " +
+                              Shape(dims).str() + ")");
+  return Shape(std::move(dims));
+}
+
+XPR_FUNC std::vector<std::size_t> window_dims(std::size_t rank, const Axes& dropped,
+                                              const Axes& batching) {
+  std::vector<std::size_t> w;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const auto s = static_cast<std::int64_t>(d);
+    if (!contains(dropped, s) && !contains(batching, s)) w.push_back(d);
+  }
+  return w;
+}
+
+XPR_FUNC void check_common(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                           const Axes& dropped, const char* dropped_name, const Axes& obd,
+                           const Axes& ibd, const char* ibd_name, const Axes& index_map,
+                           const char* map_name) {
+  const auto rank = static_cast<std::int64_t>(x.ndim());
+  const auto batch_rank = static_cast<std::int64_t>(idx.ndim()) - 1;
+  check_dims(prim, dropped_name, dropped, rank, "the operand's dimensions", true);
+  check_dims(prim, "operand_batching_dims", obd, rank, "the operand's dimensions", true);
+  check_disjoint(prim, dropped_name, dropped, "operand_batching_dims", obd);
+  check_dims(prim, ibd_name, ibd, batch_rank,
+             "the indices' dimensions except the last, which holds the index vectors", false);
+  if (ibd.size() != obd.size())
+    throw core::shape_error(prim + ": expected as many " + ibd_name + " as operand_batching_dims " +
+                            tuple_str(obd) + ", found " + tuple_str(ibd));
+  for (std::size_t i = 0; i < obd.size(); ++i) {
+    const std::int64_t a = x.shape[static_cast<std::size_t>(obd[i])],
+                       b = idx.shape[static_cast<std::size_t>(ibd[i])];
+    if (a != b)
+      throw core::shape_error(prim + ": expected operand batching dimension " +
+                              std::to_string(obd[i]) + " (size " + std::to_string(a) +
+                              ") and indices batching dimension " + std::to_string(ibd[i]) +
+                              " (size " + std::to_string(b) + ") to have equal sizes; shapes " +
+                              x.shape.str() + " and " + idx.shape.str());
+  }
+  check_dims(prim, map_name, index_map, rank, "the operand's dimensions", false);
+  check_disjoint(prim, map_name, index_map, "operand_batching_dims", obd);
+  const std::int64_t k = idx.shape[idx.ndim() - 1];
+  if (static_cast<std::int64_t>(index_map.size()) != k)
+    throw core::shape_error(prim + ": expected " + map_name + " " + tuple_str(index_map) +
+                            " to have one entry per index vector element, the last dimension of "
+                            "the indices' shape " +
+                            idx.shape.str() + ", found " + std::to_string(index_map.size()) +
+                            " entries for " + std::to_string(k) + " elements");
+}
+
+XPR_FUNC Shape gather_shape(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                            const GatherDimensionNumbers& dn, const Axes& ss) {
+  check_indices_type(prim, idx);
+  const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
+  if (ss.size() != rank)
+    throw core::shape_error(prim + ": expected slice_sizes of length " + std::to_string(rank) +
+                            " (the operand's rank), found " + tuple_str(ss));
+  check_common(prim, x, idx, dn.collapsed_slice_dims, "collapsed_slice_dims",
+               dn.operand_batching_dims, dn.start_indices_batching_dims,
+               "start_indices_batching_dims", dn.start_index_map, "start_index_map");
+  for (std::size_t d = 0; d < rank; ++d)
+    if (ss[d] < 0 || ss[d] > x.shape[d])
+      throw core::shape_error(prim +
+                              ": expected 0 <= slice_sizes <= operand shape, found "
+                              "slice_sizes " +
+                              tuple_str(ss) + " for operand shape " + x.shape.str());
+  for (const Axes* a : {&dn.collapsed_slice_dims, &dn.operand_batching_dims})
+    for (std::int64_t d : *a)
+      if (ss[static_cast<std::size_t>(d)] != 1)
+        throw core::shape_error(prim +
+                                ": expected slice size 1 in each collapsed or batching "
+                                "dimension, found slice_sizes " +
+                                tuple_str(ss) + " with dimension " + std::to_string(d) +
+                                " collapsed or batching");
+  const std::vector<std::size_t> window =
+      window_dims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
+  const std::size_t out_rank = batch_rank + dn.offset_dims.size();
+  check_dims(prim, "offset_dims", dn.offset_dims, static_cast<std::int64_t>(out_rank),
+             "the output's dimensions", true);
+  if (dn.offset_dims.size() != window.size())
+    throw core::shape_error(prim + ": expected " + std::to_string(window.size()) +
+                            " offset_dims (the operand's rank " + std::to_string(rank) +
+                            " minus its collapsed and batching dimensions), found " +
+                            tuple_str(dn.offset_dims));
+  std::vector<std::int64_t> out(out_rank);
+  std::size_t w = 0, b = 0;
+  for (std::size_t o = 0; o < out_rank; ++o)
+    out[o] =
+        contains(dn.offset_dims, static_cast<std::int64_t>(o)) ? ss[window[w++]] : idx.shape[b++];
+  return checked_shape(prim, std::move(out));
+}
+
+XPR_FUNC void check_scatter(const std::string& prim, const ShapedArray& x, const ShapedArray& idx,
+                            const ShapedArray& u, const ScatterDimensionNumbers& dn) {
+  check_indices_type(prim, idx);
+  if (u.dtype != x.dtype)
+    throw core::dtype_error(prim + ": expected updates of the operand's dtype " +
+                            std::string(core::name(x.dtype)) + ", found " +
+                            std::string(core::name(u.dtype)));
+  check_common(prim, x, idx, dn.inserted_window_dims, "inserted_window_dims",
+               dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+               "scatter_indices_batching_dims", dn.scatter_dims_to_operand_dims,
+               "scatter_dims_to_operand_dims");
+  const std::size_t batch_rank = idx.ndim() - 1;
+  const std::vector<std::size_t> window =
+      window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
+  if (dn.update_window_dims.size() != window.size())
+    throw core::shape_error(prim + ": expected " + std::to_string(window.size()) +
+                            " update_window_dims (the operand's rank " + std::to_string(x.ndim()) +
+                            " minus its inserted and batching dimensions), found " +
+                            tuple_str(dn.update_window_dims));
+  if (u.ndim() != batch_rank + window.size())
+    throw core::shape_error(prim + ": expected updates of rank " +
+                            std::to_string(batch_rank + window.size()) +
+                            " (the indices' batch dimensions plus the window dimensions), found "
+                            "shape " +
+                            u.shape.str());
+  check_dims(prim, "update_window_dims", dn.update_window_dims, static_cast<std::int64_t>(u.ndim()),
+             "the updates' dimensions", true);
+  std::size_t w = 0, b = 0;
+  for (std::size_t d = 0; d < u.ndim(); ++d) {
+    if (contains(dn.update_window_dims, static_cast<std::int64_t>(d))) {
+      const std::size_t od = window[w++];
+      if (u.shape[d] > x.shape[od])
+        throw core::shape_error(prim +
+                                ": expected the update window no larger than the "
+                                "operand, found updates dimension " +
+                                std::to_string(d) + " of size " + std::to_string(u.shape[d]) +
+                                " for operand dimension " + std::to_string(od) + " of size " +
+                                std::to_string(x.shape[od]));
+    } else {
+      const std::int64_t want = idx.shape[b++];
+      if (u.shape[d] != want)
+        throw core::shape_error(
+            prim +
+            ": expected the updates' scatter dimensions to match the "
+            "indices' batch dimensions " +
+            Shape(std::vector<std::int64_t>(idx.shape.begin(), idx.shape.end() - 1)).str() +
+            ", found updates shape " + u.shape.str());
+    }
+  }
+}
+
+XPR_FUNC std::vector<std::int64_t> index_values(const Array& idx) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(idx.size()));
+  if (idx.dtype() == DType::int32) {
+    const std::int32_t* p = idx.data<std::int32_t>();
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+  } else {
+    const std::int64_t* p = idx.data<std::int64_t>();
+    std::copy(p, p + v.size(), v.begin());
+  }
+  return v;
+}
+
+XPR_FUNC bool flag(const Params& p, const char* name) {
+  const ParamValue* v = p.find(name);
+  const bool* b = v ? std::get_if<bool>(v) : nullptr;
+  return b && *b;
+}
+
+XPR_FUNC std::optional<std::int64_t> window_start(std::int64_t i, std::int64_t size,
+                                                  std::int64_t dim, bool drop) {
+  const std::int64_t hi = dim - size;
+  if (i >= 0 && i <= hi) return i;
+  if (drop) return std::nullopt;
+  return i < 0 ? 0 : hi;
+}
+
+XPR_FUNC void check_fill_value(const std::string& prim, const Params& p, DType dtype) {
+  const ParamValue* v = p.find("fill_value");
+  if (!v || std::holds_alternative<None>(*v)) return;
+  bool ok = false;
+  if (std::holds_alternative<double>(*v)) {
+    ok = core::is_floating(dtype);
+  } else if (const std::int64_t* i = std::get_if<std::int64_t>(v)) {
+    ok = core::is_floating(dtype) || dtype == DType::int64 ||
+         (dtype == DType::int32 && *i >= std::numeric_limits<std::int32_t>::min() &&
+          *i <= std::numeric_limits<std::int32_t>::max()) ||
+         (dtype == DType::bool_ && (*i == 0 || *i == 1));
+  } else if (std::holds_alternative<bool>(*v)) {
+    ok = true;
+  }
+  if (!ok)
+    throw core::type_error(prim + ": expected fill_value None or a number representable in " +
+                           std::string(core::name(dtype)) + ", found another value");
+}
+}  // namespace xpr::rt::detail::gs
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays Gather::impl(std::span<const Array> args, const Params& params) const {
+  detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
+  const Array &x = args[0], &idx = args[1];
+  const ShapedArray out = abstract_eval_one(x.aval(), idx.aval(), params);
+  const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
+  const Axes& ss = params.get<Axes>("slice_sizes");
+  const bool drop = detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop;
+  const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
+  const std::vector<std::int64_t> xs = core::strides_of(x.shape()),
+                                  os = core::strides_of(out.shape);
+  const std::vector<std::size_t> window =
+      detail::gs::window_dims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<std::int64_t> wsize, wsrc, wdst;  // per window dimension: size, steps
+  for (std::size_t k = 0; k < window.size(); ++k) {
+    wsize.push_back(ss[window[k]]);
+    wsrc.push_back(xs[window[k]]);
+    wdst.push_back(os[static_cast<std::size_t>(dn.offset_dims[k])]);
+  }
+  std::vector<std::int64_t> bdst;  // per batch dimension: the output step
+  for (std::size_t o = 0; o < out.ndim(); ++o)
+    if (!detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o))) bdst.push_back(os[o]);
+  const std::vector<std::int64_t> iv = detail::gs::index_values(idx);
+  const std::size_t k_len = dn.start_index_map.size();
+  const std::span<const std::int64_t> batch_shape(idx.shape().dims().data(), batch_rank);
+  const std::vector<std::int64_t> rows =
+      core::strides_of(Shape(std::vector<std::int64_t>(batch_shape.begin(), batch_shape.end())));
+  ArrayBuilder b(out);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = b.data<T>();
+    const T fill = detail::gs::fill_value_as<T>(params);
+    detail::gs::walk(batch_shape, rows, bdst, [&](std::int64_t row, std::int64_t dst0) {
+      // The window's first element: the clamped starts along start_index_map, the index
+      // vector's own coordinates along the batching dimensions.
+      bool oob = false;
+      std::int64_t src0 = 0;
+      for (std::size_t k = 0; k < k_len; ++k) {
+        const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
+        const auto s = detail::gs::window_start(iv[static_cast<std::size_t>(row) * k_len + k],
+                                                ss[d], x.shape()[d], drop);
+        if (!s) oob = true;
+        src0 += s.value_or(0) * xs[d];
+      }
+      for (std::size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+        src0 += detail::gs::coordinate(row, batch_shape, rows, dn.start_indices_batching_dims[i]) *
+                xs[static_cast<std::size_t>(dn.operand_batching_dims[i])];
+      detail::gs::walk(wsize, wsrc, wdst, [&](std::int64_t so, std::int64_t dof) {
+        dst[dst0 + dof] = oob ? fill : src[src0 + so];
+      });
+    });
+  });
+  return {std::move(b).finish()};
+}
+
+XPR_FUNC std::pair<Arrays, Arrays> Gather::jvp(std::span<const Array> primals,
+                                               std::span<const Array> tangents,
+                                               const Params& params) const {
+  detail::check_operand_count(name(), primals.size(), 2, " (operand, indices)");
+  Arrays out = rt::bind(*this, primals, params);
+  return {out, {bind1(*this, {tangents[0], primals[1]}, tangent_params(params))}};
+}
+
+XPR_FUNC std::pair<Arrays, Tangents> Gather::jvp_symbolic(std::span<const Array> primals,
+                                                          std::span<const Tangent> tangents,
+                                                          const Params& params) const {
+  detail::check_operand_count(name(), primals.size(), 2, " (operand, indices)");
+  Arrays out = rt::bind(*this, primals, params);
+  if (!tangents[0] || !detail::has_tangent_space(out[0].aval()))
+    return {std::move(out), {std::nullopt}};
+  return {std::move(out), {bind1(*this, {*tangents[0], primals[1]}, tangent_params(params))}};
+}
+
+XPR_FUNC Params Gather::tangent_params(const Params& params) {
+  Params p = params;
+  if (detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop)
+    p.set("fill_value", std::int64_t{0});
+  return p;
+}
+
+XPR_FUNC ShapedArray Gather::abstract_eval_one(const ShapedArray& x, const ShapedArray& idx,
+                                               const Params& params) const {
+  const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
+  (void)detail::gs::mode_of(params);
+  detail::gs::check_fill_value(name(), params, x.dtype);
+  return {detail::gs::gather_shape(name(), x, idx, dn, params.get<Axes>("slice_sizes")), x.dtype,
+          x.weak_type};
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail::gs {
+
+XPR_FUNC const Primitive* combiner(ScatterKind k) {
+  switch (k) {
+    case ScatterKind::set:
+      return nullptr;
+    case ScatterKind::add:
+      return &add_p;
+    case ScatterKind::mul:
+      return &mul_p;
+    case ScatterKind::min:
+      return &min_p;
+    case ScatterKind::max:
+      break;
+  }
+  return &max_p;
+}
+
+XPR_FUNC JaxprParam update_jaxpr(ScatterKind kind, DType dtype) {
+  const Primitive* prim = combiner(kind);
+  if (!prim) return nullptr;
+  static const auto table = [] {
+    std::array<std::array<JaxprParam, core::num_dtypes>, 5> t{};
+    for (ScatterKind k : {ScatterKind::add, ScatterKind::mul, ScatterKind::min, ScatterKind::max})
+      for (int d = 0; d < core::num_dtypes; ++d) {
+        const ShapedArray s{Shape{}, static_cast<DType>(d), false};
+        Var a(s), b(s), c(s);
+        Jaxpr j{{}, {a, b}, {Eqn{combiner(k), {a, b}, {}, {c}}}, {c}};
+        t[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)] =
+            std::make_shared<const ClosedJaxpr>(ClosedJaxpr{std::move(j), {}});
+      }
+    return t;
+  }();
+  return table[static_cast<std::size_t>(kind)][static_cast<std::size_t>(dtype)];
+}
+
+XPR_FUNC Params scatter_params(ScatterKind kind, DType dtype, const ScatterDimensionNumbers& dn,
+                               GatherScatterMode mode, bool indices_are_sorted,
+                               bool unique_indices) {
+  Params p{{"dimension_numbers", dn},
+           {"indices_are_sorted", indices_are_sorted},
+           {"mode", mode},
+           {"unique_indices", unique_indices},
+           {"update_consts", Axes{}}};
+  if (JaxprParam j = update_jaxpr(kind, dtype))
+    p.set("update_jaxpr", std::move(j));
+  else
+    p.set("update_jaxpr", None{});
+  return p;
+}
+
+XPR_FUNC std::pair<GatherDimensionNumbers, Axes> inverse_gather(const ScatterDimensionNumbers& dn,
+                                                                std::size_t operand_rank,
+                                                                const Shape& updates) {
+  GatherDimensionNumbers g{dn.update_window_dims, dn.inserted_window_dims,
+                           dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                           dn.scatter_indices_batching_dims};
+  Axes ss;
+  std::size_t pos = 0;
+  for (std::size_t d = 0; d < operand_rank; ++d) {
+    const auto s = static_cast<std::int64_t>(d);
+    if (contains(dn.inserted_window_dims, s) || contains(dn.operand_batching_dims, s))
+      ss.push_back(1);
+    else
+      ss.push_back(updates[static_cast<std::size_t>(dn.update_window_dims[pos++])]);
+  }
+  return {std::move(g), std::move(ss)};
+}
+}  // namespace xpr::rt::detail::gs
+
+namespace xpr::rt {
+
+XPR_FUNC Array gather(const Array& operand, const Array& indices,
+                      const GatherDimensionNumbers& dimension_numbers, const Axes& slice_sizes,
+                      GatherScatterMode mode, std::optional<double> fill_value,
+                      bool indices_are_sorted, bool unique_indices) {
+  ParamValue fill = None{};
+  if (mode == GatherScatterMode::fill_or_drop) {
+    const DType t = operand.dtype();
+    if (!fill_value) {
+      if (core::is_floating(t))
+        fill = std::numeric_limits<double>::quiet_NaN();
+      else if (t == DType::bool_)
+        fill = true;
+      else
+        fill = t == DType::int32 ? std::int64_t{std::numeric_limits<std::int32_t>::min()}
+                                 : std::numeric_limits<std::int64_t>::min();
+    } else if (core::is_floating(t)) {
+      fill = *fill_value;
+    } else if (t == DType::bool_) {
+      fill = *fill_value != 0.0;
+    } else {
+      // Converted as NumPy converts to the dtype, with NaN and out-of-range values an error.
+      const double v = *fill_value;
+      const double lo = t == DType::int32 ? -2147483648.0 : -9223372036854775808.0;
+      if (!(v >= lo && v < -lo) || v != std::trunc(v))
+        throw core::value_error("gather: fill_value " + std::to_string(v) +
+                                " is not representable in " + std::string(core::name(t)));
+      fill = static_cast<std::int64_t>(v);
+    }
+  }
+  return bind1(gather_p, {operand, indices},
+               {{"dimension_numbers", dimension_numbers},
+                {"fill_value", std::move(fill)},
+                {"indices_are_sorted", indices_are_sorted},
+                {"mode", mode},
+                {"slice_sizes", slice_sizes},
+                {"unique_indices", unique_indices}});
+}
+
+XPR_FUNC Cotangents Gather::transpose(std::span<const Cotangent> cts,
+                                      std::span<const LinearArg> args, const Params& params) const {
+  detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
+  const Array idx = detail::known_operand(name(), args[1], "the indices");
+  const ShapedArray& x = aval_of(args[0]);
+  Cotangents out(2);
+  if (!is_undefined_primal(args[0])) return out;
+  const Array& ct = *cts[0];
+  out[0] = detail::fit_cotangent(
+      scatter_add(zeros_like_aval({x.shape, ct.dtype(), ct.weak_type()}), idx, ct,
+                  detail::gs::scatter_of(params.get<GatherDimensionNumbers>("dimension_numbers")),
+                  detail::gs::mode_of(params), detail::gs::flag(params, "indices_are_sorted"),
+                  detail::gs::flag(params, "unique_indices")),
+      x);
+  return out;
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> Gather::batch(std::span<const Array> args,
+                                                    std::span<const BatchDim> dims,
+                                                    std::int64_t axis_size,
+                                                    const Params& params) const {
+  detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
+  if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const ShapedArray xe =
+      dims[0] ? detail::unbatched_aval(args[0].aval(), *dims[0]) : args[0].aval();
+  const ShapedArray ie =
+      dims[1] ? detail::unbatched_aval(args[1].aval(), *dims[1]) : args[1].aval();
+  (void)abstract_eval_one(xe, ie, params);
+  auto shifted = [](const Axes& a) {
+    Axes r;
+    for (std::int64_t d : a) r.push_back(d + 1);
+    return r;
+  };
+  auto with_zero = [](Axes a) {
+    a.insert(a.begin(), 0);
+    return a;
+  };
+  const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
+  GatherDimensionNumbers nd{shifted(dn.offset_dims), shifted(dn.collapsed_slice_dims),
+                            shifted(dn.start_index_map), shifted(dn.operand_batching_dims),
+                            dn.start_indices_batching_dims};
+  Axes ss = params.get<Axes>("slice_sizes");
+  Array x = args[0], idx = args[1];
+  if (dims[0]) x = moveaxis(x, *dims[0], 0);
+  if (dims[1]) idx = moveaxis(idx, *dims[1], 0);
+  if (dims[0] && !dims[1]) {
+    nd.offset_dims = with_zero(nd.offset_dims);  // the batch axis, a window taken whole
+    nd.start_index_map = shifted(dn.start_index_map);
+    ss.insert(ss.begin(), axis_size);
+  } else if (!dims[0]) {
+    nd = {shifted(dn.offset_dims), dn.collapsed_slice_dims, dn.start_index_map,
+          dn.operand_batching_dims, shifted(dn.start_indices_batching_dims)};
+  } else {
+    nd.operand_batching_dims = with_zero(nd.operand_batching_dims);
+    nd.start_indices_batching_dims = with_zero(shifted(dn.start_indices_batching_dims));
+    ss.insert(ss.begin(), 1);
+  }
+  Params p = params;
+  p.set("dimension_numbers", nd);
+  p.set("slice_sizes", ss);
+  return {{bind1(*this, {x, idx}, p)}, {0}};
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -17,6 +17,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
@@ -228,21 +229,7 @@ void reduce_kernel(const T* in, const Shape& shape, const std::vector<bool>& red
 }
 
 /// Which axes of a rank-`rank` operand `axes` names, after checking them.
-inline std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes, std::size_t rank) {
-  std::vector<bool> flags(rank, false);
-  auto r = static_cast<std::int64_t>(rank);
-  for (std::int64_t a : axes) {
-    if (a < 0 || a >= r)
-      throw core::index_error(prim + ": axis " + std::to_string(a) +
-                              " is out of bounds for array of rank " + std::to_string(rank) +
-                              " (expected 0 <= axis < " + std::to_string(rank) + ")");
-    if (flags[static_cast<std::size_t>(a)])
-      throw core::value_error(prim + ": expected distinct axes, found axis " + std::to_string(a) +
-                              " more than once");
-    flags[static_cast<std::size_t>(a)] = true;
-  }
-  return flags;
-}
+std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes, std::size_t rank);
 
 }  // namespace detail
 
@@ -382,3 +369,27 @@ const Primitive& Reduce<Monoid>::sum_p() {
 }
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes,
+                                        std::size_t rank) {
+  std::vector<bool> flags(rank, false);
+  auto r = static_cast<std::int64_t>(rank);
+  for (std::int64_t a : axes) {
+    if (a < 0 || a >= r)
+      throw core::index_error(prim + ": axis " + std::to_string(a) +
+                              " is out of bounds for array of rank " + std::to_string(rank) +
+                              " (expected 0 <= axis < " + std::to_string(rank) + ")");
+    if (flags[static_cast<std::size_t>(a)])
+      throw core::value_error(prim + ": expected distinct axes, found axis " + std::to_string(a) +
+                              " more than once");
+    flags[static_cast<std::size_t>(a)] = true;
+  }
+  return flags;
+}
+
+}  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS

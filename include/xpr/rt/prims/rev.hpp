@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
@@ -33,26 +34,7 @@ class Rev final : public Primitive {
   constexpr Rev() : Primitive("rev") {}
 
   /// A strided copy that reads the reversed dimensions from their last element backwards.
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    const Array& x = args[0];
-    ShapedArray out = abstract_eval_one(x.aval(), params);
-    std::vector<std::int64_t> strides = core::strides_of(x.shape());
-    std::int64_t offset = 0;
-    for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim())) {
-      if (x.shape()[d] == 0) continue;
-      offset += (x.shape()[d] - 1) * strides[d];
-      strides[d] = -strides[d];
-    }
-    ArrayBuilder b(out);
-    if (out.shape.size() > 0)
-      dispatch_dtype(x.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        detail::strided_copy(x.data<T>() + offset, b.data<T>(), out.shape,
-                             std::span<const std::int64_t>(strides));
-      });
-    return {std::move(b).finish()};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -75,17 +57,7 @@ class Rev final : public Primitive {
 
   /// The reversed dimensions skip the batch axis, which stays where it is.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
-    Axes moved;
-    for (std::size_t d :
-         detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim()))
-      moved.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), b));
-    return {{bind1(*this, {args[0]}, {{"dimensions", std::move(moved)}})}, {b}};
-  }
+                                     std::int64_t, const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
@@ -98,7 +70,53 @@ inline constinit const Rev rev_p{};
 
 /// `lax.rev(x, dimensions)`: `x` with the listed dimensions reversed (negative dimensions count
 /// from the end); no equation when the list is empty.
-inline Array rev(const Array& x, const Axes& dimensions) {
+Array rev(const Array& x, const Axes& dimensions);
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::rev;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays Rev::impl(std::span<const Array> args, const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const Array& x = args[0];
+  ShapedArray out = abstract_eval_one(x.aval(), params);
+  std::vector<std::int64_t> strides = core::strides_of(x.shape());
+  std::int64_t offset = 0;
+  for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim())) {
+    if (x.shape()[d] == 0) continue;
+    offset += (x.shape()[d] - 1) * strides[d];
+    strides[d] = -strides[d];
+  }
+  ArrayBuilder b(out);
+  if (out.shape.size() > 0)
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      detail::strided_copy(x.data<T>() + offset, b.data<T>(), out.shape,
+                           std::span<const std::int64_t>(strides));
+    });
+  return {std::move(b).finish()};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> Rev::batch(std::span<const Array> args,
+                                                 std::span<const BatchDim> dims, std::int64_t,
+                                                 const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
+  Axes moved;
+  for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim()))
+    moved.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), b));
+  return {{bind1(*this, {args[0]}, {{"dimensions", std::move(moved)}})}, {b}};
+}
+
+XPR_FUNC Array rev(const Array& x, const Axes& dimensions) {
   if (dimensions.empty()) return x;
   Axes dims;
   for (std::size_t d : detail::unique_axes("rev", dimensions, x.ndim()))
@@ -107,7 +125,4 @@ inline Array rev(const Array& x, const Axes& dimensions) {
 }
 
 }  // namespace xpr::rt
-
-namespace xpr {
-using rt::rev;
-}  // namespace xpr
+#endif  // XPR_DEFINITIONS

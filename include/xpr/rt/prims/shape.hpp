@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
@@ -34,63 +35,24 @@ namespace xpr::rt {
 namespace detail {
 
 /// `(1, 0)`: a tuple of axes as Python prints it, for error messages.
-inline std::string axes_str(std::span<const std::int64_t> axes) {
-  std::ostringstream os;
-  os << '(';
-  for (std::size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << axes[i];
-  if (axes.size() == 1) os << ',';
-  os << ')';
-  return os.str();
-}
+std::string axes_str(std::span<const std::int64_t> axes);
 
 inline void check_one_operand(const std::string& prim, std::size_t n) {
   if (n != 1) throw core::type_error(prim + " expected 1 operand, found " + std::to_string(n));
 }
 
 /// `type_error` unless a primitive of `expected` operands (`what` says which) got `found`.
-inline void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
-                                const char* what = "") {
-  if (found != expected)
-    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
-                           ", found " + std::to_string(found));
-}
+void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
+                         const char* what = "");
 
 /// Whether `perm` is a permutation of 0..rank-1.
-inline bool is_permutation(std::span<const std::int64_t> perm, std::size_t rank) {
-  if (perm.size() != rank) return false;
-  std::vector<bool> seen(rank, false);
-  for (std::int64_t p : perm) {
-    if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)])
-      return false;
-    seen[static_cast<std::size_t>(p)] = true;
-  }
-  return true;
-}
+bool is_permutation(std::span<const std::int64_t> perm, std::size_t rank);
 
-inline bool is_iota(std::span<const std::int64_t> axes) {
-  for (std::size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] != static_cast<std::int64_t>(i)) return false;
-  return true;
-}
+bool is_iota(std::span<const std::int64_t> axes);
 
 /// `axes` canonicalized against `rank` (negative axes count from the end; `index_error` when out
 /// of range) and checked for repeats (`value_error`), sorted.
-inline std::vector<std::size_t> unique_axes(const std::string& prim, const Axes& axes,
-                                            std::size_t rank) {
-  std::vector<std::size_t> out;
-  for (std::int64_t a : axes) {
-    try {
-      out.push_back(core::canonicalize_axis(a, rank));
-    } catch (const core::index_error& e) {
-      throw core::index_error(prim + ": " + e.what());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  if (std::adjacent_find(out.begin(), out.end()) != out.end())
-    throw core::value_error(prim + ": expected distinct dimensions, found repeated ones in " +
-                            axes_str(axes));
-  return out;
-}
+std::vector<std::size_t> unique_axes(const std::string& prim, const Axes& axes, std::size_t rank);
 
 /// out[j] = in[sum_k j_k * in_strides[k]] for every row-major multi-index j of `out_shape`; a
 /// zero stride repeats the operand along that dimension. The innermost dimension is one copy,
@@ -126,35 +88,14 @@ void strided_copy(const E* in, E* out, const Shape& out_shape,
 }
 
 /// The elements of `x` gathered into a new array of type `aval` by `strided_copy`.
-inline Array gather_strided(const Array& x, ShapedArray aval,
-                            std::span<const std::int64_t> in_strides) {
-  ArrayBuilder b(std::move(aval));
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    strided_copy(x.data<T>(), b.data<T>(), b.aval().shape, in_strides);
-  });
-  return std::move(b).finish();
-}
+Array gather_strided(const Array& x, ShapedArray aval, std::span<const std::int64_t> in_strides);
 
 /// The elements' bytes (throws `concretization_error` for a tracer whose value is not known).
-inline const std::byte* bytes_of(const Array& x) {
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
-  });
-}
+const std::byte* bytes_of(const Array& x);
 
 /// `x`'s elements in the same row-major order under another type of equal size: shares `x`'s
 /// buffer when it has one (arrays are immutable), copies the few inline bytes otherwise.
-inline Array same_elements(const Array& x, ShapedArray aval) {
-  const auto* bytes = dispatch_dtype(x.dtype(), [&](auto tag) {
-    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());  // throws for tracers
-  });
-  const std::shared_ptr<std::byte>& owner = x.concrete()->owner();
-  if (owner) return Array(std::make_shared<ConcreteArray>(std::move(aval), owner, bytes));
-  ArrayBuilder b(std::move(aval));
-  std::memcpy(b.bytes(), bytes, x.concrete()->nbytes());
-  return std::move(b).finish();
-}
+Array same_elements(const Array& x, ShapedArray aval);
 
 /// The jvp rule of a linear primitive of one operand: the primitive applied to the tangent.
 inline std::pair<Arrays, Arrays> linear_jvp(const Primitive& prim, std::span<const Array> primals,
@@ -163,19 +104,10 @@ inline std::pair<Arrays, Arrays> linear_jvp(const Primitive& prim, std::span<con
 }
 
 /// The per-example type of a value batched along axis `bd`.
-inline ShapedArray unbatched_aval(ShapedArray aval, std::int64_t bd) {
-  std::vector<std::int64_t> dims(aval.shape.begin(), aval.shape.end());
-  dims.erase(dims.begin() + bd);
-  aval.shape = Shape(std::move(dims));
-  return aval;
-}
+ShapedArray unbatched_aval(ShapedArray aval, std::int64_t bd);
 
 /// `s` with a dimension of size `n` inserted at position `at`.
-inline Shape insert_dim(const Shape& s, std::int64_t at, std::int64_t n) {
-  std::vector<std::int64_t> dims(s.begin(), s.end());
-  dims.insert(dims.begin() + at, n);
-  return Shape(std::move(dims));
-}
+Shape insert_dim(const Shape& s, std::int64_t at, std::int64_t n);
 
 /// Axis `d` of a per-example value as an axis of the batched value whose batch axis is `bd`.
 inline std::int64_t skip_batch_axis(std::int64_t d, std::int64_t bd) { return d < bd ? d : d + 1; }
@@ -191,18 +123,7 @@ class BroadcastInDim final : public Primitive {
  public:
   constexpr BroadcastInDim() : Primitive("broadcast_in_dim") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    const Array& x = args[0];
-    ShapedArray out = abstract_eval_one(x.aval(), params);
-    if (out.shape == x.shape()) return {x};
-    const Axes& dims = params.get<Axes>("broadcast_dimensions");
-    std::vector<std::int64_t> in_strides(out.shape.rank(), 0);
-    const std::vector<std::int64_t> x_strides = core::strides_of(x.shape());
-    for (std::size_t i = 0; i < dims.size(); ++i)
-      if (x.shape()[i] != 1) in_strides[static_cast<std::size_t>(dims[i])] = x_strides[i];
-    return {detail::gather_strided(x, std::move(out), in_strides)};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -224,51 +145,10 @@ class BroadcastInDim final : public Primitive {
   /// dimension that receives the operand dimension before it (first if there is none), so
   /// `broadcast_dimensions` stay increasing and no transpose is needed.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    // Malformed params are reported against the per-example shape, as without vmap.
-    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
-    const Axes& bdims = params.get<Axes>("broadcast_dimensions");
-    const std::int64_t at = b == 0 ? 0 : bdims[static_cast<std::size_t>(b - 1)] + 1;
-    Axes new_dims;
-    for (std::size_t i = 0; i < bdims.size(); ++i) {
-      if (static_cast<std::int64_t>(i) == b) new_dims.push_back(at);
-      new_dims.push_back(detail::skip_batch_axis(bdims[i], at));
-    }
-    if (b == static_cast<std::int64_t>(bdims.size())) new_dims.push_back(at);
-    Shape shape = detail::insert_dim(params.get<Shape>("shape"), at, axis_size);
-    return {{bind1(*this, {args[0]},
-                   {{"shape", std::move(shape)}, {"broadcast_dimensions", std::move(new_dims)}})},
-            {at}};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
-    const Shape& shape = params.get<Shape>("shape");
-    const Axes& dims = params.get<Axes>("broadcast_dimensions");
-    const std::string where = "broadcast_in_dim of operand shape " + x.shape.str() + " to shape " +
-                              shape.str() + " with broadcast_dimensions " + detail::axes_str(dims);
-    if (dims.size() != x.ndim())
-      throw core::shape_error(where + ": expected " + std::to_string(x.ndim()) +
-                              " broadcast dimension(s), one per operand dimension, found " +
-                              std::to_string(dims.size()));
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] < 0 || dims[i] >= static_cast<std::int64_t>(shape.rank()))
-        throw core::index_error(where + ": expected broadcast dimensions in [0, " +
-                                std::to_string(shape.rank()) + "), found " +
-                                std::to_string(dims[i]));
-      if (i > 0 && dims[i] <= dims[i - 1])
-        throw core::value_error(where + ": expected strictly increasing broadcast dimensions");
-      std::int64_t want = shape[static_cast<std::size_t>(dims[i])];
-      if (x.shape[i] != 1 && x.shape[i] != want)
-        throw core::shape_error(where + ": expected operand dimension " + std::to_string(i) +
-                                " to have size 1 or " + std::to_string(want) + ", found " +
-                                std::to_string(x.shape[i]));
-    }
-    return {shape, x.dtype, x.weak_type};
-  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const BroadcastInDim broadcast_in_dim_p{};
@@ -280,14 +160,7 @@ class Transpose final : public Primitive {
  public:
   constexpr Transpose() : Primitive("transpose") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    const Array& x = args[0];
-    ShapedArray out = abstract_eval_one(x.aval(), params);
-    const Axes& perm = params.get<Axes>("permutation");
-    if (detail::is_iota(perm)) return {x};
-    return {permuted(x, std::move(out), perm)};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -307,40 +180,13 @@ class Transpose final : public Primitive {
 
   /// The batch axis keeps its position; the permutation moves the other axes around it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
-    const Axes& perm = params.get<Axes>("permutation");
-    Axes new_perm;
-    for (std::size_t j = 0; j < perm.size(); ++j) {
-      if (static_cast<std::int64_t>(j) == b) new_perm.push_back(b);
-      new_perm.push_back(detail::skip_batch_axis(perm[j], b));
-    }
-    if (b == static_cast<std::int64_t>(perm.size())) new_perm.push_back(b);
-    return {{bind1(*this, {args[0]}, {{"permutation", std::move(new_perm)}})}, {b}};
-  }
+                                     std::int64_t, const Params& params) const override;
 
   /// The elements of `x` with its dimensions permuted (`out` is the result's type).
-  static Array permuted(const Array& x, ShapedArray out, const Axes& perm) {
-    std::vector<std::int64_t> x_strides = core::strides_of(x.shape()), in_strides(perm.size());
-    for (std::size_t i = 0; i < perm.size(); ++i)
-      in_strides[i] = x_strides[static_cast<std::size_t>(perm[i])];
-    return detail::gather_strided(x, std::move(out), in_strides);
-  }
+  static Array permuted(const Array& x, ShapedArray out, const Axes& perm);
 
   /// The result type, or `value_error` if `perm` is not a permutation of the operand's axes.
-  static ShapedArray permuted_aval(const std::string& prim, const ShapedArray& x,
-                                   const Axes& perm) {
-    if (!detail::is_permutation(perm, x.ndim()))
-      throw core::value_error(prim + ": expected a permutation of the operand's " +
-                              std::to_string(x.ndim()) + " axes, found " + detail::axes_str(perm) +
-                              " for operand shape " + x.shape.str());
-    Shape s;
-    for (std::int64_t p : perm) s.push_back(x.shape[static_cast<std::size_t>(p)]);
-    return {s, x.dtype, x.weak_type};
-  }
+  static ShapedArray permuted_aval(const std::string& prim, const ShapedArray& x, const Axes& perm);
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
@@ -359,15 +205,7 @@ class Reshape final : public Primitive {
  public:
   constexpr Reshape() : Primitive("reshape") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    const Array& x = args[0];
-    ShapedArray out = abstract_eval_one(x.aval(), params);
-    const Axes* dims = dimensions(params);
-    if (!dims || detail::is_iota(*dims)) return {detail::same_elements(x, std::move(out))};
-    Array t = Transpose::permuted(x, Transpose::permuted_aval(name(), x.aval(), *dims), *dims);
-    return {detail::same_elements(t, std::move(out))};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -388,44 +226,12 @@ class Reshape final : public Primitive {
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
   /// `dimensions` (when given) keeps it first.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
-    Array x = args[0];
-    if (b != 0) {
-      Axes to_front{b};
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(x.ndim()); ++i)
-        if (i != b) to_front.push_back(i);
-      x = bind1(transpose_p, {x}, {{"permutation", std::move(to_front)}});
-    }
-    Params batched = params;
-    batched.set("new_sizes", detail::insert_dim(params.get<Shape>("new_sizes"), 0, axis_size));
-    if (const Axes* perm = dimensions(params)) {
-      Axes shifted{0};
-      for (std::int64_t p : *perm) shifted.push_back(p + 1);
-      batched.set("dimensions", std::move(shifted));
-    }
-    return {{bind1(*this, {x}, batched)}, {0}};
-  }
+                                     std::int64_t axis_size, const Params& params) const override;
 
  private:
   /// The `dimensions` permutation, or null for `None`.
-  const Axes* dimensions(const Params& params) const {
-    const ParamValue* v = params.find("dimensions");
-    if (!v || std::holds_alternative<None>(*v)) return nullptr;
-    return &params.get<Axes>("dimensions");  // type_error for any other kind of value
-  }
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
-    const Shape& sizes = params.get<Shape>("new_sizes");
-    if (const Axes* dims = dimensions(params)) (void)Transpose::permuted_aval(name(), x, *dims);
-    if (sizes.size() != x.size())
-      throw core::shape_error("reshape: cannot reshape array of shape " + x.shape.str() +
-                              " (size " + std::to_string(x.size()) + ") into shape " + sizes.str() +
-                              " (size " + std::to_string(sizes.size()) + "): expected equal sizes");
-    return {sizes, x.dtype, x.weak_type};
-  }
+  const Axes* dimensions(const Params& params) const;
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Reshape reshape_p{};
@@ -460,41 +266,10 @@ class Squeeze final : public Primitive {
 
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
-    (void)abstract_eval_one(example, params);
-    Axes new_dims;
-    std::int64_t out = b;
-    for (std::size_t d :
-         detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim())) {
-      const auto a = static_cast<std::int64_t>(d);
-      if (a < b) --out;
-      new_dims.push_back(detail::skip_batch_axis(a, b));
-    }
-    return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {out}};
-  }
+                                     std::int64_t, const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
-    std::vector<std::size_t> drop =
-        detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim());
-    Shape s;
-    for (std::size_t i = 0, k = 0; i < x.ndim(); ++i) {
-      if (k < drop.size() && drop[k] == i) {
-        ++k;
-        if (x.shape[i] != 1)
-          throw core::shape_error("squeeze: expected dimension " + std::to_string(i) +
-                                  " of operand shape " + x.shape.str() +
-                                  " to have size 1, found size " + std::to_string(x.shape[i]));
-        continue;
-      }
-      s.push_back(x.shape[i]);
-    }
-    return {s, x.dtype, x.weak_type};
-  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Squeeze squeeze_p{};
@@ -531,46 +306,10 @@ class ExpandDims final : public Primitive {
   /// The batch axis is placed in the result right after the operand dimension before it (first
   /// if there is none), and the inserted dimensions skip it.
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override {
-    detail::check_one_operand(name(), args.size());
-    if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
-    const std::int64_t b = *dims[0];
-    const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
-    (void)abstract_eval_one(example, params);
-    const Axes& axes = params.get<Axes>("dimensions");
-    const std::vector<std::size_t> add =
-        detail::unique_axes(name(), axes, example.ndim() + axes.size());
-    // The result position of operand dimension b - 1: walk the result, skipping inserted ones.
-    std::int64_t at = 0;
-    for (std::size_t i = 0, k = 0, operand = 0; b > 0; ++i) {
-      if (k < add.size() && add[k] == i) {
-        ++k;
-      } else if (static_cast<std::int64_t>(++operand) == b) {
-        at = static_cast<std::int64_t>(i) + 1;
-        break;
-      }
-    }
-    Axes new_dims;
-    for (std::size_t d : add)
-      new_dims.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), at));
-    return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {at}};
-  }
+                                     std::int64_t, const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
-    const Axes& dims = params.get<Axes>("dimensions");
-    std::vector<std::size_t> add = detail::unique_axes(name(), dims, x.ndim() + dims.size());
-    Shape s;
-    for (std::size_t i = 0, k = 0, j = 0; i < x.ndim() + dims.size(); ++i) {
-      if (k < add.size() && add[k] == i) {
-        ++k;
-        s.push_back(1);
-      } else {
-        s.push_back(x.shape[j++]);
-      }
-    }
-    return {s, x.dtype, x.weak_type};
-  }
+  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const ExpandDims expand_dims_p{};
@@ -578,25 +317,13 @@ inline constinit const ExpandDims expand_dims_p{};
 // ---- lax-level functions the rules bind the shape primitives with ----------------------------
 
 /// `lax.broadcast_in_dim`; no equation when nothing changes.
-inline Array broadcast_in_dim(const Array& x, const Shape& shape,
-                              const Axes& broadcast_dimensions) {
-  if (x.shape() == shape && detail::is_iota(broadcast_dimensions) &&
-      broadcast_dimensions.size() == x.ndim())
-    return x;
-  return bind1(broadcast_in_dim_p, {x},
-               {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
-}
+Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& broadcast_dimensions);
 
 namespace detail {
 
 /// `x` broadcast to `shape` with its dimensions aligned to the right (the caller has checked that
 /// they fit: each 1 or equal); no equation when nothing changes.
-inline Array broadcast_trailing(const Array& x, const Shape& shape) {
-  const std::size_t lead = shape.rank() - x.ndim();
-  Axes dims(x.ndim());
-  for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<std::int64_t>(lead + i);
-  return broadcast_in_dim(x, shape, dims);
-}
+Array broadcast_trailing(const Array& x, const Shape& shape);
 
 /// `lax.transpose`: no equation for the identity permutation.
 inline Array transpose_axes(const Array& x, Axes perm) {
@@ -635,12 +362,369 @@ inline Array fit_tangent(Array t, const ShapedArray& out) {
 
 // ---- transpose rules, which bind the shape primitives above ---------------------------------
 
+}  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC std::string axes_str(std::span<const std::int64_t> axes) {
+  std::ostringstream os;
+  os << '(';
+  for (std::size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << axes[i];
+  if (axes.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+XPR_FUNC void check_operand_count(const std::string& prim, std::size_t found, std::size_t expected,
+                                  const char* what) {
+  if (found != expected)
+    throw core::type_error(prim + " expected " + std::to_string(expected) + " operands" + what +
+                           ", found " + std::to_string(found));
+}
+
+XPR_FUNC bool is_permutation(std::span<const std::int64_t> perm, std::size_t rank) {
+  if (perm.size() != rank) return false;
+  std::vector<bool> seen(rank, false);
+  for (std::int64_t p : perm) {
+    if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)])
+      return false;
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  return true;
+}
+
+XPR_FUNC bool is_iota(std::span<const std::int64_t> axes) {
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+XPR_FUNC std::vector<std::size_t> unique_axes(const std::string& prim, const Axes& axes,
+                                              std::size_t rank) {
+  std::vector<std::size_t> out;
+  for (std::int64_t a : axes) {
+    try {
+      out.push_back(core::canonicalize_axis(a, rank));
+    } catch (const core::index_error& e) {
+      throw core::index_error(prim + ": " + e.what());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw core::value_error(prim + ": expected distinct dimensions, found repeated ones in " +
+                            axes_str(axes));
+  return out;
+}
+
+XPR_FUNC Array gather_strided(const Array& x, ShapedArray aval,
+                              std::span<const std::int64_t> in_strides) {
+  ArrayBuilder b(std::move(aval));
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    strided_copy(x.data<T>(), b.data<T>(), b.aval().shape, in_strides);
+  });
+  return std::move(b).finish();
+}
+
+XPR_FUNC const std::byte* bytes_of(const Array& x) {
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());
+  });
+}
+
+XPR_FUNC Array same_elements(const Array& x, ShapedArray aval) {
+  const auto* bytes = dispatch_dtype(x.dtype(), [&](auto tag) {
+    return reinterpret_cast<const std::byte*>(x.data<decltype(tag)>());  // throws for tracers
+  });
+  const std::shared_ptr<std::byte>& owner = x.concrete()->owner();
+  if (owner) return Array(std::make_shared<ConcreteArray>(std::move(aval), owner, bytes));
+  ArrayBuilder b(std::move(aval));
+  std::memcpy(b.bytes(), bytes, x.concrete()->nbytes());
+  return std::move(b).finish();
+}
+
+XPR_FUNC ShapedArray unbatched_aval(ShapedArray aval, std::int64_t bd) {
+  std::vector<std::int64_t> dims(aval.shape.begin(), aval.shape.end());
+  dims.erase(dims.begin() + bd);
+  aval.shape = Shape(std::move(dims));
+  return aval;
+}
+
+XPR_FUNC Shape insert_dim(const Shape& s, std::int64_t at, std::int64_t n) {
+  std::vector<std::int64_t> dims(s.begin(), s.end());
+  dims.insert(dims.begin() + at, n);
+  return Shape(std::move(dims));
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays BroadcastInDim::impl(std::span<const Array> args, const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const Array& x = args[0];
+  ShapedArray out = abstract_eval_one(x.aval(), params);
+  if (out.shape == x.shape()) return {x};
+  const Axes& dims = params.get<Axes>("broadcast_dimensions");
+  std::vector<std::int64_t> in_strides(out.shape.rank(), 0);
+  const std::vector<std::int64_t> x_strides = core::strides_of(x.shape());
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (x.shape()[i] != 1) in_strides[static_cast<std::size_t>(dims[i])] = x_strides[i];
+  return {detail::gather_strided(x, std::move(out), in_strides)};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> BroadcastInDim::batch(std::span<const Array> args,
+                                                            std::span<const BatchDim> dims,
+                                                            std::int64_t axis_size,
+                                                            const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  // Malformed params are reported against the per-example shape, as without vmap.
+  (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+  const Axes& bdims = params.get<Axes>("broadcast_dimensions");
+  const std::int64_t at = b == 0 ? 0 : bdims[static_cast<std::size_t>(b - 1)] + 1;
+  Axes new_dims;
+  for (std::size_t i = 0; i < bdims.size(); ++i) {
+    if (static_cast<std::int64_t>(i) == b) new_dims.push_back(at);
+    new_dims.push_back(detail::skip_batch_axis(bdims[i], at));
+  }
+  if (b == static_cast<std::int64_t>(bdims.size())) new_dims.push_back(at);
+  Shape shape = detail::insert_dim(params.get<Shape>("shape"), at, axis_size);
+  return {{bind1(*this, {args[0]},
+                 {{"shape", std::move(shape)}, {"broadcast_dimensions", std::move(new_dims)}})},
+          {at}};
+}
+
+XPR_FUNC ShapedArray BroadcastInDim::abstract_eval_one(const ShapedArray& x,
+                                                       const Params& params) const {
+  const Shape& shape = params.get<Shape>("shape");
+  const Axes& dims = params.get<Axes>("broadcast_dimensions");
+  const std::string where = "broadcast_in_dim of operand shape " + x.shape.str() + " to shape " +
+                            shape.str() + " with broadcast_dimensions " + detail::axes_str(dims);
+  if (dims.size() != x.ndim())
+    throw core::shape_error(where + ": expected " + std::to_string(x.ndim()) +
+                            " broadcast dimension(s), one per operand dimension, found " +
+                            std::to_string(dims.size()));
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= static_cast<std::int64_t>(shape.rank()))
+      throw core::index_error(where + ": expected broadcast dimensions in [0, " +
+                              std::to_string(shape.rank()) + "), found " + std::to_string(dims[i]));
+    if (i > 0 && dims[i] <= dims[i - 1])
+      throw core::value_error(where + ": expected strictly increasing broadcast dimensions");
+    std::int64_t want = shape[static_cast<std::size_t>(dims[i])];
+    if (x.shape[i] != 1 && x.shape[i] != want)
+      throw core::shape_error(where + ": expected operand dimension " + std::to_string(i) +
+                              " to have size 1 or " + std::to_string(want) + ", found " +
+                              std::to_string(x.shape[i]));
+  }
+  return {shape, x.dtype, x.weak_type};
+}
+
+XPR_FUNC Arrays Transpose::impl(std::span<const Array> args, const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const Array& x = args[0];
+  ShapedArray out = abstract_eval_one(x.aval(), params);
+  const Axes& perm = params.get<Axes>("permutation");
+  if (detail::is_iota(perm)) return {x};
+  return {permuted(x, std::move(out), perm)};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> Transpose::batch(std::span<const Array> args,
+                                                       std::span<const BatchDim> dims, std::int64_t,
+                                                       const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+  const Axes& perm = params.get<Axes>("permutation");
+  Axes new_perm;
+  for (std::size_t j = 0; j < perm.size(); ++j) {
+    if (static_cast<std::int64_t>(j) == b) new_perm.push_back(b);
+    new_perm.push_back(detail::skip_batch_axis(perm[j], b));
+  }
+  if (b == static_cast<std::int64_t>(perm.size())) new_perm.push_back(b);
+  return {{bind1(*this, {args[0]}, {{"permutation", std::move(new_perm)}})}, {b}};
+}
+
+XPR_FUNC Array Transpose::permuted(const Array& x, ShapedArray out, const Axes& perm) {
+  std::vector<std::int64_t> x_strides = core::strides_of(x.shape()), in_strides(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    in_strides[i] = x_strides[static_cast<std::size_t>(perm[i])];
+  return detail::gather_strided(x, std::move(out), in_strides);
+}
+
+XPR_FUNC ShapedArray Transpose::permuted_aval(const std::string& prim, const ShapedArray& x,
+                                              const Axes& perm) {
+  if (!detail::is_permutation(perm, x.ndim()))
+    throw core::value_error(prim + ": expected a permutation of the operand's " +
+                            std::to_string(x.ndim()) + " axes, found " + detail::axes_str(perm) +
+                            " for operand shape " + x.shape.str());
+  Shape s;
+  for (std::int64_t p : perm) s.push_back(x.shape[static_cast<std::size_t>(p)]);
+  return {s, x.dtype, x.weak_type};
+}
+
+XPR_FUNC Arrays Reshape::impl(std::span<const Array> args, const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  const Array& x = args[0];
+  ShapedArray out = abstract_eval_one(x.aval(), params);
+  const Axes* dims = dimensions(params);
+  if (!dims || detail::is_iota(*dims)) return {detail::same_elements(x, std::move(out))};
+  Array t = Transpose::permuted(x, Transpose::permuted_aval(name(), x.aval(), *dims), *dims);
+  return {detail::same_elements(t, std::move(out))};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> Reshape::batch(std::span<const Array> args,
+                                                     std::span<const BatchDim> dims,
+                                                     std::int64_t axis_size,
+                                                     const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  (void)abstract_eval_one(detail::unbatched_aval(args[0].aval(), b), params);
+  Array x = args[0];
+  if (b != 0) {
+    Axes to_front{b};
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(x.ndim()); ++i)
+      if (i != b) to_front.push_back(i);
+    x = bind1(transpose_p, {x}, {{"permutation", std::move(to_front)}});
+  }
+  Params batched = params;
+  batched.set("new_sizes", detail::insert_dim(params.get<Shape>("new_sizes"), 0, axis_size));
+  if (const Axes* perm = dimensions(params)) {
+    Axes shifted{0};
+    for (std::int64_t p : *perm) shifted.push_back(p + 1);
+    batched.set("dimensions", std::move(shifted));
+  }
+  return {{bind1(*this, {x}, batched)}, {0}};
+}
+
+XPR_FUNC const Axes* Reshape::dimensions(const Params& params) const {
+  const ParamValue* v = params.find("dimensions");
+  if (!v || std::holds_alternative<None>(*v)) return nullptr;
+  return &params.get<Axes>("dimensions");  // type_error for any other kind of value
+}
+
+XPR_FUNC ShapedArray Reshape::abstract_eval_one(const ShapedArray& x, const Params& params) const {
+  const Shape& sizes = params.get<Shape>("new_sizes");
+  if (const Axes* dims = dimensions(params)) (void)Transpose::permuted_aval(name(), x, *dims);
+  if (sizes.size() != x.size())
+    throw core::shape_error("reshape: cannot reshape array of shape " + x.shape.str() + " (size " +
+                            std::to_string(x.size()) + ") into shape " + sizes.str() + " (size " +
+                            std::to_string(sizes.size()) + "): expected equal sizes");
+  return {sizes, x.dtype, x.weak_type};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> Squeeze::batch(std::span<const Array> args,
+                                                     std::span<const BatchDim> dims, std::int64_t,
+                                                     const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
+  (void)abstract_eval_one(example, params);
+  Axes new_dims;
+  std::int64_t out = b;
+  for (std::size_t d :
+       detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim())) {
+    const auto a = static_cast<std::int64_t>(d);
+    if (a < b) --out;
+    new_dims.push_back(detail::skip_batch_axis(a, b));
+  }
+  return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {out}};
+}
+
+XPR_FUNC ShapedArray Squeeze::abstract_eval_one(const ShapedArray& x, const Params& params) const {
+  std::vector<std::size_t> drop =
+      detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim());
+  Shape s;
+  for (std::size_t i = 0, k = 0; i < x.ndim(); ++i) {
+    if (k < drop.size() && drop[k] == i) {
+      ++k;
+      if (x.shape[i] != 1)
+        throw core::shape_error("squeeze: expected dimension " + std::to_string(i) +
+                                " of operand shape " + x.shape.str() +
+                                " to have size 1, found size " + std::to_string(x.shape[i]));
+      continue;
+    }
+    s.push_back(x.shape[i]);
+  }
+  return {s, x.dtype, x.weak_type};
+}
+
+XPR_FUNC std::pair<Arrays, BatchDims> ExpandDims::batch(std::span<const Array> args,
+                                                        std::span<const BatchDim> dims,
+                                                        std::int64_t, const Params& params) const {
+  detail::check_one_operand(name(), args.size());
+  if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
+  const std::int64_t b = *dims[0];
+  const ShapedArray example = detail::unbatched_aval(args[0].aval(), b);
+  (void)abstract_eval_one(example, params);
+  const Axes& axes = params.get<Axes>("dimensions");
+  const std::vector<std::size_t> add =
+      detail::unique_axes(name(), axes, example.ndim() + axes.size());
+  // The result position of operand dimension b - 1: walk the result, skipping inserted ones.
+  std::int64_t at = 0;
+  for (std::size_t i = 0, k = 0, operand = 0; b > 0; ++i) {
+    if (k < add.size() && add[k] == i) {
+      ++k;
+    } else if (static_cast<std::int64_t>(++operand) == b) {
+      at = static_cast<std::int64_t>(i) + 1;
+      break;
+    }
+  }
+  Axes new_dims;
+  for (std::size_t d : add)
+    new_dims.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), at));
+  return {{bind1(*this, {args[0]}, {{"dimensions", std::move(new_dims)}})}, {at}};
+}
+
+XPR_FUNC ShapedArray ExpandDims::abstract_eval_one(const ShapedArray& x,
+                                                   const Params& params) const {
+  const Axes& dims = params.get<Axes>("dimensions");
+  std::vector<std::size_t> add = detail::unique_axes(name(), dims, x.ndim() + dims.size());
+  Shape s;
+  for (std::size_t i = 0, k = 0, j = 0; i < x.ndim() + dims.size(); ++i) {
+    if (k < add.size() && add[k] == i) {
+      ++k;
+      s.push_back(1);
+    } else {
+      s.push_back(x.shape[j++]);
+    }
+  }
+  return {s, x.dtype, x.weak_type};
+}
+
+XPR_FUNC Array broadcast_in_dim(const Array& x, const Shape& shape,
+                                const Axes& broadcast_dimensions) {
+  if (x.shape() == shape && detail::is_iota(broadcast_dimensions) &&
+      broadcast_dimensions.size() == x.ndim())
+    return x;
+  return bind1(broadcast_in_dim_p, {x},
+               {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
+}
+}  // namespace xpr::rt
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Array broadcast_trailing(const Array& x, const Shape& shape) {
+  const std::size_t lead = shape.rank() - x.ndim();
+  Axes dims(x.ndim());
+  for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<std::int64_t>(lead + i);
+  return broadcast_in_dim(x, shape, dims);
+}
+}  // namespace xpr::rt::detail
+
+namespace xpr::rt {
+
 /// broadcast_in_dim (JAX's `_broadcast_in_dim_transpose_rule`): the cotangent summed over the
 /// result dimensions the operand did not provide, and over those where an operand dimension of
 /// size 1 was repeated; those come back as size 1.
-inline Cotangents BroadcastInDim::transpose(std::span<const Cotangent> cts,
-                                            std::span<const LinearArg> args,
-                                            const Params& params) const {
+XPR_FUNC Cotangents BroadcastInDim::transpose(std::span<const Cotangent> cts,
+                                              std::span<const LinearArg> args,
+                                              const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   const Array& ct = *cts[0];
@@ -663,9 +747,9 @@ inline Cotangents BroadcastInDim::transpose(std::span<const Cotangent> cts,
 }
 
 /// transpose: the inverse permutation.
-inline Cotangents Transpose::transpose(std::span<const Cotangent> cts,
-                                       std::span<const LinearArg> args,
-                                       const Params& params) const {
+XPR_FUNC Cotangents Transpose::transpose(std::span<const Cotangent> cts,
+                                         std::span<const LinearArg> args,
+                                         const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const Axes& perm = params.get<Axes>("permutation");
   Axes inverse(perm.size());
@@ -677,8 +761,9 @@ inline Cotangents Transpose::transpose(std::span<const Cotangent> cts,
 
 /// reshape: the cotangent reshaped back; with `dimensions`, reshaped to the transposed operand's
 /// shape and transposed back (JAX's `_reshape_transpose_rule`).
-inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
-                                     std::span<const LinearArg> args, const Params& params) const {
+XPR_FUNC Cotangents Reshape::transpose(std::span<const Cotangent> cts,
+                                       std::span<const LinearArg> args,
+                                       const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   const Axes* dims = dimensions(params);
@@ -694,8 +779,9 @@ inline Cotangents Reshape::transpose(std::span<const Cotangent> cts,
 }
 
 /// squeeze: the removed dimensions inserted back (expand_dims).
-inline Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
-                                     std::span<const LinearArg> args, const Params& params) const {
+XPR_FUNC Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
+                                       std::span<const LinearArg> args,
+                                       const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   Axes dims;
@@ -705,9 +791,9 @@ inline Cotangents Squeeze::transpose(std::span<const Cotangent> cts,
 }
 
 /// expand_dims: the inserted dimensions removed (squeeze).
-inline Cotangents ExpandDims::transpose(std::span<const Cotangent> cts,
-                                        std::span<const LinearArg> args,
-                                        const Params& params) const {
+XPR_FUNC Cotangents ExpandDims::transpose(std::span<const Cotangent> cts,
+                                          std::span<const LinearArg> args,
+                                          const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const ShapedArray& x = aval_of(args[0]);
   const Axes& dims = params.get<Axes>("dimensions");
@@ -718,3 +804,4 @@ inline Cotangents ExpandDims::transpose(std::span<const Cotangent> cts,
 }
 
 }  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/primitive.hpp"
@@ -21,13 +22,7 @@ class StopGradient final : public Primitive {
  public:
   constexpr StopGradient() : Primitive("stop_gradient") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override {
-    (void)params;
-    if (args.size() != 1)
-      throw core::type_error("stop_gradient expected 1 operand, found " +
-                             std::to_string(args.size()));
-    return {args[0]};
-  }
+  Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
     return {detail::unary_aval(name(), args, detail::Accepts::any)};
@@ -35,11 +30,7 @@ class StopGradient final : public Primitive {
 
   /// The value passes; derivatives do not.
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
-                                const Params& params) const override {
-    Arrays out = rt::bind(*this, primals, params);
-    Array zero = zeros_like_aval(out[0].aval());
-    return {std::move(out), {std::move(zero)}};
-  }
+                                const Params& params) const override;
 
   /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
@@ -56,3 +47,26 @@ class StopGradient final : public Primitive {
 inline constinit const StopGradient stop_gradient_p{};
 
 }  // namespace xpr::rt
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+XPR_FUNC Arrays StopGradient::impl(std::span<const Array> args, const Params& params) const {
+  (void)params;
+  if (args.size() != 1)
+    throw core::type_error("stop_gradient expected 1 operand, found " +
+                           std::to_string(args.size()));
+  return {args[0]};
+}
+
+XPR_FUNC std::pair<Arrays, Arrays> StopGradient::jvp(std::span<const Array> primals,
+                                                     std::span<const Array>,
+                                                     const Params& params) const {
+  Arrays out = rt::bind(*this, primals, params);
+  Array zero = zeros_like_aval(out[0].aval());
+  return {std::move(out), {std::move(zero)}};
+}
+
+}  // namespace xpr::rt
+#endif  // XPR_DEFINITIONS

@@ -10,6 +10,7 @@
 #include <string>
 #include <variant>
 
+#include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/aval.hpp"
@@ -41,39 +42,19 @@ inline Array sum_axes(const Array& x, Axes axes) {
 }
 
 /// reduce_sum of `x` over all its axes.
-inline Array sum_all(const Array& x) {
-  Axes all;
-  for (std::size_t i = 0; i < x.ndim(); ++i) all.push_back(static_cast<std::int64_t>(i));
-  return sum_axes(x, std::move(all));
-}
+Array sum_all(const Array& x);
 
 /// The known value of a non-linear operand of `prim`'s transpose rule; `type_error` when it is an
 /// `UndefinedPrimal` (the equation is not linear in it, as in `mul(t, t)`).
-inline const Array& known_operand(const std::string& prim, const LinearArg& x, const char* what) {
-  if (const auto* a = std::get_if<Array>(&x)) return *a;
-  throw core::type_error("transpose of '" + prim + "': expected " + what +
-                         " to be known (the equation is linear only in the other operands), "
-                         "found it undefined, of type " +
-                         std::get<UndefinedPrimal>(x).aval.str() + "; the function is not linear");
-}
+const Array& known_operand(const std::string& prim, const LinearArg& x, const char* what);
 
 /// `ct` made the cotangent of an operand of type `aval`: summed to rank 0 where a rank-0 operand
 /// was broadcast (binary primitives accept one for any shape), converted where its weak-type flag
 /// (or dtype) differs, so cotangents have their operand's exact type.
-inline Array fit_cotangent(Array ct, const ShapedArray& aval) {
-  if (aval.ndim() == 0 && ct.ndim() > 0) ct = sum_all(ct);
-  if (ct.shape() != aval.shape)
-    throw core::shape_error("transpose rule: expected a cotangent of shape " + aval.shape.str() +
-                            ", found shape " + ct.shape().str());
-  return convert_element_type(ct, aval.dtype, aval.weak_type);
-}
+Array fit_cotangent(Array ct, const ShapedArray& aval);
 
 /// Whether every tangent is a symbolic zero.
-inline bool all_zero(std::span<const Tangent> ts) {
-  for (const Tangent& t : ts)
-    if (t) return false;
-  return true;
-}
+bool all_zero(std::span<const Tangent> ts);
 
 /// Whether outputs of type `aval` have nonzero tangents: integer and bool ones are piecewise
 /// constant, so their tangent is a symbolic zero (JAX's float0).
@@ -81,7 +62,47 @@ inline bool has_tangent_space(const ShapedArray& aval) { return core::is_floatin
 
 /// Each empty tangent replaced by zeros of its primal's type (for rules that need every operand,
 /// such as `concatenate` of a zero and a nonzero tangent).
-inline Arrays instantiate_zeros(std::span<const Array> primals, std::span<const Tangent> ts) {
+Arrays instantiate_zeros(std::span<const Array> primals, std::span<const Tangent> ts);
+
+/// The index operands `args[first:]` of a transpose rule (`dynamic_slice` and
+/// `dynamic_update_slice` start indices), which are never linear.
+Arrays known_operands(const std::string& prim, std::span<const LinearArg> args, std::size_t first);
+
+}  // namespace xpr::rt::detail
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt::detail {
+
+XPR_FUNC Array sum_all(const Array& x) {
+  Axes all;
+  for (std::size_t i = 0; i < x.ndim(); ++i) all.push_back(static_cast<std::int64_t>(i));
+  return sum_axes(x, std::move(all));
+}
+
+XPR_FUNC const Array& known_operand(const std::string& prim, const LinearArg& x, const char* what) {
+  if (const auto* a = std::get_if<Array>(&x)) return *a;
+  throw core::type_error("transpose of '" + prim + "': expected " + what +
+                         " to be known (the equation is linear only in the other operands), "
+                         "found it undefined, of type " +
+                         std::get<UndefinedPrimal>(x).aval.str() + "; the function is not linear");
+}
+
+XPR_FUNC Array fit_cotangent(Array ct, const ShapedArray& aval) {
+  if (aval.ndim() == 0 && ct.ndim() > 0) ct = sum_all(ct);
+  if (ct.shape() != aval.shape)
+    throw core::shape_error("transpose rule: expected a cotangent of shape " + aval.shape.str() +
+                            ", found shape " + ct.shape().str());
+  return convert_element_type(ct, aval.dtype, aval.weak_type);
+}
+
+XPR_FUNC bool all_zero(std::span<const Tangent> ts) {
+  for (const Tangent& t : ts)
+    if (t) return false;
+  return true;
+}
+
+XPR_FUNC Arrays instantiate_zeros(std::span<const Array> primals, std::span<const Tangent> ts) {
   Arrays out;
   out.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i)
@@ -89,10 +110,8 @@ inline Arrays instantiate_zeros(std::span<const Array> primals, std::span<const 
   return out;
 }
 
-/// The index operands `args[first:]` of a transpose rule (`dynamic_slice` and
-/// `dynamic_update_slice` start indices), which are never linear.
-inline Arrays known_operands(const std::string& prim, std::span<const LinearArg> args,
-                             std::size_t first) {
+XPR_FUNC Arrays known_operands(const std::string& prim, std::span<const LinearArg> args,
+                               std::size_t first) {
   Arrays out;
   for (std::size_t i = first; i < args.size(); ++i)
     out.push_back(known_operand(prim, args[i], "the start indices"));
@@ -100,3 +119,4 @@ inline Arrays known_operands(const std::string& prim, std::span<const LinearArg>
 }
 
 }  // namespace xpr::rt::detail
+#endif  // XPR_DEFINITIONS
