@@ -942,6 +942,7 @@ XPR_FUNC Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> co
   for (const rt::Atom& a : jaxpr.outvars) out.push_back(read(a));
   return out;
 }
+
 }  // namespace xpr::aot::detail
 
 namespace xpr::aot {

@@ -3,6 +3,7 @@
 // entries, a broken or missing compiler, untrusted cache directories, and many threads asking for
 // the same kernels. Cases needing a fresh process re-run this executable with
 // --gtest_filter=JitChild.Run and XPR_JIT_CHILD naming what to do.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -145,6 +146,51 @@ TEST(JitCache, SecondProcessCompilesNothing) {
   struct stat st {};
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 077, 0u);
+  fs::remove_all(dir);
+}
+
+// A process whose kernels are all on disk runs no compiler, not even to probe its version and
+// target: that answer is on disk too, under the compiler's fingerprint, and a changed compiler
+// (here: its file rewritten, so its size and modification time differ) is probed again.
+TEST(JitCache, SecondProcessRunsNoCompilerAtAll) {
+  std::string dir = fresh_dir("noprobe"), n = nonce();
+  const std::string cxx = dir + "/counting-cxx", calls = dir + "/calls.txt";
+  auto write_wrapper = [&](const std::string& comment) {
+    std::ofstream f(cxx);
+    f << "#!/bin/sh\n# " << comment << "\necho \"$1\" >> '" << calls << "'\nexec g++ \"$@\"\n";
+  };
+  auto lines = [&] {
+    std::string text = slurp(calls);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  };
+  write_wrapper("first");
+  fs::permissions(cxx, fs::perms::owner_all);
+  const std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n,
+                                        "XPR_CACHE_DIR=" + dir + "/cache", "XPR_CXX=" + cxx};
+  auto a = run_child(env, dir);
+  ASSERT_EQ(a.status, 0) << a.out << a.err;
+  EXPECT_EQ(a.compiles, 2u);
+  EXPECT_EQ(lines(), 4);  // --version, -### and two kernels
+  int memos = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/cache"))
+    if (e.path().filename().string().rfind("compiler-", 0) == 0) {
+      ++memos;
+      EXPECT_EQ(static_cast<unsigned>(e.status().permissions()) & 077u, 0u);
+      EXPECT_NE(slurp(e.path().string()).find("g++"), std::string::npos);  // the version line
+    }
+  EXPECT_EQ(memos, 1);
+
+  auto b = run_child(env, dir);
+  ASSERT_EQ(b.status, 0) << b.out << b.err;
+  EXPECT_EQ(b.disk_hits, 2u);
+  EXPECT_EQ(lines(), 4) << "the second process ran the compiler";
+
+  write_wrapper("second, a different compiler");
+  auto c = run_child(env, dir);
+  ASSERT_EQ(c.status, 0) << c.out << c.err;
+  EXPECT_EQ(c.compiles, 0u);
+  EXPECT_EQ(c.disk_hits, 2u);
+  EXPECT_EQ(lines(), 6);  // probed again: --version and -###
   fs::remove_all(dir);
 }
 

@@ -62,22 +62,6 @@ inline CacheCounters& counters() {
   return c;
 }
 
-inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-std::string hex16(std::uint64_t v);
-
-/// A directory is trusted when it is a real directory owned by this user that nobody else may
-/// write (a kernel loaded from it runs in this process).
-bool trusted_dir(const std::string& path);
-
-/// The disk cache directory: $XPR_CACHE_DIR, else $XDG_CACHE_HOME/xpr, else ~/.cache/xpr, created
-/// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
-/// trusted.
-const std::string& cache_dir();
-
 // A cache entry is the shared object followed by a trailer: 8 bytes of FNV-1a hash of the object
 // and 8 bytes of magic. A truncated or corrupted file fails the check and is rebuilt. (The ELF
 // loader reads only what the headers point to, so the trailer does not disturb dlopen.)
@@ -125,45 +109,6 @@ using codegen::JitCacheStats;
 #if XPR_DEFINITIONS
 
 namespace xpr::codegen::detail {
-
-XPR_FUNC std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-XPR_FUNC bool trusted_dir(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return false;
-  return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
-}
-
-XPR_FUNC const std::string& cache_dir() {
-  static const std::string dir = [] {
-    std::string d;
-    if (const char* e = std::getenv("XPR_CACHE_DIR"); e && *e) {
-      d = e;
-    } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-      d = std::string(x) + "/xpr";
-    } else if (const char* h = std::getenv("HOME"); h && *h) {
-      d = std::string(h) + "/.cache/xpr";
-    } else {
-      return std::string();
-    }
-    std::error_code ec;
-    std::filesystem::path p(d);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-    ::mkdir(d.c_str(), 0700);
-    if (!trusted_dir(d) || ::access(d.c_str(), W_OK) != 0) {
-      if (log_enabled())
-        std::cerr << "xpr jit: cache directory " << d
-                  << " is not a private writable directory; caching in memory only\n";
-      return std::string();
-    }
-    return d;
-  }();
-  return dir;
-}
 
 XPR_FUNC std::string with_trailer(std::string so) {
   std::uint64_t h = fnv1a(so);

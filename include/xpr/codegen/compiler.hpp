@@ -9,19 +9,27 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <mutex>
 #include <spawn.h>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "xpr/core/config.hpp"
 
@@ -29,7 +37,16 @@ extern char** environ;
 
 namespace xpr::codegen {
 
+struct CompilerInfo;
+
 namespace detail {
+
+inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex16(std::uint64_t v);
 
 /// Runs `argv` (no shell: nothing in it is interpreted), its stdout and stderr into `log_path`.
 /// Returns the exit status, or -1 when it could not be started.
@@ -46,9 +63,29 @@ inline std::string env_or(const char* name, const char* fallback) {
 
 bool log_enabled();
 
+/// A directory is trusted when it is a real directory owned by this user that nobody else may
+/// write (a kernel loaded from it runs in this process).
+bool trusted_dir(const std::string& path);
+
+/// The disk cache directory: $XPR_CACHE_DIR, else $XDG_CACHE_HOME/xpr, else ~/.cache/xpr, created
+/// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
+/// trusted.
+const std::string& cache_dir();
+
+/// What a compiler probe's answer depends on: each word of the command resolved on PATH, with its
+/// device, inode, size and modification time (an upgraded or re-pointed compiler changes them),
+/// and the CPU that -march=native resolves against (cpuid). Empty when any of it is unknown: the
+/// probe then runs.
+std::string compiler_fingerprint(const std::vector<std::string>& command);
+
+/// Runs the compiler twice (`--version`; `-###` to resolve -march=native): about 3.5 ms.
+CompilerInfo probe_compiler(std::vector<std::string> command);
+
 }  // namespace detail
 
-/// The compiler jit runs, probed once per process.
+/// The compiler jit runs. Probed once per machine and compiler: the answer is kept in the cache
+/// directory under the compiler's fingerprint (`detail::compiler_fingerprint`), so a new process
+/// whose kernels are all on disk runs no compiler at all.
 struct CompilerInfo {
   std::vector<std::string> command;  // XPR_CXX split on spaces ("ccache g++" works)
   std::string version;               // first line of `--version`
@@ -70,6 +107,12 @@ std::vector<std::string> compile_command(const std::string& src, const std::stri
 #if XPR_DEFINITIONS
 
 namespace xpr::codegen::detail {
+
+XPR_FUNC std::string hex16(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 XPR_FUNC int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
   std::vector<char*> args;
@@ -107,6 +150,124 @@ XPR_FUNC std::string read_text(const std::string& path) {
   return out;
 }
 
+XPR_FUNC bool trusted_dir(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return false;
+  return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+}
+
+XPR_FUNC const std::string& cache_dir() {
+  static const std::string dir = [] {
+    std::string d;
+    if (const char* e = std::getenv("XPR_CACHE_DIR"); e && *e) {
+      d = e;
+    } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+      d = std::string(x) + "/xpr";
+    } else if (const char* h = std::getenv("HOME"); h && *h) {
+      d = std::string(h) + "/.cache/xpr";
+    } else {
+      return std::string();
+    }
+    std::error_code ec;
+    std::filesystem::path p(d);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    ::mkdir(d.c_str(), 0700);
+    if (!trusted_dir(d) || ::access(d.c_str(), W_OK) != 0) {
+      if (log_enabled())
+        std::cerr << "xpr jit: cache directory " << d
+                  << " is not a private writable directory; caching in memory only\n";
+      return std::string();
+    }
+    return d;
+  }();
+  return dir;
+}
+
+XPR_FUNC std::string compiler_fingerprint(const std::vector<std::string>& command) {
+  std::string print;
+  for (const std::string& word : command) {
+    std::string path;
+    if (word.find('/') != std::string::npos) {
+      path = word;
+    } else {  // as posix_spawnp finds it
+      std::istringstream dirs(env_or("PATH", "/usr/bin:/bin"));
+      for (std::string d; std::getline(dirs, d, ':');) {
+        std::string candidate = (d.empty() ? std::string(".") : d) + "/" + word;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+          path = candidate;
+          break;
+        }
+      }
+    }
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0) return {};
+    print += path + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+             std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+             std::to_string(st.st_mtim.tv_nsec) + " ";
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  // The leaves -march=native reads: vendor, family/model and features, extended features; and
+  // which register state the OS saves (XCR0), without which AVX is not used.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  auto leaf = [&](unsigned l, unsigned sub) {
+    a = b = c = d = 0;
+    __cpuid_count(l, sub, a, b, c, d);
+    print += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," +
+             std::to_string(d) + ";";
+  };
+  const unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  leaf(0, 0);
+  if (max_leaf >= 1) leaf(1, 0);
+  const bool osxsave = (c >> 27) & 1u;
+  if (max_leaf >= 7) leaf(7, 0), leaf(7, 1);
+  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000001u) leaf(0x80000001u, 0);
+  if (osxsave) {
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    print += "xcr0=" + std::to_string(lo) + "," + std::to_string(hi);
+  }
+  return print;
+#else
+  return {};  // no cheap CPU identity here: probe in every process
+#endif
+}
+
+XPR_FUNC CompilerInfo probe_compiler(std::vector<std::string> command) {
+  CompilerInfo ci;
+  ci.command = std::move(command);
+  if (ci.command.empty()) return ci;
+  char tmpl[] = "/tmp/xpr-probe-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return ci;
+  close(fd);
+  std::string log = tmpl;
+  std::vector<std::string> v = ci.command;
+  v.push_back("--version");
+  if (run_process(v, log) != 0) {
+    std::remove(log.c_str());
+    return ci;
+  }
+  std::string text = read_text(log);
+  ci.version = text.substr(0, text.find('\n'));
+  // `-###` prints the cc1plus command line with -march=native resolved to the CPU's features,
+  // so a cache shared between machines never loads AVX-512 code on a CPU without it.
+  std::vector<std::string> t = ci.command;
+  for (const char* a : {"-###", "-march=native", "-x", "c++", "-c", "/dev/null", "-o", "/dev/null"})
+    t.push_back(a);
+  if (run_process(t, log) == 0) {
+    std::istringstream lines(read_text(log));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("cc1plus") != std::string::npos) {
+        std::istringstream toks(line);
+        for (std::string tok; toks >> tok;)
+          if (tok.rfind("\"-m", 0) == 0 || tok.rfind("-m", 0) == 0) ci.target += tok + " ";
+      }
+  }
+  std::remove(log.c_str());
+  ci.ok = !ci.version.empty();
+  return ci;
+}
+
 XPR_FUNC bool log_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("XPR_LOG");
@@ -114,6 +275,7 @@ XPR_FUNC bool log_enabled() {
   }();
   return on;
 }
+
 }  // namespace xpr::codegen::detail
 
 namespace xpr::codegen {
@@ -126,40 +288,42 @@ XPR_FUNC std::vector<std::string> compile_flags() {
 
 XPR_FUNC const CompilerInfo& compiler_info() {
   static const CompilerInfo info = [] {
-    CompilerInfo ci;
+    std::vector<std::string> command;
     std::istringstream words(detail::env_or("XPR_CXX", "g++"));
-    for (std::string w; words >> w;) ci.command.push_back(w);
-    if (ci.command.empty()) return ci;
-    char tmpl[] = "/tmp/xpr-probe-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) return ci;
-    close(fd);
-    std::string log = tmpl;
-    std::vector<std::string> v = ci.command;
-    v.push_back("--version");
-    if (detail::run_process(v, log) != 0) {
-      std::remove(log.c_str());
-      return ci;
+    for (std::string w; words >> w;) command.push_back(w);
+    const std::string print = detail::compiler_fingerprint(command);
+    const std::string& dir = detail::cache_dir();
+    const std::string memo =
+        print.empty() || dir.empty()
+            ? std::string()
+            : dir + "/compiler-" + detail::hex16(detail::fnv1a(print)) + ".txt";
+    // The memo: a header line, the fingerprint, the version, the target. Any mismatch re-probes.
+    const std::string header = "xpr compiler probe 1\n";
+    if (!memo.empty()) {
+      std::istringstream in(detail::read_text(memo));
+      std::string h, p, version, target;
+      if (std::getline(in, h) && h + "\n" == header && std::getline(in, p) && p == print &&
+          std::getline(in, version) && std::getline(in, target) && !version.empty()) {
+        CompilerInfo ci;
+        ci.command = std::move(command);
+        ci.version = version;
+        ci.target = target;
+        ci.ok = true;
+        return ci;
+      }
     }
-    std::string text = detail::read_text(log);
-    ci.version = text.substr(0, text.find('\n'));
-    // `-###` prints the cc1plus command line with -march=native resolved to the CPU's features,
-    // so a cache shared between machines never loads AVX-512 code on a CPU without it.
-    std::vector<std::string> t = ci.command;
-    for (const char* a :
-         {"-###", "-march=native", "-x", "c++", "-c", "/dev/null", "-o", "/dev/null"})
-      t.push_back(a);
-    if (detail::run_process(t, log) == 0) {
-      std::istringstream lines(detail::read_text(log));
-      for (std::string line; std::getline(lines, line);)
-        if (line.find("cc1plus") != std::string::npos) {
-          std::istringstream toks(line);
-          for (std::string tok; toks >> tok;)
-            if (tok.rfind("\"-m", 0) == 0 || tok.rfind("-m", 0) == 0) ci.target += tok + " ";
-        }
+    CompilerInfo ci = detail::probe_compiler(std::move(command));
+    if (ci.ok && !memo.empty()) {
+      // Published with rename(), so a concurrent reader sees the old file or the whole new one.
+      const std::string tmp = memo + "." + std::to_string(::getpid()) + ".tmp";
+      const std::string text = header + print + "\n" + ci.version + "\n" + ci.target + "\n";
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        whole = ::close(fd) == 0 && whole;
+        if (!whole || ::rename(tmp.c_str(), memo.c_str()) != 0) std::remove(tmp.c_str());
+      }
     }
-    std::remove(log.c_str());
-    ci.ok = !ci.version.empty();
     return ci;
   }();
   return info;

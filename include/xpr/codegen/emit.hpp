@@ -83,9 +83,9 @@ struct Lowered {
 class LoopControl {
  public:
   /// The block to put in the kernel's buffer `plan.control`.
-  void* begin();
+  XPR_MEMBER void* begin();
   /// After the call (and after the kernel's scratch memory is released).
-  void end(const Lowered& plan) const;
+  XPR_MEMBER void end(const Lowered& plan) const;
 
  private:
   long long block_[4] = {0, 0, 0, 0};
@@ -131,8 +131,9 @@ struct CCall {
   const std::string& operator[](std::size_t i) const { return args[i]; }
   DType in() const { return arg_dtypes.empty() ? out : arg_dtypes[0]; }
   bool floating() const { return core::is_floating(in()); }
-  std::string math(const std::string& fn, const std::string& x) const;
-  std::string math2(const std::string& fn, const std::string& x, const std::string& y) const;
+  XPR_MEMBER std::string math(const std::string& fn, const std::string& x) const;
+  XPR_MEMBER std::string math2(const std::string& fn, const std::string& x,
+                               const std::string& y) const;
   std::string lit(double v) const { return c_number(v, in()); }
   std::string type() const { return c_type(in()); }
 };
@@ -276,12 +277,12 @@ struct c_expr<op::integer_pow> {
 };
 /// select_n(which, case0, case1, ...): bool `which` picks case1 when true; int32 is clamped.
 struct c_select_n {
-  static std::string emit(const CCall& c);
+  XPR_MEMBER static std::string emit(const CCall& c);
 };
 /// convert_element_type: C++'s conversion, except float-to-int saturates and NaN becomes 0
 /// (core::convert_element), and anything-to-bool is `!= 0`.
 struct c_convert {
-  static std::string emit(const CCall& c);
+  XPR_MEMBER static std::string emit(const CCall& c);
 };
 
 /// One row of the table.
@@ -347,7 +348,7 @@ class Lowering {
   Lowering(const Jaxpr& j, const JitOptions& o, bool standalone = false)
       : jaxpr_(j), opts_(o), standalone_(standalone) {}
 
-  Lowered run();
+  XPR_MEMBER Lowered run();
 
  private:
   /// A sub-jaxpr of a control-flow equation instantiated over the kernel's buffers: its groups
@@ -390,59 +391,61 @@ class Lowering {
     throw core::not_implemented_error("jit: code generation for " + what + " not implemented");
   }
 
-  VarInfo& info(const Var& v);
+  XPR_MEMBER VarInfo& info(const Var& v);
 
-  void def(const Var& v, int group);
+  XPR_MEMBER void def(const Var& v, int group);
 
   void number_vars() {
     for (const Var& v : jaxpr_.invars) def(v, -1);
     for (const Var& v : jaxpr_.constvars) def(v, -1);
   }
 
-  void collect_dims();
+  XPR_MEMBER void collect_dims();
 
   /// A dimension size as C++: the first argument dimension of that size (so the source, and the
   /// compiled kernel, are the same for inputs that differ only in sizes), else the number.
-  std::string dim(std::int64_t d) const;
-  std::string count(const core::Shape& s) const;
+  XPR_MEMBER std::string dim(std::int64_t d) const;
+  XPR_MEMBER std::string count(const core::Shape& s) const;
   /// The row-major stride of dimension `i` of `s`.
-  std::string stride(const core::Shape& s, std::size_t i) const;
+  XPR_MEMBER std::string stride(const core::Shape& s, std::size_t i) const;
 
-  static bool all_vars_or_scalar_literals(const Eqn& e);
+  XPR_MEMBER static bool all_vars_or_scalar_literals(const Eqn& e);
 
   /// Groups the equations `eqns` of one scope (the top-level jaxpr or an instantiated
   /// sub-jaxpr), appending the new groups' indices to `scope`.
-  void form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
-                   std::size_t depth);
+  XPR_MEMBER void form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
+                              std::size_t depth);
 
   /// `body` applied to `args` as a new scope of groups.
-  Block instantiate(const rt::ClosedJaxpr& body, std::span<const Atom> args, std::size_t depth);
+  XPR_MEMBER Block instantiate(const rt::ClosedJaxpr& body, std::span<const Atom> args,
+                               std::size_t depth);
 
-  static std::vector<Atom> atoms(std::span<const Atom> a, std::size_t from, std::size_t n);
-  static void check_types(std::span<const Atom> outs, std::span<const Var> to);
+  XPR_MEMBER static std::vector<Atom> atoms(std::span<const Atom> a, std::size_t from,
+                                            std::size_t n);
+  XPR_MEMBER static void check_types(std::span<const Atom> outs, std::span<const Var> to);
 
   /// The sub-jaxprs of a control-flow group, over the equation's operands: cond's branches read
   /// the operands where they are; while's and scan's bodies read the carry from the equation's
   /// result buffers, which the loop updates in place.
-  void instantiate_control(std::size_t g, std::size_t depth);
+  XPR_MEMBER void instantiate_control(std::size_t g, std::size_t depth);
 
   /// Whether anything in `blk` (nested blocks included) reads `v`, except operand 0 of `except`.
-  bool block_reads(const Block& blk, const Var& v, const Eqn* except) const;
+  XPR_MEMBER bool block_reads(const Block& blk, const Var& v, const Eqn* except) const;
 
   /// A loop body's scatter whose operand is carry k and whose result is the new carry k, with
   /// nothing else reading carry k, updates the carry's buffer in place (XLA's in-place
   /// dynamic-update/scatter in loops): no copy of the operand, no copy back into the carry.
-  void scatter_in_place(const Block& body, const std::vector<Var>& carry);
+  XPR_MEMBER void scatter_in_place(const Block& body, const std::vector<Var>& carry);
   std::vector<std::pair<Var, Var>> in_place_;  // (scatter result, carry it updates in place)
 
-  void assign_buffers();
+  XPR_MEMBER void assign_buffers();
   bool uses_control_ = false;
-  std::string ptr(const Var& v, bool mut = false);
+  XPR_MEMBER std::string ptr(const Var& v, bool mut = false);
   std::string name(const Var& v) { return "v" + std::to_string(info(v).id); }
 
   // ---- groups ----
 
-  std::string emit_group(std::size_t g);
+  XPR_MEMBER std::string emit_group(std::size_t g);
 
   // ---- control flow ----
 
@@ -460,40 +463,40 @@ class Lowering {
 
   /// Copies `src` (a literal scalar or a buffer) into the buffer `dst` at element offset
   /// `dst_off`, reading `src` from element `src_off`.
-  std::string copy(const std::string& dst, const ShapedArray& da, const Atom& src,
-                   const std::string& ind, const std::string& dst_off = "0",
-                   const std::string& src_off = "0");
+  XPR_MEMBER std::string copy(const std::string& dst, const ShapedArray& da, const Atom& src,
+                              const std::string& ind, const std::string& dst_off = "0",
+                              const std::string& src_off = "0");
   std::string buf(const Var& v) { return "b[" + std::to_string(info(v).buffer) + "]"; }
 
-  std::string call(const Block& blk, const std::string& ind);
+  XPR_MEMBER std::string call(const Block& blk, const std::string& ind);
 
   /// Counts one loop iteration against the LoopIterationLimit's budget; `code` says which
   /// primitive ran out (the host raises its exception).
-  static std::string count_iteration(int code, const std::string& ind);
+  XPR_MEMBER static std::string count_iteration(int code, const std::string& ind);
 
   /// The new carry `outs` written into the carry buffers `carry`. A result that is another carry
   /// (a permutation of the carries) is staged first, so no carry is read after it is overwritten.
-  std::string update_carry(const std::vector<Atom>& outs, const std::vector<Var>& carry,
-                           const std::string& ind);
+  XPR_MEMBER std::string update_carry(const std::vector<Atom>& outs, const std::vector<Var>& carry,
+                                      const std::string& ind);
 
-  std::string emit_control(const Group& grp);
+  XPR_MEMBER std::string emit_control(const Group& grp);
   std::vector<const Eqn*> checks_;
   std::deque<Var> staged_;
 
   // ---- elementwise groups ----
 
-  std::string emit_elementwise(std::size_t g);
+  XPR_MEMBER std::string emit_elementwise(std::size_t g);
 
   // ---- standalone primitives ----
 
   /// Nested loops over `shape` (indices i0, i1, ...) around `body`, which may use `i` (the flat
   /// row-major index).
-  std::string nest(const core::Shape& shape, const std::string& body,
-                   const std::string& ivar = "i");
+  XPR_MEMBER std::string nest(const core::Shape& shape, const std::string& body,
+                              const std::string& ivar = "i");
 
-  std::string in_ptr(const Atom& a, std::string& pre, const std::string& name_);
+  XPR_MEMBER std::string in_ptr(const Atom& a, std::string& pre, const std::string& name_);
 
-  std::string emit_standalone(const Eqn& e);
+  XPR_MEMBER std::string emit_standalone(const Eqn& e);
 
   // ---- indexing ----
 
@@ -502,41 +505,41 @@ class Lowering {
 
   /// Loops over the dimensions of `shape` in the order `order` (indices `<ivar><d>`) around
   /// `body`.
-  std::string loops(const core::Shape& shape, const std::vector<std::size_t>& order,
-                    const std::string& body, const std::string& ivar);
+  XPR_MEMBER std::string loops(const core::Shape& shape, const std::vector<std::size_t>& order,
+                               const std::string& body, const std::string& ivar);
 
   /// dynamic_slice and dynamic_update_slice: each start clamped into [0, dim - window size], as
   /// the interpreter's `clamp_start` does (and lax.dynamic_slice).
-  std::string emit_dynamic_slice(const Eqn& e, bool update);
+  XPR_MEMBER std::string emit_dynamic_slice(const Eqn& e, bool update);
 
   /// gather's fill value for out-of-bounds windows under fill_or_drop, as the interpreter's
   /// `fill_value_as` computes it.
-  static std::string fill_literal(const rt::Params& params, DType t);
+  XPR_MEMBER static std::string fill_literal(const rt::Params& params, DType t);
 
   /// The start of the window along operand dimension `d` read from index element `elem`: clamped
   /// into [0, dim - size]; under fill_or_drop `oob` records whether it was outside.
-  std::string window_start(const std::string& sk, const std::string& elem, std::int64_t xdim,
-                           std::int64_t size, bool drop);
+  XPR_MEMBER std::string window_start(const std::string& sk, const std::string& elem,
+                                      std::int64_t xdim, std::int64_t size, bool drop);
 
-  std::string emit_gather(const Eqn& e);
+  XPR_MEMBER std::string emit_gather(const Eqn& e);
 
-  std::string emit_scatter(const Eqn& e);
+  XPR_MEMBER std::string emit_scatter(const Eqn& e);
 
-  std::string emit_reduce(const Eqn& e);
+  XPR_MEMBER std::string emit_reduce(const Eqn& e);
 
-  std::string emit_dot(const Eqn& e);
+  XPR_MEMBER std::string emit_dot(const Eqn& e);
 
   // ---- file ----
 
-  std::string preamble() const;
+  XPR_MEMBER std::string preamble() const;
 
-  static std::string helper(const std::string& h);
+  XPR_MEMBER static std::string helper(const std::string& h);
 
-  std::string entry() const;
+  XPR_MEMBER std::string entry() const;
 
   // The top-level groups in order; after a control-flow group, a set status word in the loop
   // control block (a runaway loop) stops the kernel so the host can throw.
-  std::string calls() const;
+  XPR_MEMBER std::string calls() const;
 };
 
 }  // namespace detail
@@ -586,6 +589,7 @@ XPR_FUNC void LoopControl::end(const Lowered& plan) const {
   if (status != 0)
     throw core::value_error("jit: the kernel stopped with status " + std::to_string(status));
 }
+
 }  // namespace xpr::codegen
 
 namespace xpr::codegen::detail {

@@ -61,6 +61,7 @@ XPR_FUNC void warn_no_compiler_once(const std::string& why) {
   std::call_once(once,
                  [&] { std::cerr << "xpr: " << why << "; jit falls back to the interpreter\n"; });
 }
+
 }  // namespace xpr::codegen::detail
 
 namespace xpr::codegen {

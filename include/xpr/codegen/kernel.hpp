@@ -64,10 +64,12 @@ class Kernel {
 
   /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
   /// kernel was compiled for.
-  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const;
+  XPR_MEMBER rt::Arrays run(std::span<const rt::Array> args,
+                            std::span<const rt::Array> consts = {}) const;
 
  private:
-  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got);
+  XPR_MEMBER static void check(const char* what, const rt::Avals& want,
+                               std::span<const rt::Array> got);
 
   Lowered plan_;
   std::shared_ptr<const Library> lib_;
@@ -159,6 +161,7 @@ XPR_FUNC void host_gemm(int dtype, long long batch, long long m, long long n, lo
       return;  // not lowered (emit.hpp)
   }
 }
+
 }  // namespace xpr::codegen::detail
 
 namespace xpr::codegen {

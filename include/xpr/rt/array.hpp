@@ -77,8 +77,8 @@ class BufferCache {
   static constexpr std::size_t max_bytes = std::size_t{1} << 27;  // at most 128 MiB kept
   static constexpr std::size_t max_entries = 8;
 
-  std::byte* take(std::size_t bytes);
-  void give(std::size_t bytes, std::byte* p);
+  XPR_MEMBER std::byte* take(std::size_t bytes);
+  XPR_MEMBER void give(std::size_t bytes, std::byte* p);
   static void release(std::byte* p) noexcept { ::operator delete[](p, std::align_val_t{64}); }
 
  private:
@@ -254,7 +254,7 @@ class Array {
 
   /// `if (x > 0.0)`: the truth of a size-1 array. Throws `type_error` for larger arrays and
   /// `concretization_error` for tracers whose value is not known.
-  explicit operator bool() const;
+  XPR_MEMBER explicit operator bool() const;
 
  private:
   template <class T>
@@ -264,7 +264,7 @@ class Array {
                         std::string(core::name(dtype())) + ", found T of dtype " +
                         std::string(core::name(core::dtype_v<T>)));
   }
-  const detail::ConcreteArray* concrete_or_throw(const char* what) const;
+  XPR_MEMBER const detail::ConcreteArray* concrete_or_throw(const char* what) const;
   template <class T>
   T element_as(std::size_t i, const char* what) const {
     const std::byte* p = concrete_or_throw(what)->bytes();
@@ -459,6 +459,7 @@ XPR_FUNC std::shared_ptr<std::byte> allocate_buffer(std::size_t bytes) {
   if (!p) p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
   return std::shared_ptr<std::byte>(p, BufferDelete{bytes});
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

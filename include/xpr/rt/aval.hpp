@@ -29,7 +29,7 @@ struct ShapedArray {
   std::int64_t size() const noexcept { return shape.size(); }
   WeakDType weak_dtype() const noexcept { return {dtype, weak_type}; }
   /// `f32[8,3]`, as jaxprs print it.
-  std::string str() const;
+  XPR_MEMBER std::string str() const;
   /// Shapes and dtypes agree (the weak flag is a typing hint, not part of the type).
   bool same_type(const ShapedArray& o) const { return shape == o.shape && dtype == o.dtype; }
   friend bool operator==(const ShapedArray&, const ShapedArray&) = default;

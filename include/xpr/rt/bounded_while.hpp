@@ -47,9 +47,10 @@ class CheckMaxTripsP final : public Primitive {
  public:
   constexpr CheckMaxTripsP() : Primitive("check_max_trips", true) {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
                                            std::span<const Tangent> tangents,
@@ -58,12 +59,14 @@ class CheckMaxTripsP final : public Primitive {
     return {std::move(out), Tangents(tangents.begin() + 1, tangents.end())};
   }
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// A batched flag: the loop had not finished if any lane had not.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 };
 
 inline constinit const CheckMaxTripsP check_max_trips_p{};
@@ -177,6 +180,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> CheckMaxTripsP::batch(std::span<const Arra
   if (dims[0]) ops[0] = sum(convert_element_type(ops[0], DType::int32)) > 0;
   return {rt::bind(*this, ops, params), BatchDims(dims.begin() + 1, dims.end())};
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

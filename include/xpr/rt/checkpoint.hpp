@@ -64,25 +64,29 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
     return eval_jaxpr(detail::jaxpr_param(params, "jaxpr"), args);
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   // ---- partial evaluation ----
 
-  std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override;
+  XPR_MEMBER std::optional<Arrays> partial_eval(PartialEvalTrace& trace,
+                                                std::span<const Array> tracers,
+                                                const Params& params) const override;
 
-  std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
+                                                              const Eqn& eqn) const override;
 
   std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override {
     auto [dj, used] = memo_dce(eqn.params.get<JaxprParam>("jaxpr"), used_outputs);
@@ -100,25 +104,26 @@ class CheckpointP final : public Primitive, public PartialEvalRules {
 
   using Transposed = detail::TransposedJaxpr;
 
-  static std::shared_ptr<const Transposed> memo_transpose(const JaxprParam& j,
-                                                          const std::vector<bool>& flags,
-                                                          std::span<const LinearArg> args);
+  XPR_MEMBER static std::shared_ptr<const Transposed> memo_transpose(
+      const JaxprParam& j, const std::vector<bool>& flags, std::span<const LinearArg> args);
 
   static void check_jaxpr(const JaxprParam& j) {
     if (!j) throw core::type_error("checkpoint: expected a jaxpr in parameter 'jaxpr', found None");
   }
 
-  static detail::JvpJaxpr memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero);
+  XPR_MEMBER static detail::JvpJaxpr memo_jvp(const JaxprParam& j,
+                                              const std::vector<bool>& nonzero);
 
-  static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
-                                                 const std::vector<bool>& in_unknowns);
+  XPR_MEMBER static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
+                                                            const std::vector<bool>& in_unknowns);
 
-  static std::pair<JaxprParam, std::vector<bool>> memo_dce(const JaxprParam& j,
-                                                           const std::vector<bool>& used_outputs);
+  XPR_MEMBER static std::pair<JaxprParam, std::vector<bool>> memo_dce(
+      const JaxprParam& j, const std::vector<bool>& used_outputs);
 
   /// `eqn` restricted to the inputs `used_in` and outputs `used_out`, applying `jaxpr`.
-  static Eqn sub_eqn(const Eqn& eqn, const JaxprParam& jaxpr, const std::vector<bool>& used_in,
-                     const std::vector<bool>& used_out);
+  XPR_MEMBER static Eqn sub_eqn(const Eqn& eqn, const JaxprParam& jaxpr,
+                                const std::vector<bool>& used_in,
+                                const std::vector<bool>& used_out);
 };
 
 inline constinit const CheckpointP checkpoint_p{};
@@ -195,6 +200,7 @@ XPR_FUNC std::pair<ClosedJaxpr, std::vector<bool>> staged_recompute(const Closed
   return dce_jaxpr(ClosedJaxpr{std::move(composed), split.known.consts},
                    std::vector<bool>(split.unknown.jaxpr.outvars.size(), true), false);
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

@@ -121,31 +121,36 @@ class CondP final : public Primitive, public PartialEvalRules {
  public:
   constexpr CondP() : Primitive("cond", true) {}
 
-  static const JaxprTuple& branches(const Params& params);
+  XPR_MEMBER static const JaxprTuple& branches(const Params& params);
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   // ---- partial evaluation ----
 
-  std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override;
+  XPR_MEMBER std::optional<Arrays> partial_eval(PartialEvalTrace& trace,
+                                                std::span<const Array> tracers,
+                                                const Params& params) const override;
 
-  std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
+                                                              const Eqn& eqn) const override;
 
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<DceEqn> dce(const std::vector<bool>& used_outputs,
+                                       const Eqn& eqn) const override;
 };
 
 inline constinit const CondP cond_p{};
@@ -520,6 +525,7 @@ XPR_FUNC CondSplit split_cond(const JaxprTuple& branches, const std::vector<bool
   }
   return split;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -803,6 +809,7 @@ XPR_FUNC std::optional<DceEqn> CondP::dce(const std::vector<bool>& used_outputs,
   used_inputs.insert(used_inputs.end(), used.begin(), used.end());
   return DceEqn{std::move(used_inputs), std::move(e)};
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

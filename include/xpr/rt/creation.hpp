@@ -271,6 +271,7 @@ XPR_FUNC void check_fill_size(const char* fn, const Shape& shape, std::size_t fo
                             " elements to fill shape " + shape.str() + ", found " +
                             std::to_string(found));
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

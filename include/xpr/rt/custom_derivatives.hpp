@@ -113,13 +113,14 @@ class CustomJvpCallP final : public Primitive {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
   /// The user's rule on the primals and the tangents (zeros instantiated, as JAX does when
   /// `symbolic_zeros=False`).
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// A custom_jvp function that is linear is transposed through its own equations (JAX's
   /// `_custom_jvp_call_transpose`): the rule has done its work by the time a program is linear.
@@ -130,8 +131,10 @@ class CustomJvpCallP final : public Primitive {
   }
 
   /// Batches the function and, lazily, the rule (primals and tangents along the same axes).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 };
 
 inline constinit const CustomJvpCallP custom_jvp_call_p{};
@@ -167,14 +170,14 @@ class CustomLinP final : public Primitive {
     (void)args, (void)dims, (void)axis_size, (void)params;
     throw_forward();
   }
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
  private:
   [[noreturn]] static void throw_forward() {
     throw core::type_error("can't apply forward-mode autodiff (jvp) to a custom_vjp function.");
   }
-  static const detail::CustomLinRule& lin_rule(const Params& params);
+  XPR_MEMBER static const detail::CustomLinRule& lin_rule(const Params& params);
 };
 
 inline constinit const CustomLinP custom_lin_p{};
@@ -195,19 +198,22 @@ class CustomVjpCallP final : public Primitive {
     return eval_jaxpr(detail::jaxpr_param(params, "call_jaxpr"), args);
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Batches the function, `fwd` (every output batched along axis 0) and `bwd` (vmap over the
   /// residuals and cotangents; an argument that is not batched gets the sum over the batch).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
-  static std::shared_ptr<const detail::CustomVjpRule> rule_of(const Params& params);
+  XPR_MEMBER static std::shared_ptr<const detail::CustomVjpRule> rule_of(const Params& params);
 };
 
 inline constinit const CustomVjpCallP custom_vjp_call_p{};
@@ -516,6 +522,7 @@ XPR_FUNC void check_rule_output(const std::string& what, const PyTreeDef& expect
                              "function had output shapes/dtypes of (" +
                              avals_list(expected) + ")");
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

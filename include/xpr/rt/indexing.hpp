@@ -661,6 +661,7 @@ XPR_FUNC void check_integer_indices(const char* fn, const Array& indices) {
                             ": expected integer indices, found indices of dtype " +
                             std::string(core::name(indices.dtype())));
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

@@ -95,8 +95,8 @@ struct Jaxpr {
   std::vector<Atom> outvars;
 
   /// The abstract values of the inputs and outputs (the jaxpr's type).
-  Avals in_avals() const;
-  Avals out_avals() const;
+  XPR_MEMBER Avals in_avals() const;
+  XPR_MEMBER Avals out_avals() const;
 };
 
 /// A jaxpr with the values of its constvars (`consts[i]` is the value of `jaxpr.constvars[i]`).
@@ -180,7 +180,7 @@ class MemoScope {
   MemoScope() : memo_(StructuralMemo::get()) { ++memo_.users; }
   MemoScope(const MemoScope&) = delete;
   MemoScope& operator=(const MemoScope&) = delete;
-  ~MemoScope();
+  XPR_MEMBER ~MemoScope();
   StructuralMemo& operator*() const noexcept { return memo_; }
 
  private:
@@ -298,6 +298,7 @@ XPR_FUNC Avals Jaxpr::out_avals() const {
   for (const Atom& a : outvars) out.push_back(aval_of(a));
   return out;
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {
@@ -504,6 +505,7 @@ XPR_FUNC std::size_t define_hash(std::size_t h, const std::vector<Var>& vs, VarN
   }
   return h;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

@@ -125,6 +125,7 @@ XPR_FUNC void check_values(const char* fn, const char* what, std::span<const Var
       throw type_error(std::string(fn) + ": expected " + what + " " + std::to_string(i) +
                        " of type " + vars[i].aval().str() + ", found " + values[i].aval().str());
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -180,6 +181,7 @@ XPR_FUNC Arrays eval_jaxpr(const Jaxpr& jaxpr, std::span<const Array> consts,
   for (const Atom& a : jaxpr.outvars) result.push_back(read(a));
   return result;
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {
@@ -272,6 +274,7 @@ XPR_FUNC void typecheck(const Jaxpr& jaxpr) {
                        std::to_string(k) + " " + var_name(*v) + ":" + v->aval().str() +
                        " undefined in\n" + pretty_print(jaxpr));
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

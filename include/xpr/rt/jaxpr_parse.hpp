@@ -107,6 +107,7 @@ inline ParamKindTable& param_kind_table() {
   static ParamKindTable table;
   return table;
 }
+
 }  // namespace detail
 
 /// How the parser reads the parameter `name` (`axes` -> Axes, `shape` -> Shape, `new_dtype` ->
@@ -153,7 +154,7 @@ class Parser {
  public:
   explicit Parser(std::string_view src) : tokens_(tokenize(src)) {}
 
-  Jaxpr toplevel();
+  XPR_MEMBER Jaxpr toplevel();
 
  private:
   struct Shared {
@@ -167,7 +168,7 @@ class Parser {
   const Token& peek(std::size_t k = 0) const {
     return tokens_[std::min(pos_ + k, tokens_.size() - 1)];
   }
-  const Token& next();
+  XPR_MEMBER const Token& next();
   bool is_punct(std::string_view p, std::size_t k = 0) const {
     return peek(k).kind == Token::Kind::punct && peek(k).text == p;
   }
@@ -195,105 +196,106 @@ class Parser {
   }
 
   /// Skips a balanced `{ ... }` (a shared jaxpr, parsed when referred to).
-  void skip_jaxpr();
+  XPR_MEMBER void skip_jaxpr();
 
   // ---- types ----------------------------------------------------------------------------------
-  ShapedArray type();
+  XPR_MEMBER ShapedArray type();
 
   /// A Shape of `dims`, or a parse_error at `t` when it has more elements than int64 counts.
-  static Shape shape_at(const Token& t, std::vector<std::int64_t> dims);
+  XPR_MEMBER static Shape shape_at(const Token& t, std::vector<std::int64_t> dims);
 
   static bool to_int(std::string_view s, std::int64_t& out) {
     auto r = std::from_chars(s.data(), s.data() + s.size(), out);
     return r.ec == std::errc() && r.ptr == s.data() + s.size();
   }
-  static bool to_double(std::string_view s, double& out);
+  XPR_MEMBER static bool to_double(std::string_view s, double& out);
 
   // ---- variables, literals --------------------------------------------------------------------
   /// `name:type` (or `_:type`), defining a new variable in `scope`.
-  Var binder(Scope& scope);
+  XPR_MEMBER Var binder(Scope& scope);
 
   static bool is_literal_word(std::string_view s) {
     return s == "True" || s == "False" || s == "inf" || s == "nan";
   }
 
   /// A literal's value `text` read as a scalar of type `aval`.
-  static Array literal_value(const Token& t, const ShapedArray& aval, const Token& type_tok);
+  XPR_MEMBER static Array literal_value(const Token& t, const ShapedArray& aval,
+                                        const Token& type_tok);
 
   /// `3.0:f32[]`, `2:i32[]`, `True:bool[]`. Numbers are weakly typed, as C++ numbers are.
-  Literal literal();
+  XPR_MEMBER Literal literal();
 
   /// A variable defined in `scope`, or a literal.
-  Atom atom(const Scope& scope);
+  XPR_MEMBER Atom atom(const Scope& scope);
 
   /// Whether the tokens from here on are `binder+ =`: the start of the next equation.
-  bool at_binders() const;
+  XPR_MEMBER bool at_binders() const;
 
   /// Whether the operands of the current equation end here.
-  bool operands_end(const Scope& scope) const;
+  XPR_MEMBER bool operands_end(const Scope& scope) const;
 
   // ---- parameters -----------------------------------------------------------------------------
-  std::int64_t integer(const std::string& what);
+  XPR_MEMBER std::int64_t integer(const std::string& what);
 
   /// `(0, 1)`, `(0,)`, `()`; `open` is `(` or `[`.
-  std::vector<std::int64_t> int_sequence(const std::string& name, std::string_view open,
-                                         std::string_view close);
+  XPR_MEMBER std::vector<std::int64_t> int_sequence(const std::string& name, std::string_view open,
+                                                    std::string_view close);
 
-  JaxprParam sub_jaxpr(const std::string& name);
+  XPR_MEMBER JaxprParam sub_jaxpr(const std::string& name);
 
   bool shared_name(const Token& t) const {
     return t.kind == Token::Kind::ident && shared_.count(t.text);
   }
 
-  ParamKind infer_kind() const;
+  XPR_MEMBER ParamKind infer_kind() const;
 
   /// A call's `name=`: the characters up to the next space, as JAX prints a function's name
   /// (`f`, `<lambda>`, `jvp(f)`, `transpose(jvp(f))`), kept as the bare word it is.
-  ParamValue call_name();
+  XPR_MEMBER ParamValue call_name();
 
-  ParamValue param_value(const std::string& name);
+  XPR_MEMBER ParamValue param_value(const std::string& name);
 
   /// `GatherDimensionNumbers(offset_dims=(...), ...)` or `ScatterDimensionNumbers(...)`: the
   /// fields by name, in JAX's order.
-  ParamValue named_dimension_numbers(const std::string& name);
+  XPR_MEMBER ParamValue named_dimension_numbers(const std::string& name);
 
   /// `GatherScatterMode.CLIP`, `.FILL_OR_DROP` or `.PROMISE_IN_BOUNDS`.
-  ParamValue gather_scatter_mode(const std::string& name);
+  XPR_MEMBER ParamValue gather_scatter_mode(const std::string& name);
 
   /// Parameters JAX prints that say where or how precisely a value is computed on an
   /// accelerator, not what is computed: device placement (`sharding`, `out_sharding`, pjit's
   /// `in_shardings`, `donated_invars`, ...) and matmul `precision` (xpr computes every product in
   /// the operands' own precision, the most precise choice). Read and dropped.
-  static bool placement_param(std::string_view name);
+  XPR_MEMBER static bool placement_param(std::string_view name);
 
   /// Skips one parameter value of any syntax (`None`, `(UnspecifiedValue,)`, `frozenset()`,
   /// `NamedSharding(mesh=..., spec=...)`): tokens up to the next `name=` or `]` outside brackets.
-  void skip_param_value(const Token& at, const std::string& name);
+  XPR_MEMBER void skip_param_value(const Token& at, const std::string& name);
 
   /// The parameters of JAX's custom-derivative calls that hold Python callables.
-  static bool rule_param(std::string_view name);
+  XPR_MEMBER static bool rule_param(std::string_view name);
 
   /// Skips `<...>` (balanced) or a dotted name such as `f_bwd` or `module.f`.
-  void skip_python_object(const Token& at, const std::string& name);
+  XPR_MEMBER void skip_python_object(const Token& at, const std::string& name);
 
-  Params params();
+  XPR_MEMBER Params params();
 
   // ---- equations and jaxprs -------------------------------------------------------------------
-  Eqn eqn(Scope& scope);
+  XPR_MEMBER Eqn eqn(Scope& scope);
 
   /// JAX's `dot_general[... preferred_element_type=float32]` names the result dtype, which xpr's
   /// dot_general always takes from its operands: accepted (and dropped) when it is that dtype,
   /// rejected when it asks for another (an integer product accumulated in floats, say).
-  static void preferred_element_type(const Token& prim_tok, Eqn& e);
+  XPR_MEMBER static void preferred_element_type(const Token& prim_tok, Eqn& e);
 
   /// JAX prints `broadcast_in_dim 1.0:f32[]` with no parameters when the operand is a scalar
   /// (docs/jaxpr.md's examples): the shape is then the declared result's, and the operand's
   /// axes (if any) are its trailing axes, as NumPy broadcasting places them.
-  static void elided_broadcast_params(Eqn& e,
-                                      const std::vector<std::pair<Token, ShapedArray>>& outs);
+  XPR_MEMBER static void elided_broadcast_params(
+      Eqn& e, const std::vector<std::pair<Token, ShapedArray>>& outs);
 
   /// `{ lambda consts ; ins . let eqns in ( outs ) }`; sub-jaxprs may not have constvars.
-  Jaxpr jaxpr(bool toplevel);
+  XPR_MEMBER Jaxpr jaxpr(bool toplevel);
 
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
@@ -347,6 +349,7 @@ XPR_FUNC void register_param_kind(std::string name, ParamKind kind) {
   std::lock_guard lock(t.mutex);
   t.kinds.insert_or_assign(std::move(name), kind);
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail::parse {
@@ -1116,6 +1119,7 @@ XPR_FUNC Jaxpr Parser::jaxpr(bool toplevel) {
   expect("}", "'}' closing the jaxpr");
   return j;
 }
+
 }  // namespace xpr::rt::detail::parse
 
 namespace xpr::rt {

@@ -124,22 +124,22 @@ class JaxprPrinter {
   /// The document of a top-level jaxpr: unused equation results print as `_`, and sub-jaxprs
   /// that occur more than once, or that have more than 10 equations, are printed first as
   /// `let jaxpr = { ... } in` and referred to by name (JAX's pp_toplevel_jaxpr).
-  Doc toplevel(const Jaxpr& jaxpr);
+  XPR_MEMBER Doc toplevel(const Jaxpr& jaxpr);
 
   /// The document of one equation, naming what is not named yet.
-  Doc eqn(const Eqn& e);
+  XPR_MEMBER Doc eqn(const Eqn& e);
 
-  Doc jaxpr_doc(const Jaxpr& j);
+  XPR_MEMBER Doc jaxpr_doc(const Jaxpr& j);
 
-  const std::string& name(const Var& v);
+  XPR_MEMBER const std::string& name(const Var& v);
 
  private:
   // `a`..`z`, then `ba`, `bb`, ...: the digits of n in base 26 (JAX's _encode_digits_alphabetic).
-  static std::string encode(std::size_t n);
+  XPR_MEMBER static std::string encode(std::size_t n);
 
   Doc binder(const Var& v) { return pp::text(name(v) + ":" + v.aval().str()); }
 
-  Doc atom(const Atom& a);
+  XPR_MEMBER Doc atom(const Atom& a);
 
   /// JAX's pp_vars: a group whose breaks each get their own group, indented by 2 when broken.
   static Doc vars(const std::vector<Doc>& docs, const std::string& sep) {
@@ -147,24 +147,24 @@ class JaxprPrinter {
     return pp::nest(2, pp::group(pp::join(separator, docs)));
   }
 
-  Doc param_value(const ParamValue& v);
+  XPR_MEMBER Doc param_value(const ParamValue& v);
 
   /// `[k=v k=v]`, sorted by name as JAX's default equation printer sorts them, except that a
   /// call's `name` and `jaxpr` come first, as JAX's pjit printer puts them (`pjit[name=f
   /// jaxpr={ ... }]`).
-  Doc params(const Params& ps);
+  XPR_MEMBER Doc params(const Params& ps);
 
   /// `{ lambda consts ; ins . let eqns in (outs) }`. Names are given in JAX's order: constvars,
   /// invars, then each equation's results, sub-jaxprs and operands, then the outputs.
-  Doc skeleton(const Jaxpr& j);
+  XPR_MEMBER Doc skeleton(const Jaxpr& j);
 
   /// Results no later equation or output uses print as `_` (JAX's _dropvars).
-  void mark_dropvars(const Jaxpr& j);
+  XPR_MEMBER void mark_dropvars(const Jaxpr& j);
 
-  static void for_each_subjaxpr(const Jaxpr& j, auto&& f);
+  XPR_MEMBER static void for_each_subjaxpr(const Jaxpr& j, auto&& f);
 
   /// The sub-jaxprs to hoist, in breadth-first order, named `jaxpr`, `jaxpr1`, ...
-  std::vector<const Jaxpr*> find_shared(const Jaxpr& top);
+  XPR_MEMBER std::vector<const Jaxpr*> find_shared(const Jaxpr& top);
 
   std::unordered_map<const void*, std::string> names_;
   std::unordered_map<const Jaxpr*, std::string> shared_;
@@ -221,6 +221,7 @@ XPR_FUNC void print_list(std::ostream& os, const std::vector<std::int64_t>& xs) 
   for (std::size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << xs[i];
   os << ']';
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -335,6 +336,7 @@ XPR_FUNC std::string literal_value_str(const Array& value) {
   }
   return "?";
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail::pp {
@@ -417,6 +419,7 @@ XPR_FUNC std::string format(const Doc& doc, std::ptrdiff_t width) {
   }
   return out;
 }
+
 }  // namespace xpr::rt::detail::pp
 
 namespace xpr::rt::detail {
@@ -592,6 +595,7 @@ XPR_FUNC std::vector<const Jaxpr*> JaxprPrinter::find_shared(const Jaxpr& top) {
   }
   return shared;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

@@ -72,27 +72,32 @@ class PjitP final : public Primitive, public PartialEvalRules {
                             detail::jit_options_of(params));
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   // ---- partial evaluation ----
 
-  std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override;
+  XPR_MEMBER std::optional<Arrays> partial_eval(PartialEvalTrace& trace,
+                                                std::span<const Array> tracers,
+                                                const Params& params) const override;
 
-  std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
+                                                              const Eqn& eqn) const override;
 
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<DceEqn> dce(const std::vector<bool>& used_outputs,
+                                       const Eqn& eqn) const override;
 
  private:
   /// The two halves partial evaluation splits the jaxpr into: `known` (known inputs -> known
@@ -111,17 +116,17 @@ class PjitP final : public Primitive, public PartialEvalRules {
     if (!j) throw core::type_error("pjit: expected a jaxpr in parameter 'jaxpr', found None");
   }
 
-  static detail::JvpJaxpr memo_jvp(const JaxprParam& j, const std::vector<bool>& nonzero);
+  XPR_MEMBER static detail::JvpJaxpr memo_jvp(const JaxprParam& j,
+                                              const std::vector<bool>& nonzero);
 
-  static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
-                                                 const std::vector<bool>& in_unknowns);
+  XPR_MEMBER static std::shared_ptr<const Split> memo_split(const JaxprParam& j,
+                                                            const std::vector<bool>& in_unknowns);
 
-  static std::shared_ptr<const Transposed> memo_transpose(const JaxprParam& j,
-                                                          const std::vector<bool>& flags,
-                                                          std::span<const LinearArg> args);
+  XPR_MEMBER static std::shared_ptr<const Transposed> memo_transpose(
+      const JaxprParam& j, const std::vector<bool>& flags, std::span<const LinearArg> args);
 
-  static std::pair<JaxprParam, std::vector<bool>> memo_dce(const JaxprParam& j,
-                                                           const std::vector<bool>& used_outputs);
+  XPR_MEMBER static std::pair<JaxprParam, std::vector<bool>> memo_dce(
+      const JaxprParam& j, const std::vector<bool>& used_outputs);
 };
 
 inline constinit const PjitP pjit_p{};
@@ -227,11 +232,11 @@ struct JitTrace {
 
   /// The kernel that runs `traced` (null: it is interpreted), looked up once per trace rather
   /// than once per call (`codegen::kernel_for` hashes and compares the whole jaxpr).
-  const codegen::Kernel* kernel(const JitOptions& options) const;
+  XPR_MEMBER const codegen::Kernel* kernel(const JitOptions& options) const;
 
   /// Runs the trace on concrete argument leaves: the kernel, or the interpreter where codegen
   /// gives none.
-  Arrays run(std::span<const Array> leaves, const JitOptions& options) const;
+  XPR_MEMBER Arrays run(std::span<const Array> leaves, const JitOptions& options) const;
 
  private:
   mutable std::once_flag kernel_once_;
@@ -271,10 +276,12 @@ struct JitState {
   std::shared_mutex fast_mutex;
   std::unordered_multimap<std::uint64_t, std::unique_ptr<const JitFastEntry>> fast;
 
-  const JitFastEntry* find_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves);
+  XPR_MEMBER const JitFastEntry* find_fast(std::uint64_t h, const void* tag,
+                                           std::span<const Array> leaves);
 
-  const JitFastEntry* add_fast(std::uint64_t h, const void* tag, std::span<const Array> leaves,
-                               std::shared_ptr<const JitTrace> trace);
+  XPR_MEMBER const JitFastEntry* add_fast(std::uint64_t h, const void* tag,
+                                          std::span<const Array> leaves,
+                                          std::shared_ptr<const JitTrace> trace);
 };
 
 template <std::size_t I, std::size_t N>
@@ -672,6 +679,7 @@ XPR_FUNC Params renamed(Params params, const char* transform) {
   params.set("name", Dim{std::string(transform) + "(" + name + ")"});
   return params;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -880,6 +888,7 @@ XPR_FUNC std::pair<JaxprParam, std::vector<bool>> PjitP::memo_dce(
       },
       [](const auto& r) { return detail::all_concrete(r.first->consts); });
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

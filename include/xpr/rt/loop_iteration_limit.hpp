@@ -32,7 +32,7 @@ class LoopIterationLimit {
   }
   LoopIterationLimit(const LoopIterationLimit&) = delete;
   LoopIterationLimit& operator=(const LoopIterationLimit&) = delete;
-  ~LoopIterationLimit();
+  XPR_MEMBER ~LoopIterationLimit();
 
   /// The iterations the guards on this thread still allow, or none when no guard is alive.
   /// Compiled loops (codegen/emit.hpp) count locally against this budget and report back with
@@ -46,7 +46,7 @@ class LoopIterationLimit {
   }
 
   /// Called by a loop primitive's impl before each iteration: throws once the bound is reached.
-  static void count(const char* primitive);
+  XPR_MEMBER static void count(const char* primitive);
 
  private:
   /// The iterations left, or none when no guard is alive on this thread.

@@ -162,6 +162,7 @@ XPR_FUNC Arrays wrapped_indices(const char* fn, const Array& x, const std::vecto
     out.push_back(wrap_index(starts[i], x.shape()[i]));
   return out;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

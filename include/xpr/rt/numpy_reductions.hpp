@@ -40,7 +40,7 @@ class AxisArg {
 
   /// The axes normalized against `rank`, sorted; every axis when none were named. Throws
   /// `index_error` for an axis out of range and `value_error` for a repeated one, naming `fn`.
-  Axes canonical(const char* fn, std::size_t rank) const;
+  XPR_MEMBER Axes canonical(const char* fn, std::size_t rank) const;
 
  private:
   std::optional<Axes> axes_;
@@ -53,6 +53,7 @@ inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& a
   Array out = bind1(prim, {x}, {{"axes", axes}});
   return keepdims ? expand_dims(out, axes) : out;
 }
+
 }  // namespace detail
 
 /// `jnp.sum(x, axis, keepdims)`: the sum over `axis` (every axis by default). Bools count as

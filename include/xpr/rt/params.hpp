@@ -109,9 +109,9 @@ class Params {
                              "' has another type than the primitive expects");
     return *t;
   }
-  const ParamValue* find(std::string_view name) const noexcept;
+  XPR_MEMBER const ParamValue* find(std::string_view name) const noexcept;
   bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
-  void set(std::string name, ParamValue value);
+  XPR_MEMBER void set(std::string name, ParamValue value);
 
   auto begin() const noexcept { return items_.begin(); }
   auto end() const noexcept { return items_.end(); }

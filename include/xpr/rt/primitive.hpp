@@ -163,9 +163,9 @@ class Primitive {
   /// instantiates the zeros and calls `jvp`; primitives of several operands override it so that a
   /// constant operand costs nothing in a linearized program (`mul(tx, y)`, not
   /// `add(mul(tx, y), mul(x, 0.0))`).
-  virtual std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                                   std::span<const Tangent> tangents,
-                                                   const Params& params) const;
+  XPR_MEMBER virtual std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                              std::span<const Tangent> tangents,
+                                                              const Params& params) const;
   /// transpose: for a primitive that is linear in its `UndefinedPrimal` operands, the cotangents
   /// of those operands given the cotangents `cts` of its outputs (Autodidax Part 4). Returns one
   /// entry per operand: empty for a known (non-linear) operand or a zero cotangent. The backward
@@ -222,6 +222,7 @@ XPR_FUNC void register_primitive_name(std::string_view name, const Primitive* p)
   std::lock_guard lock(r.mutex);
   r.by_name.insert_or_assign(std::string(name), p);  // a later definition shadows, like a later def
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -236,6 +237,7 @@ XPR_FUNC std::pair<Arrays, Tangents> Primitive::jvp_symbolic(std::span<const Arr
   auto [out, tangents_out] = jvp(primals, instantiated, params);
   return {std::move(out), Tangents(tangents_out.begin(), tangents_out.end())};
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

@@ -273,7 +273,8 @@ class ArrayLayout {
   }
 
  private:
-  std::string recurse(std::size_t axis, const std::string& hanging_indent, std::size_t curr_width);
+  XPR_MEMBER std::string recurse(std::size_t axis, const std::string& hanging_indent,
+                                 std::size_t curr_width);
 
   const Shape& shape_;
   const std::vector<std::string>& words_;
@@ -422,6 +423,7 @@ XPR_FUNC std::string traced_str(const Array& x) {
   if (x.weak_type()) s += ", weak_type=True";
   return s + ")>";
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

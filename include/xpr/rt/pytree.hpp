@@ -84,7 +84,7 @@ class PyTreeDef {
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
 
   /// `(*, [*, *], {'a': *})`: the structure of the subtree rooted at node `i`, as JAX prints it.
-  std::string node_str(std::size_t i = 0) const;
+  XPR_MEMBER std::string node_str(std::size_t i = 0) const;
   /// `PyTreeDef((*, [*, *], {'a': *}))`.
   std::string str() const { return "PyTreeDef(" + node_str() + ")"; }
 
@@ -93,7 +93,7 @@ class PyTreeDef {
 
  private:
   // Writes node i and returns the index of the node after its subtree.
-  std::size_t write(std::ostream& os, std::size_t i) const;
+  XPR_MEMBER std::size_t write(std::ostream& os, std::size_t i) const;
 
   std::vector<Node> nodes_;
 };
@@ -757,6 +757,7 @@ XPR_FUNC std::size_t PyTreeDef::write(std::ostream& os, std::size_t i) const {
   }
   return next;
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

@@ -146,26 +146,29 @@ class ScanP final : public Primitive, public PartialEvalRules {
  public:
   constexpr ScanP() : Primitive("scan", true) {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
   /// JAX's `_scan_jvp`: the tangents of the consts, the carry and the xs that are not symbolic
   /// zeros join them; a carry's tangent is nonzero once the body makes it so (a fixed point).
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// JAX's `_scan_transpose`: a scan linear in its undefined operands runs backwards. Known
   /// consts and xs are residuals (read by every iteration, or one slice per iteration); the
   /// cotangents of the linear consts are accumulated in the carry, beside the carry's own.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// JAX's `_scan_batching_rule`: consts and carry batched along axis 0, xs along axis 1 (the
   /// scanned axis stays first); a carry is batched once the body makes it so (a fixed point).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   // ---- partial evaluation ----
 
@@ -173,17 +176,19 @@ class ScanP final : public Primitive, public PartialEvalRules {
   /// the residuals of each iteration, stacked; residuals computed from the known consts alone
   /// (loop-invariant) are computed once, outside, instead. The unknown part is staged as a scan
   /// that reads the invariant residuals as consts and the stacked ones as xs (at the end).
-  std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override;
+  XPR_MEMBER std::optional<Arrays> partial_eval(PartialEvalTrace& trace,
+                                                std::span<const Array> tracers,
+                                                const Params& params) const override;
 
   /// The same split on a scan equation inside a jaxpr (nested scans, checkpoint): every
   /// residual is stacked (none is hoisted); the unknown scan reads them as its last xs.
-  std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
+                                                              const Eqn& eqn) const override;
 
   /// JAX's `_scan_dce_rule`: unused ys go, and unused carries too unless the body reads them to
   /// compute what is used (a fixed point); consts and xs nobody reads go.
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<DceEqn> dce(const std::vector<bool>& used_outputs,
+                                       const Eqn& eqn) const override;
 };
 
 inline constinit const ScanP scan_p{};
@@ -396,6 +401,7 @@ XPR_FUNC ScanSplit scan_split(const ScanInfo& s, const std::vector<bool>& in_unk
   r.ys_uk = scan_slice(r.split.out_unknowns, s.num_carry, s.num_ys);
   return r;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -933,6 +939,7 @@ XPR_FUNC std::optional<DceEqn> ScanP::dce(const std::vector<bool>& used_outputs,
   e.params.set("linear", std::move(linear));
   return DceEqn{std::move(used_in), std::move(e)};
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {

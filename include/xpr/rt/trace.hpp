@@ -161,7 +161,7 @@ class MainScope {
   }
   MainScope(const MainScope&) = delete;
   MainScope& operator=(const MainScope&) = delete;
-  ~MainScope();
+  XPR_MEMBER ~MainScope();
   const std::shared_ptr<MainTrace>& main() const noexcept { return main_; }
   template <class TraceT>
   TraceT& trace() const noexcept {
@@ -230,6 +230,7 @@ XPR_FUNC void check_tracer_usable(const MainTrace& main, const ShapedArray& aval
         "uses them)");
   if (!main.alive()) throw_escaped(main, aval);
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

@@ -82,40 +82,46 @@ class WhileP final : public Primitive, public PartialEvalRules {
     const ClosedJaxpr& body;
     std::size_t nc, nb;
   };
-  static Parts parts(const Params& params);
-  static Params make_params(JaxprParam cond, std::size_t nc, JaxprParam body, std::size_t nb);
+  XPR_MEMBER static Parts parts(const Params& params);
+  XPR_MEMBER static Params make_params(JaxprParam cond, std::size_t nc, JaxprParam body,
+                                       std::size_t nb);
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   // ---- partial evaluation ----
 
   /// Which carries are unknown (a fixed point over the body) and whether the predicate is.
-  static std::pair<std::vector<bool>, bool> unknown_carries(const Parts& p,
-                                                            const std::vector<bool>& unknowns);
+  XPR_MEMBER static std::pair<std::vector<bool>, bool> unknown_carries(
+      const Parts& p, const std::vector<bool>& unknowns);
 
   /// The loop over the known carries only, on the known constants.
-  static Params known_params(const Parts& p, const std::vector<bool>& unknowns,
-                             const std::vector<bool>& carry_uk);
+  XPR_MEMBER static Params known_params(const Parts& p, const std::vector<bool>& unknowns,
+                                        const std::vector<bool>& carry_uk);
 
-  std::optional<Arrays> partial_eval(PartialEvalTrace& trace, std::span<const Array> tracers,
-                                     const Params& params) const override;
+  XPR_MEMBER std::optional<Arrays> partial_eval(PartialEvalTrace& trace,
+                                                std::span<const Array> tracers,
+                                                const Params& params) const override;
 
-  std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
-                                                   const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<PartialEvalEqn> partial_eval_jaxpr(const std::vector<bool>& in_unknowns,
+                                                              const Eqn& eqn) const override;
 
-  std::optional<DceEqn> dce(const std::vector<bool>& used_outputs, const Eqn& eqn) const override;
+  XPR_MEMBER std::optional<DceEqn> dce(const std::vector<bool>& used_outputs,
+                                       const Eqn& eqn) const override;
 };
 
 inline constinit const WhileP while_p{};
@@ -218,6 +224,7 @@ XPR_FUNC JaxprParam keep_invars(const ClosedJaxpr& j, const std::vector<bool>& k
   out.jaxpr.invars = std::move(invars);
   return share(std::move(out));
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

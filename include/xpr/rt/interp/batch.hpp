@@ -30,7 +30,7 @@ class BatchTracer final : public Tracer {
   }
 
  private:
-  static ShapedArray unbatched_aval(ShapedArray aval, BatchDim bd);
+  XPR_MEMBER static ShapedArray unbatched_aval(ShapedArray aval, BatchDim bd);
   Array value_;
   BatchDim batch_dim_;
 };
@@ -40,12 +40,12 @@ class BatchTrace final : public Trace {
   BatchTrace(MainTrace& main, std::int64_t axis_size) : Trace(main), axis_size_(axis_size) {}
   std::int64_t axis_size() const noexcept { return axis_size_; }
 
-  Array make_tracer(Array value, BatchDim batch_dim);
+  XPR_MEMBER Array make_tracer(Array value, BatchDim batch_dim);
   Array pure(const Array& value) override { return make_tracer(value, std::nullopt); }
   Array lift(const Array& value) override { return make_tracer(value, std::nullopt); }
 
-  Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override;
+  XPR_MEMBER Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                      const Params& params) override;
 
  private:
   std::int64_t axis_size_;

@@ -30,6 +30,7 @@ inline std::vector<const void*>& kept_constvars() {
   thread_local std::vector<const void*> kept;
   return kept;
 }
+
 }  // namespace detail
 
 /// While alive, `make_jaxpr` stages the given arrays as constvars rather than inline literals.
@@ -67,17 +68,17 @@ class JaxprTrace final : public Trace {
   using Trace::Trace;
 
   /// A new input variable of type `aval`, as a tracer.
-  Array new_arg(const ShapedArray& aval);
+  XPR_MEMBER Array new_arg(const ShapedArray& aval);
 
   Array pure(const Array& value) override { return make_tracer(const_var(value)); }
   Array lift(const Array& value) override { return make_tracer(const_var(value)); }
 
-  Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override;
+  XPR_MEMBER Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                      const Params& params) override;
 
   /// The jaxpr of everything staged so far with `outs` (tracers of this trace) as its outputs.
   /// Rank-0 concrete constants are written inline as literals, as JAX does.
-  ClosedJaxpr build(std::span<const Array> outs);
+  XPR_MEMBER ClosedJaxpr build(std::span<const Array> outs);
 
  private:
   Array make_tracer(Var v) {
@@ -85,7 +86,7 @@ class JaxprTrace final : public Trace {
   }
 
   /// The constvar holding `value` (one per distinct array object).
-  const Var& const_var(const Array& value);
+  XPR_MEMBER const Var& const_var(const Array& value);
 
   std::vector<Var> invars_;
   std::vector<Eqn> eqns_;

@@ -51,14 +51,14 @@ class JvpTrace final : public Trace {
   using Trace::Trace;
 
   /// A tracer with this primal and tangent (empty: a symbolic zero).
-  Array make_tracer(Array primal, Tangent tangent);
+  XPR_MEMBER Array make_tracer(Array primal, Tangent tangent);
   /// Values from outside the transformation have zero tangents, symbolically: no zero array is
   /// built, and no rule ever multiplies by one.
   Array pure(const Array& value) override { return make_tracer(value, std::nullopt); }
   Array lift(const Array& value) override { return make_tracer(value, std::nullopt); }
 
-  Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override;
+  XPR_MEMBER Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                      const Params& params) override;
 };
 
 }  // namespace xpr::rt

@@ -85,7 +85,7 @@ class PartialEvalTracer final : public Tracer {
   /// once per link and exhaust the stack. The recipes this tracer is the last owner of are
   /// moved into a work list instead, and each is destroyed after its inputs' recipes are
   /// taken out of the inputs it is the last owner of.
-  ~PartialEvalTracer() override;
+  XPR_MEMBER ~PartialEvalTracer() override;
   const PartialVal& pval() const noexcept { return pval_; }
   const JaxprRecipe& recipe() const noexcept { return recipe_; }
   const detail::ConcreteArray* concrete() const noexcept override {
@@ -109,6 +109,7 @@ inline const PartialEvalTracer& as_pe_tracer(const Array& x) {
 inline std::shared_ptr<const PartialEvalTracer> pe_tracer_ptr(const Array& x) {
   return std::static_pointer_cast<const PartialEvalTracer>(x.impl());
 }
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -202,19 +203,19 @@ class PartialEvalTrace final : public Trace {
   Array lift(const Array& value) override { return pure(value); }
 
   /// `tracer` as an unknown value: a known one becomes a constant of the staged jaxpr.
-  Array instantiate_const(const Array& tracer);
+  XPR_MEMBER Array instantiate_const(const Array& tracer);
 
   /// Stages `prim` applied to `tracers` (this trace's, known ones instantiated as constants) as
   /// one equation with outputs of types `avals_out`; returns the unknown output tracers.
-  Arrays stage(const Primitive& prim, std::span<const Array> tracers, const Params& params,
-               Avals avals_out);
+  XPR_MEMBER Arrays stage(const Primitive& prim, std::span<const Array> tracers,
+                          const Params& params, Avals avals_out);
 
   /// The default rule: evaluate when everything is known, else stage one equation.
-  Arrays default_process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                                   const Params& params);
+  XPR_MEMBER Arrays default_process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                              const Params& params);
 
-  Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
-                           const Params& params) override;
+  XPR_MEMBER Arrays process_primitive(const Primitive& prim, std::span<const Array> tracers,
+                                      const Params& params) override;
 
  private:
   Array make_tracer(PartialVal pval, JaxprRecipe recipe) {
@@ -382,6 +383,7 @@ XPR_FUNC Arrays PartialEvalTrace::process_primitive(const Primitive& prim,
     if (auto out = rules->partial_eval(*this, tracers, params)) return std::move(*out);
   return default_process_primitive(prim, tracers, params);
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {
@@ -433,6 +435,7 @@ XPR_FUNC std::vector<const PartialEvalTracer*> toposort(
   std::reverse(sorted.begin(), sorted.end());
   return sorted;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

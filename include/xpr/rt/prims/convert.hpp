@@ -23,29 +23,31 @@ class ConvertElementType final : public Primitive {
  public:
   constexpr ConvertElementType() : Primitive("convert_element_type") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   /// Linear between floating dtypes; a conversion to an integer or bool dtype has zero tangent.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: a conversion from or to an integer or bool dtype has a zero tangent.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Linear between floating dtypes (JAX's `_convert_element_type_transpose_rule`): the
   /// cotangent converted back to the operand's dtype and weak flag. An integer or bool operand has
   /// a zero cotangent.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params&) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params&) const override;
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t, const Params& params) const override {
     return {rt::bind(*this, args, params), {dims[0]}};
   }
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
  private:
   static ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) {

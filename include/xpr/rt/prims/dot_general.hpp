@@ -63,40 +63,44 @@ class DotGeneral final : public Primitive {
  public:
   constexpr DotGeneral() : Primitive("dot_general") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
-  Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override;
+  XPR_MEMBER Avals abstract_eval(std::span<const ShapedArray> args,
+                                 const Params& params) const override;
 
   /// Bilinear: ṫ = dot_general(ṫ_lhs, rhs) + dot_general(lhs, ṫ_rhs). Integer and bool products
   /// are piecewise constant: zero tangent.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: only the products with nonzero tangents.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Linear in either operand while the other is known (JAX's `_dot_general_transpose_lhs` and
   /// `_rhs`): the cotangent contracted with the known operand over the latter's free dimensions,
   /// its dimensions then permuted into the undefined operand's layout.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// Each operand gets its batch axis first (an unbatched one is broadcast), which becomes a new
   /// leading batch dimension of both, so the output's batch axis is 0. (Turning a lone batch
   /// axis into a free dimension, as JAX does, saves the broadcast but changes the GEMM's shape
   /// and so its rounding; this way each example is computed exactly as alone.)
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
   /// The cotangent of `x` in `dot_general(x, y)` (of `x` in `dot_general(y, x)` when `swap_ans`,
   /// with `dn` swapped to match): `g`, laid out (batch, x free, y free) or (batch, y free, x free),
   /// contracted with `y` over y's free dimensions, which leaves (batch, x free, x contracting in
   /// the order of y's contracting dimensions); a transpose restores x's order.
-  Array transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
-                      const DotDimensionNumbers& dn, bool swap_ans) const;
+  XPR_MEMBER Array transpose_lhs(const Array& g, const ShapedArray& x, const Array& y,
+                                 const DotDimensionNumbers& dn, bool swap_ans) const;
 
   void check_arity(std::size_t n) const {
     if (n != 2)
@@ -268,6 +272,7 @@ void dot_general_kernel(const Array& lhs, const Array& rhs, const DotDimensionNu
       as_matrices(rhs.data<T>(), rhs.shape(), dn.rhs_batch, dn.rhs_contracting, l.rhs_free, rbuf);
   batched_gemm(a, b, out, l);
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

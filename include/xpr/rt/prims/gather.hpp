@@ -177,40 +177,42 @@ class Gather final : public Primitive {
  public:
   constexpr Gather() : Primitive("gather") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
     return {abstract_eval_one(args[0], args[1], params)};
   }
 
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// Linear in the operand (JAX's `_gather_jvp_rule`): the tangent gathered the same way, with
   /// fill value 0 for out-of-bounds windows; zero when the operand's tangent is.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Transpose (JAX's `_gather_transpose_rule`): the cotangent scatter-added into zeros of the
   /// operand's type at the same windows (defined below, after scatter-add).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// Batched operand: its batch axis becomes a leading window dimension taken whole. Batched
   /// indices: a leading batch dimension of the indices. Both: a batching dimension pair
   /// (operand_batching_dims / start_indices_batching_dims), so example k reads operand k.
-  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims, std::int64_t axis_size,
-                                            const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
   /// The parameters of the tangent's gather: fill value 0 where the primal fills.
-  static Params tangent_params(const Params& params);
+  XPR_MEMBER static Params tangent_params(const Params& params);
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& idx,
-                                const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& idx,
+                                           const Params& params) const;
 };
 
 inline constinit const Gather gather_p{};
@@ -440,6 +442,7 @@ Array scatter_with(const Scatter<Kind>& prim, const Array& operand, const Array&
   return bind1(prim, {operand, indices, updates},
                scatter_params(Kind, operand.dtype(), dn, mode, sorted, unique));
 }
+
 }  // namespace detail::gs
 
 /// `lax.scatter(operand, indices, updates, dimension_numbers, mode)`: `operand` with the windows
@@ -935,6 +938,7 @@ XPR_FUNC void check_fill_value(const std::string& prim, const Params& p, DType d
     throw core::type_error(prim + ": expected fill_value None or a number representable in " +
                            std::string(core::name(dtype)) + ", found another value");
 }
+
 }  // namespace xpr::rt::detail::gs
 
 namespace xpr::rt {
@@ -1027,6 +1031,7 @@ XPR_FUNC ShapedArray Gather::abstract_eval_one(const ShapedArray& x, const Shape
   return {detail::gs::gather_shape(name(), x, idx, dn, params.get<Axes>("slice_sizes")), x.dtype,
           x.weak_type};
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail::gs {
@@ -1097,6 +1102,7 @@ XPR_FUNC std::pair<GatherDimensionNumbers, Axes> inverse_gather(const ScatterDim
   }
   return {std::move(g), std::move(ss)};
 }
+
 }  // namespace xpr::rt::detail::gs
 
 namespace xpr::rt {

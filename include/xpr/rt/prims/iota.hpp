@@ -28,15 +28,15 @@ class Iota final : public Primitive {
  public:
   constexpr Iota() : Primitive("iota") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     return {abstract_eval_one(args.size(), params)};
   }
 
   /// No operands, so nothing to differentiate: a zero tangent.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
+                                           const Params& params) const override;
 
   /// No operands, so none is batched: the unbatched result.
   /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
@@ -51,7 +51,7 @@ class Iota final : public Primitive {
   }
 
  private:
-  ShapedArray abstract_eval_one(std::size_t num_args, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(std::size_t num_args, const Params& params) const;
 };
 
 inline constinit const Iota iota_p{};

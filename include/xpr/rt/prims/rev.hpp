@@ -34,7 +34,7 @@ class Rev final : public Primitive {
   constexpr Rev() : Primitive("rev") {}
 
   /// A strided copy that reads the reversed dimensions from their last element backwards.
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -56,8 +56,9 @@ class Rev final : public Primitive {
   }
 
   /// The reversed dimensions skip the batch axis, which stays where it is.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims, std::int64_t,
+                                                const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {

@@ -34,27 +34,28 @@ class SelectN final : public Primitive {
  public:
   constexpr SelectN() : Primitive("select_n") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     return {abstract_eval_one(args, params)};
   }
 
   /// Linear in the cases: the tangent selects among the cases' tangents with the same predicate.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: the predicate's tangent never matters; a zero case tangent becomes a
   /// rank-0 zero (which stands for any shape) when some other case's tangent is nonzero.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Linear in the cases for a known predicate (JAX's `_select_transpose_rule`): each undefined
   /// case gets the cotangent where it was selected and zero elsewhere, `select_n(which, 0, .., ct,
   /// .., 0)`; `type_error` for an undefined predicate.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
                                      std::int64_t n, const Params& params) const override {
@@ -62,7 +63,7 @@ class SelectN final : public Primitive {
   }
 
  private:
-  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params&) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params&) const;
 };
 
 inline constinit const SelectN select_n_p{};

@@ -123,7 +123,7 @@ class BroadcastInDim final : public Primitive {
  public:
   constexpr BroadcastInDim() : Primitive("broadcast_in_dim") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -138,17 +138,19 @@ class BroadcastInDim final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// The batch axis stays where it is in the operand and is placed in the result right after the
   /// dimension that receives the operand dimension before it (first if there is none), so
   /// `broadcast_dimensions` stay increasing and no transpose is needed.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const BroadcastInDim broadcast_in_dim_p{};
@@ -160,7 +162,7 @@ class Transpose final : public Primitive {
  public:
   constexpr Transpose() : Primitive("transpose") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -175,18 +177,20 @@ class Transpose final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// The batch axis keeps its position; the permutation moves the other axes around it.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims, std::int64_t,
+                                                const Params& params) const override;
 
   /// The elements of `x` with its dimensions permuted (`out` is the result's type).
-  static Array permuted(const Array& x, ShapedArray out, const Axes& perm);
+  XPR_MEMBER static Array permuted(const Array& x, ShapedArray out, const Axes& perm);
 
   /// The result type, or `value_error` if `perm` is not a permutation of the operand's axes.
-  static ShapedArray permuted_aval(const std::string& prim, const ShapedArray& x, const Axes& perm);
+  XPR_MEMBER static ShapedArray permuted_aval(const std::string& prim, const ShapedArray& x,
+                                              const Axes& perm);
 
  private:
   ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const {
@@ -205,7 +209,7 @@ class Reshape final : public Primitive {
  public:
   constexpr Reshape() : Primitive("reshape") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
@@ -220,18 +224,20 @@ class Reshape final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// As JAX does: the batch axis is moved to the front, becomes the first of `new_sizes`, and
   /// `dimensions` (when given) keeps it first.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
   /// The `dimensions` permutation, or null for `None`.
-  const Axes* dimensions(const Params& params) const;
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER const Axes* dimensions(const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Reshape reshape_p{};
@@ -261,15 +267,16 @@ class Squeeze final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// The squeezed dimensions skip the batch axis, which moves left past those before it.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims, std::int64_t,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Squeeze squeeze_p{};
@@ -300,16 +307,17 @@ class ExpandDims final : public Primitive {
 
   /// Transpose: the inverse shape change applied to the cotangent (defined below, after the
   /// primitives it binds).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// The batch axis is placed in the result right after the operand dimension before it (first
   /// if there is none), and the inserted dimensions skip it.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims, std::int64_t,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const ExpandDims expand_dims_p{};
@@ -457,6 +465,7 @@ XPR_FUNC Shape insert_dim(const Shape& s, std::int64_t at, std::int64_t n) {
   dims.insert(dims.begin() + at, n);
   return Shape(std::move(dims));
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -705,6 +714,7 @@ XPR_FUNC Array broadcast_in_dim(const Array& x, const Shape& shape,
   return bind1(broadcast_in_dim_p, {x},
                {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {
@@ -715,6 +725,7 @@ XPR_FUNC Array broadcast_trailing(const Array& x, const Shape& shape) {
   for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<std::int64_t>(lead + i);
   return broadcast_in_dim(x, shape, dims);
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

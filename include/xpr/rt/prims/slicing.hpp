@@ -78,7 +78,7 @@ class Slice final : public Primitive {
  public:
   constexpr Slice() : Primitive("slice") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 1);
@@ -94,12 +94,14 @@ class Slice final : public Primitive {
 
   /// Transpose (JAX's `_slice_transpose_rule`): the cotangent padded with zeros back to the
   /// operand's shape, strides becoming interior padding (defined below, after pad).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// The batch axis stays in place and is taken whole (start 0, limit its size, stride 1).
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
   // Absent, or `strides=None`, means unit strides.
@@ -107,7 +109,7 @@ class Slice final : public Primitive {
     const ParamValue* v = params.find("strides");
     return v ? std::get_if<Axes>(v) : nullptr;
   }
-  ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Slice slice_p{};
@@ -121,7 +123,7 @@ class Pad final : public Primitive {
  public:
   constexpr Pad() : Primitive("pad") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
@@ -136,26 +138,27 @@ class Pad final : public Primitive {
   }
 
   /// With symbolic zeros: a zero tangent of the operand or of the padding value becomes zeros.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Transpose (JAX's `_pad_transpose`): the operand's cotangent is the cotangent with the
   /// padding undone (negated low and high padding, then a slice with stride interior + 1); the
   /// padding value's is the sum of the rest, sum(ct) - sum(operand's cotangent).
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// An unbatched padding value: the batch axis stays in place, unpadded. A batched one (JAX's
   /// rule too): the operand is padded with zeros and a mask of the padding positions (the same
   /// pad of a false operand with true) selects each example's padding value there.
-  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims, std::int64_t axis_size,
-                                            const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& v,
-                                const PaddingConfig& cfg) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const ShapedArray& v,
+                                           const PaddingConfig& cfg) const;
 };
 
 inline constinit const Pad pad_p{};
@@ -168,7 +171,7 @@ class DynamicSlice final : public Primitive {
  public:
   constexpr DynamicSlice() : Primitive("dynamic_slice") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     if (args.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
@@ -176,27 +179,30 @@ class DynamicSlice final : public Primitive {
   }
 
   /// Linear in the operand; the start indices are passed as they are (they have no tangent).
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: zero when the operand's tangent is (the indices never have one).
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Transpose: the cotangent written into zeros of the operand's type at the same (clamped)
   /// indices, by dynamic_update_slice (defined below, after it).
-  inline Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                              const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// Unbatched indices: the batch axis stays in place, taken whole (start 0, size its size).
   /// Batched indices: a gather of one window per example (JAX's rule).
-  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims, std::int64_t axis_size,
-                                            const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(std::span<const ShapedArray> args,
+                                           const Params& params) const;
 };
 
 inline constinit const DynamicSlice dynamic_slice_p{};
@@ -209,7 +215,7 @@ class DynamicUpdateSlice final : public Primitive {
  public:
   constexpr DynamicUpdateSlice() : Primitive("dynamic_update_slice") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     (void)params;
@@ -217,26 +223,28 @@ class DynamicUpdateSlice final : public Primitive {
   }
 
   /// Linear in (operand, update) jointly; the start indices are passed as they are.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: zero when both the operand's and the update's tangents are; otherwise
   /// the zero one becomes zeros (a zero update still overwrites its window).
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Transpose (JAX's `_dynamic_update_slice_transpose_rule`): the operand's cotangent is the
   /// cotangent with the update's window zeroed; the update's is that window, by dynamic_slice.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// Unbatched indices: operand and update get their batch axis first (an unbatched one is
   /// broadcast) and a start index 0 for it. Batched indices: a scatter of one window per example
   /// (JAX's rule).
-  inline std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                            std::span<const BatchDim> dims, std::int64_t axis_size,
-                                            const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
   ShapedArray abstract_eval_one(std::span<const ShapedArray> args) const;
@@ -252,7 +260,7 @@ class Concatenate final : public Primitive {
  public:
   constexpr Concatenate() : Primitive("concatenate") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
     return {abstract_eval_one(args, params)};
@@ -266,21 +274,24 @@ class Concatenate final : public Primitive {
 
   /// With symbolic zeros: zero when every operand's tangent is; otherwise the zero ones become
   /// zeros.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
-                                           std::span<const Tangent> tangents,
-                                           const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
+                                                      std::span<const Tangent> tangents,
+                                                      const Params& params) const override;
 
   /// Transpose: each undefined operand's cotangent is its block of the cotangent, by slice.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override;
+  XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                                  const Params& params) const override;
 
   /// Every operand gets its batch axis first (an unbatched one is broadcast); the dimension
   /// moves right by one.
-  std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
-                                     std::int64_t axis_size, const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims,
+                                                std::int64_t axis_size,
+                                                const Params& params) const override;
 
  private:
-  ShapedArray abstract_eval_one(std::span<const ShapedArray> args, const Params& params) const;
+  XPR_MEMBER ShapedArray abstract_eval_one(std::span<const ShapedArray> args,
+                                           const Params& params) const;
 };
 
 inline constinit const Concatenate concatenate_p{};
@@ -383,6 +394,7 @@ XPR_FUNC Avals avals_of(std::span<const Array> args) {
   for (const Array& a : args) out.push_back(a.aval());
   return out;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {
@@ -825,6 +837,7 @@ XPR_FUNC Cotangents DynamicSlice::transpose(std::span<const Cotangent> cts,
   out[0] = detail::fit_cotangent(rt::bind(dynamic_update_slice_p, ops)[0], x);
   return out;
 }
+
 }  // namespace xpr::rt
 
 namespace xpr::rt::detail {
@@ -885,6 +898,7 @@ XPR_FUNC bool indices_batched(std::span<const BatchDim> dims, std::size_t first)
     if (dims[i]) return true;
   return false;
 }
+
 }  // namespace xpr::rt::detail
 
 namespace xpr::rt {

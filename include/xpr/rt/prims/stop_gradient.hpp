@@ -22,15 +22,15 @@ class StopGradient final : public Primitive {
  public:
   constexpr StopGradient() : Primitive("stop_gradient") {}
 
-  Arrays impl(std::span<const Array> args, const Params& params) const override;
+  XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params&) const override {
     return {detail::unary_aval(name(), args, detail::Accepts::any)};
   }
 
   /// The value passes; derivatives do not.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
-                                const Params& params) const override;
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
+                                           const Params& params) const override;
 
   /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
   std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
