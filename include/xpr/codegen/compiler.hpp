@@ -217,7 +217,11 @@ XPR_FUNC std::string compiler_fingerprint(const std::vector<std::string>& comman
   };
   const unsigned max_leaf = __get_cpuid_max(0, nullptr);
   leaf(0, 0);
-  if (max_leaf >= 1) leaf(1, 0);
+  if (max_leaf >= 1) {
+    a = b = c = d = 0;
+    __cpuid_count(1, 0, a, b, c, d);  // not leaf(): EBX holds the APIC id of the core we run on
+    print += std::to_string(a) + "," + std::to_string(c) + "," + std::to_string(d) + ";";
+  }
   const bool osxsave = (c >> 27) & 1u;
   if (max_leaf >= 7) leaf(7, 0), leaf(7, 1);
   if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000001u) leaf(0x80000001u, 0);
