@@ -207,24 +207,25 @@ XPR_FUNC std::string compiler_fingerprint(const std::vector<std::string>& comman
   }
 #if defined(__x86_64__) || defined(__i386__)
   // The leaves -march=native reads: vendor, family/model and features, extended features; and
-  // which register state the OS saves (XCR0), without which AVX is not used.
+  // which register state the OS saves (XCR0), without which AVX is not used. In a virtual machine
+  // each cpuid traps to the hypervisor (about 6 us here), so no leaf is read twice.
   unsigned a = 0, b = 0, c = 0, d = 0;
-  auto leaf = [&](unsigned l, unsigned sub) {
+  auto leaf = [&](unsigned l, bool with_ebx) {
     a = b = c = d = 0;
-    __cpuid_count(l, sub, a, b, c, d);
-    print += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," +
-             std::to_string(d) + ";";
+    __cpuid_count(l, 0, a, b, c, d);
+    print += std::to_string(a) + "," + std::to_string(with_ebx ? b : 0) + "," + std::to_string(c) +
+             "," + std::to_string(d) + ";";
   };
-  const unsigned max_leaf = __get_cpuid_max(0, nullptr);
-  leaf(0, 0);
+  leaf(0, true);  // EAX: the highest leaf
+  const unsigned max_leaf = a;
+  bool osxsave = false;
   if (max_leaf >= 1) {
-    a = b = c = d = 0;
-    __cpuid_count(1, 0, a, b, c, d);  // not leaf(): EBX holds the APIC id of the core we run on
-    print += std::to_string(a) + "," + std::to_string(c) + "," + std::to_string(d) + ";";
+    leaf(1, false);  // not EBX: it holds the APIC id of the core we run on
+    osxsave = (c >> 27) & 1u;
   }
-  const bool osxsave = (c >> 27) & 1u;
-  if (max_leaf >= 7) leaf(7, 0), leaf(7, 1);
-  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000001u) leaf(0x80000001u, 0);
+  if (max_leaf >= 7) leaf(7, true);
+  leaf(0x80000000u, true);
+  if (a >= 0x80000001u) leaf(0x80000001u, true);
   if (osxsave) {
     unsigned lo = 0, hi = 0;
     __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
