@@ -62,10 +62,9 @@ T unary_element(const T& x) {
     return T::load_aligned(xs);
   } else if constexpr (!std::is_arithmetic_v<T> &&
                        (std::is_same_v<Op, op::exp> || std::is_same_v<Op, op::expm1> ||
-                        std::is_same_v<Op, op::exp2> ||
-                        std::is_same_v<Op, op::logistic> || std::is_same_v<Op, op::tanh> ||
-                        std::is_same_v<Op, op::sin> || std::is_same_v<Op, op::cos> ||
-                        std::is_same_v<Op, op::tan>)) {
+                        std::is_same_v<Op, op::exp2> || std::is_same_v<Op, op::logistic> ||
+                        std::is_same_v<Op, op::tanh> || std::is_same_v<Op, op::sin> ||
+                        std::is_same_v<Op, op::cos> || std::is_same_v<Op, op::tan>)) {
     // xsimd 8.1's range reductions convert x-based values to int64 lane by lane where AVX2 has
     // no instruction for it: undefined behaviour for NaN, infinities and |x| past ~2^62 (found by
     // tests/fuzz under -fsanitize=float-cast-overflow). Such batches go lane by lane through the

@@ -75,8 +75,7 @@ inline constinit const Elementwise<op::not_>& not_p = elementwise_p<op::not_>;
 inline Array xpr_apply(op::round, const Array& x,
                        rounding_method m = rounding_method::to_nearest_even) {
   if (!core::is_floating(x.dtype())) return x;
-  return bind1(round_p, {x},
-               {{std::string(op::round::parameter), static_cast<std::int64_t>(m)}});
+  return bind1(round_p, {x}, {{std::string(op::round::parameter), static_cast<std::int64_t>(m)}});
 }
 
 /// `xpr::logical_not(x)` (`jnp.logical_not`): `x` converted to bool (nonzero is true), then
