@@ -34,6 +34,15 @@ template class Elementwise<op::rsqrt>;
 template class Elementwise<op::abs>;
 template class Elementwise<op::sign>;
 template class Elementwise<op::logistic>;
+template class Elementwise<op::square>;
+template class Elementwise<op::exp2>;
+template class Elementwise<op::cbrt>;
+template class Elementwise<op::erf>;
+template class Elementwise<op::floor>;
+template class Elementwise<op::ceil>;
+template class Elementwise<op::copy>;
+template class Elementwise<op::round>;
+template class Elementwise<op::not_>;
 // rt/prims/binary.hpp
 template class Elementwise<op::add>;
 template class Elementwise<op::sub>;
@@ -51,6 +60,7 @@ template class Comparison<op::lt>;
 template class Comparison<op::le>;
 template class Comparison<op::gt>;
 template class Comparison<op::ge>;
+template class Predicate<op::is_finite>;
 // rt/prims/reduce.hpp
 template class Reduce<detail::SumMonoid>;
 template class Reduce<detail::MaxMonoid>;

@@ -2,7 +2,8 @@
 // compile-time tier (xpr::ct::grad, value_and_grad, jacfwd, jacrev, hessian) and by the runtime
 // tier (xpr::grad, ...), give the same gradients, Jacobians and Hessians to 1e-12 relative, for
 // every scalar primitive the compile-time tier has (include/xpr/ct/prims: neg sin cos tan tanh
-// exp log log1p expm1 sqrt rsqrt abs sign logistic, add sub mul div max min pow, integer_pow,
+// exp log log1p expm1 sqrt rsqrt abs sign logistic square exp2 cbrt erf floor ceil copy, add sub
+// mul div max min pow, integer_pow,
 // the comparisons eq ne lt le gt ge with select, stop_gradient), at several points, and for
 // functions of std::array arguments with std::array results. And for every entry of the shared
 // list of elementwise primitives (core/ops.hpp), the jvp jaxpr is the same text in both tiers.
@@ -122,6 +123,18 @@ TEST(TiersAgree, UnaryPrimitives) {
       "square", [](auto x) { return xpr::square(xpr::sin(x)); }, pts);
   check_unary(
       "stop_gradient", [](auto x) { return xpr::stop_gradient(x) * x * x; }, pts);
+  check_unary(
+      "exp2", [](auto x) { return xpr::exp2(x * x); }, pts);
+  check_unary(
+      "cbrt", [](auto x) { return xpr::cbrt(x * x + 1.0); }, pts);
+  check_unary(
+      "erf", [](auto x) { return xpr::erf(2.0 * x); }, pts);
+  check_unary(
+      "floor", [](auto x) { return xpr::floor(3.0 * x) * x * x; }, pts);
+  check_unary(
+      "ceil", [](auto x) { return xpr::ceil(3.0 * x) * xpr::sin(x); }, pts);
+  check_unary(
+      "copy", [](auto x) { return xpr::copy(x * x) * x; }, pts);
 }
 
 TEST(TiersAgree, BinaryPrimitives) {

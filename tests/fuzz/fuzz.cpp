@@ -46,6 +46,12 @@ const std::vector<std::string>& hand_written_corpus() {
       "{ lambda ; a:f64[2,3] b:f64[2,3]. let c:f64[2,3] = add a b; d:f64[2,3] = sub c a;\n"
       "    e:f64[2,3] = mul d b; f:f64[2,3] = div e 2.0:f64[]; g:f64[2,3] = max f a;\n"
       "    h:f64[2,3] = min g b; i:f64[2,3] = pow h 2.0:f64[]\n  in (i,) }",
+      "{ lambda ; a:f32[3]. let b:f32[3] = square a; c:f32[3] = exp2 b; d:f32[3] = cbrt c;\n"
+      "    e:f32[3] = erf d; f:f32[3] = floor e; g:f32[3] = ceil f;\n"
+      "    h:f32[3] = round[rounding_method=1] g; i:f32[3] = round[rounding_method=0] h;\n"
+      "    j:f32[3] = copy i; k:bool[3] = is_finite j; l:bool[3] = not k\n  in (j, l) }",
+      "{ lambda ; a:i32[4] b:i64[4]. let c:i32[4] = not a; d:i64[4] = not b;\n"
+      "    e:i32[4] = square c; f:i64[4] = copy d\n  in (e, f) }",
       "{ lambda ; a:i32[4] b:i32[4]. let c:i32[4] = add a b; d:i32[4] = mul c b;\n"
       "    e:i32[4] = div d a; f:i32[4] = sub e 2147483647:i32[]; g:i32[4] = neg f;\n"
       "    h:i32[4] = integer_pow[y=3] g; i:i32[4] = abs h; j:i32[4] = sign i\n  in (j,) }",

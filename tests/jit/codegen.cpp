@@ -107,6 +107,17 @@ TEST(JitCodegen, EveryUnaryPrimitive) {
          return xpr::integer_pow(x, 3) + xpr::integer_pow(x, -2) + xpr::integer_pow(x, 0);
        }},
       {"stop_gradient", [](const Array& x) { return xpr::stop_gradient(x) * 2.0; }},
+      {"square", [](const Array& x) { return xpr::square(x); }},
+      {"exp2", [](const Array& x) { return xpr::exp2(x); }},
+      {"cbrt", [](const Array& x) { return xpr::cbrt(x); }},  // negative operands too
+      {"erf", [](const Array& x) { return xpr::erf(x); }},
+      {"floor", [](const Array& x) { return xpr::floor(x * 3.0); }},
+      {"ceil", [](const Array& x) { return xpr::ceil(x * 3.0); }},
+      {"round", [](const Array& x) { return xpr::round(x * 3.0); }},
+      {"round away",
+       [](const Array& x) { return xpr::round(x * 3.0, rounding_method::away_from_zero); }},
+      {"copy", [](const Array& x) { return xpr::copy(x) + x; }},
+      {"is_finite", [](const Array& x) { return xpr::isfinite(x / x); }},  // 0/0 is NaN
   };
   for (DType t : {DType::float64, DType::float32})
     for (const auto& [name, f] : fs)
@@ -121,9 +132,39 @@ TEST(JitCodegen, EveryUnaryPrimitive) {
              {"neg", [](const Array& v) { return -v; }},
              {"abs", [](const Array& v) { return xpr::abs(v); }},
              {"sign", [](const Array& v) { return xpr::sign(v); }},
-             {"ipow", [](const Array& v) { return xpr::integer_pow(v, 5); }}})
+             {"ipow", [](const Array& v) { return xpr::integer_pow(v, 5); }},
+             {"square", [](const Array& v) { return xpr::square(v * 100000); }},  // wraps
+             {"not", [](const Array& v) { return xpr::bitwise_not(v); }},
+             {"copy", [](const Array& v) { return xpr::copy(v); }}})
       check_compiled(make_jaxpr(f)(xi), {xi}, name + " " + xi.aval().str());
   }
+  Array b = random_array(g, Shape{9}, DType::bool_);
+  check_compiled(make_jaxpr([](const Array& v) { return xpr::bitwise_not(v); })(b), {b},
+                 "not bool");
+  check_compiled(make_jaxpr([](const Array& v) { return xpr::copy(v); })(b), {b}, "copy bool");
+}
+
+// Halves, signed zeros, infinities and NaN through the rounding primitives and is_finite,
+// compiled against the interpreter and against the rounding rules themselves.
+TEST(JitCodegen, RoundingAtHalvesAndSpecialValues) {
+  constexpr double inf = INFINITY, nan = NAN;
+  Array x = array(std::vector<double>{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, 2.25, inf, -inf, nan});
+  auto f = [](const Array& v) {
+    return std::vector<Array>{xpr::round(v), xpr::round(v, rounding_method::away_from_zero),
+                              xpr::floor(v), xpr::ceil(v), xpr::isfinite(v)};
+  };
+  ClosedJaxpr j = make_jaxpr(f)(x);
+  check_compiled(j, {x}, "rounding");
+  Arrays got = codegen::compile(j.jaxpr)->run(std::vector<Array>{x});
+  const std::vector<double> even = {0, 2, 2, -0.0, -2, -2, -0.0, 2, inf, -inf};
+  const std::vector<double> away = {1, 2, 3, -1, -2, -3, -0.0, 2, inf, -inf};
+  for (std::size_t i = 0; i < even.size(); ++i) {
+    EXPECT_EQ(got[0].to_vector<double>()[i], even[i]) << i;
+    EXPECT_EQ(got[1].to_vector<double>()[i], away[i]) << i;
+  }
+  EXPECT_TRUE(std::isnan(got[0].to_vector<double>()[10]));
+  EXPECT_EQ(got[4].to_vector<bool>(), (std::vector<bool>{true, true, true, true, true, true, true,
+                                                         true, false, false, false}));
 }
 
 TEST(JitCodegen, EveryBinaryPrimitiveAndComparison) {
@@ -186,6 +227,62 @@ TEST(JitCodegen, SpecialValuesAndConversions) {
                               astype(v, DType::bool_), v * 2, v + 2147483647};  // wraps as in XLA
   };
   check_compiled(make_jaxpr(h)(i), {i}, "integer conversions");
+}
+
+// As a user writes it: linear interpolation in a table on a uniform grid, the cell's index from
+// floor (clipped to the table), the nearest entry's from round; jitted (compiled, not
+// interpreted) and differentiated through the jitted function: floor and round have no
+// derivative, so the slope is the cell's.
+TEST(JitCodegen, TableLookupIndexedByFloorAndRound) {
+  const std::vector<double> table = {0.0, 1.0, 4.0, 9.0, 16.0, 25.0};  // k² at k = 0..5
+  Array t = xpr::array(table);
+  auto interp = xpr::jit([t](const Array& x) {
+    Array cell = xpr::clip(xpr::floor(x), 0.0, 4.0);
+    Array i = xpr::astype(cell, DType::int32);
+    Array lo = xpr::take(t, i), hi = xpr::take(t, i + 1);
+    return lo + (x - cell) * (hi - lo);
+  });
+  auto nearest = xpr::jit([t](const Array& x) {
+    return xpr::take(t, xpr::astype(xpr::clip(xpr::round(x), 0.0, 5.0), DType::int32));
+  });
+  const std::vector<double> xs = {0.25, 1.5, 2.75, 3.0, 4.9, -1.0, 2.5, 3.5};
+  Array x = xpr::array(xs);
+  std::vector<double> y = interp(x).to_vector<double>(), n = nearest(x).to_vector<double>();
+  std::vector<double> slope =
+      xpr::grad([&](const Array& v) { return xpr::sum(interp(v)); })(x).to_vector<double>();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double k = std::min(std::max(std::floor(xs[i]), 0.0), 4.0);
+    EXPECT_DOUBLE_EQ(y[i], k * k + (xs[i] - k) * (2 * k + 1)) << xs[i];
+    EXPECT_DOUBLE_EQ(slope[i], 2 * k + 1) << xs[i];
+    const double r = std::min(std::max(std::nearbyint(xs[i]), 0.0), 5.0);  // 2.5 -> 2, 3.5 -> 4
+    EXPECT_DOUBLE_EQ(n[i], r * r) << xs[i];
+  }
+  EXPECT_EQ(interp.trace_count(), 1u);
+}
+
+// As a user writes it: a least-squares fit of y ≈ erf(w x) over data points in a C++ loop, its
+// gradient in w by grad of a jitted loss, against the eager gradient and finite differences.
+TEST(JitCodegen, GradThroughSquareAndErfInALoop) {
+  const std::vector<double> xs = {-1.0, -0.3, 0.4, 1.2, 2.0}, ys = {-0.7, -0.2, 0.5, 0.8, 0.95};
+  auto loss = [&](const Array& w) {
+    Array s = xpr::zeros_like(w);
+    for (std::size_t i = 0; i < xs.size(); ++i) s = s + xpr::square(xpr::erf(w * xs[i]) - ys[i]);
+    return s;
+  };
+  auto jitted = xpr::jit(loss);
+  auto on_doubles = [&](double w) {
+    double s = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) s += std::pow(std::erf(w * xs[i]) - ys[i], 2);
+    return s;
+  };
+  for (double w : {0.3, 0.9, 1.7}) {
+    const double h = 1e-6, fd = (on_doubles(w + h) - on_doubles(w - h)) / (2 * h);
+    const double g_jit = xpr::grad(jitted)(Array(w)).item<double>();
+    const double g_eager = xpr::grad(loss)(Array(w)).item<double>();
+    EXPECT_NEAR(g_jit, g_eager, 1e-12 * (1 + std::abs(g_eager))) << w;
+    EXPECT_NEAR(g_eager, fd, 1e-7 * (1 + std::abs(fd))) << w;
+    EXPECT_NEAR(jitted(Array(w)).item<double>(), on_doubles(w), 1e-12) << w;
+  }
 }
 
 TEST(JitCodegen, ShapeOpsReductionsAndDot) {

@@ -136,6 +136,19 @@ const std::vector<OpRecord>& records() {
     {"convert_int_to_f64", &rt::convert_element_type_p, {{"new_dtype", f64}, {"weak_type", false}}, {{-3, 3}},
      {i32, DType::int64, DType::bool_}},
     {"stop_gradient",    &rt::stop_gradient_p,  {},            {any}, {f32, f64, i32}, std::nullopt, true},
+    {"square",           &rt::square_p,         {},            {any}, {f32, f64, i32}},
+    {"exp2",             &rt::exp2_p,           {},            {any}},
+    {"cbrt",             &rt::cbrt_p,           {},            {nonzero}},
+    {"erf",              &rt::erf_p,            {},            {any}},
+    {"floor",            &rt::floor_p,          {},            {any}, {f32, f64}, std::nullopt, true},
+    {"ceil",             &rt::ceil_p,           {},            {any}, {f32, f64}, std::nullopt, true},
+    {"round_away",       &rt::round_p,          {{"rounding_method", std::int64_t{0}}}, {any}, {f32, f64},
+     std::nullopt, true},
+    {"round_even",       &rt::round_p,          {{"rounding_method", std::int64_t{1}}}, {any}, {f32, f64},
+     std::nullopt, true},
+    {"copy",             &rt::copy_p,           {},            {any}, {f32, f64, i32}},
+    {"is_finite",        &rt::is_finite_p,      {},            {any}},
+    {"not",              &rt::not_p,            {},            {whole}, {i32, DType::int64, DType::bool_}},
   };
   return table;
 }

@@ -64,6 +64,13 @@ const Row rows[] = {
     {rt::sqrt_p, false, [](double x) { return std::sqrt(x); }, 0, 100, 0},
     {rt::rsqrt_p, false, [](double x) { return 1 / std::sqrt(x); }, 0.01, 100, 1},
     {rt::logistic_p, false, [](double x) { return 1 / (1 + std::exp(-x)); }, -10, 10, 2},
+    {rt::square_p, true, [](double x) { return x * x; }, -50, 50, 0},
+    {rt::exp2_p, false, [](double x) { return std::exp2(x); }, -30, 30, 2},
+    // xsimd 8.1's cbrt: within 3 ulps in f64 (measured over [-1000, 1000]), 1 in f32.
+    {rt::cbrt_p, false, [](double x) { return std::cbrt(x); }, -100, 100, 3},
+    {rt::erf_p, false, [](double x) { return std::erf(x); }, -5, 5, 2},
+    {rt::floor_p, false, [](double x) { return std::floor(x); }, -7.5, 7.5, 0},
+    {rt::ceil_p, false, [](double x) { return std::ceil(x); }, -7.5, 7.5, 0},
 };
 
 TEST(UnaryPrims, ValuesInEveryDtypeAndSize) {
@@ -224,6 +231,112 @@ TEST(UnaryNumpy, PlainNumbersStillComputeAtOnce) {
   EXPECT_EQ(xpr::sin(1.0), std::sin(1.0));
   EXPECT_EQ(xpr::abs(-3), 3);
   EXPECT_EQ(xpr::negative(2.5), -2.5);
+}
+
+}  // namespace test_prims_unary
+
+namespace test_prims_unary {
+
+// ---- round, is_finite, not, copy: the unary primitives outside the list's float rows ----------
+
+TEST(UnaryPrims, RoundBothMethodsAtHalves) {
+  const std::vector<double> x{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.4, -0.0, 1e300, NAN};
+  const std::vector<double> even{0, 2, 2, -0.0, -2, -2, 0, -0.0, 1e300};
+  const std::vector<double> away{1, 2, 3, -1, -2, -3, 0, -0.0, 1e300};
+  for (DType t : {DType::float32, DType::float64})
+    for (std::int64_t m : {0, 1}) {
+      SCOPED_TRACE(std::string(xpr::core::name(t)) + " rounding_method=" + std::to_string(m));
+      // Long enough for full SIMD batches and a tail.
+      std::vector<double> xs;
+      for (int r = 0; r < 3; ++r) xs.insert(xs.end(), x.begin(), x.end());
+      Array out = rt::bind1(rt::round_p, {make(t, Shape{static_cast<std::int64_t>(xs.size())}, xs)},
+                            {{"rounding_method", m}});
+      ASSERT_EQ(out.dtype(), t);
+      std::vector<double> got = out.to_vector<double>();
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const std::size_t k = i % x.size();
+        if (k == x.size() - 1) {
+          EXPECT_TRUE(std::isnan(got[i]));
+          continue;
+        }
+        const double want = round_to(t, (m == 1 ? even : away)[k]);
+        EXPECT_EQ(got[i], want) << "x=" << xs[i];
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << "x=" << xs[i];
+      }
+    }
+  // jnp.round is ties-to-even; lax.round's default, away from zero, by name.
+  Array h = xpr::array({0.5, 1.5, 2.5});
+  EXPECT_EQ(xpr::round(h).to_vector<double>(), (std::vector<double>{0, 2, 2}));
+  EXPECT_EQ(xpr::round(h, xpr::rounding_method::away_from_zero).to_vector<double>(),
+            (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(xpr::round(2.5), 2.0);
+  EXPECT_EQ(xpr::round(2.5, xpr::rounding_method::away_from_zero), 3.0);
+  // Integers are already whole: returned as they are (jnp.round of an int array).
+  Array i = make(DType::int32, Shape{2}, {3, -4});
+  EXPECT_EQ(xpr::round(i).aval(), i.aval());
+  // A rounding method lax does not have is refused, saying which it got.
+  expect_error<xpr::value_error>(
+      [&] {
+        (void)rt::bind1(rt::round_p, {h}, {{"rounding_method", std::int64_t{2}}});
+      },
+      {"round", "rounding_method=2", "TO_NEAREST_EVEN"});
+  expect_error<xpr::dtype_error>(
+      [&] {
+        (void)rt::bind1(rt::round_p, {i}, {{"rounding_method", std::int64_t{1}}});
+      },
+      {"round", "int32", "floating"});
+}
+
+TEST(UnaryPrims, IsFiniteIsABoolOfFloats) {
+  const std::vector<double> x{1.0, NAN, INFINITY, -INFINITY, -0.0, 1e300, -3.5, 1e-310};
+  for (DType t : {DType::float32, DType::float64}) {
+    Array out = rt::bind1(rt::is_finite_p, {make(t, Shape{8}, x)});
+    EXPECT_EQ(out.aval(), (ShapedArray{Shape{8}, DType::bool_, false}));
+    std::vector<bool> want;
+    for (double v : x) want.push_back(std::isfinite(round_to(t, v)));
+    EXPECT_EQ(out.to_vector<bool>(), want) << xpr::core::name(t);
+  }
+  expect_error<xpr::dtype_error>(
+      [&] { (void)rt::bind1(rt::is_finite_p, {make(DType::int32, Shape{1}, {1})}); },
+      {"is_finite", "int32", "floating"});
+  expect_error<xpr::type_error>([&] { (void)rt::bind1(rt::is_finite_p, {}); },
+                                {"is_finite", "1 operand", "found 0"});
+  // jnp.isfinite: integers are always finite; plain numbers compute at once.
+  EXPECT_EQ(xpr::isfinite(make(DType::int64, Shape{2}, {1, 2})).to_vector<bool>(),
+            (std::vector<bool>{true, true}));
+  EXPECT_FALSE(xpr::isfinite(INFINITY));
+  EXPECT_TRUE(xpr::isfinite(2.0));
+  EXPECT_EQ(rt::find_primitive("is_finite"), &rt::is_finite_p);
+}
+
+TEST(UnaryPrims, NotIsLogicalForBoolsAndBitwiseForIntegers) {
+  Array b = make(DType::bool_, Shape{3}, {1, 0, 1});
+  EXPECT_EQ(rt::bind1(rt::not_p, {b}).to_vector<bool>(), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(rt::bind1(rt::not_p, {make(DType::int32, Shape{4}, {0, 5, -1, -6})})
+                .to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{-1, -6, 0, 5}));
+  Array big = make(DType::int64, Shape{1}, {0});
+  EXPECT_EQ(rt::bind1(rt::not_p, {big}).to_vector<std::int64_t>(), (std::vector<std::int64_t>{-1}));
+  expect_error<xpr::dtype_error>(
+      [&] { (void)rt::bind1(rt::not_p, {make(DType::float64, Shape{1}, {1})}); },
+      {"not", "float64", "bool or integer"});
+  EXPECT_EQ(xpr::bitwise_not(make(DType::int32, Shape{1}, {7})).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{-8}));
+  EXPECT_EQ(xpr::invert(5), -6);
+  // logical_not converts to bool first: nonzero is true.
+  EXPECT_EQ(xpr::logical_not(make(DType::float64, Shape{3}, {0.0, 2.5, -1.0})).to_vector<bool>(),
+            (std::vector<bool>{true, false, false}));
+  EXPECT_TRUE(xpr::logical_not(0));
+  EXPECT_EQ(rt::find_primitive("not"), &rt::not_p);
+}
+
+TEST(UnaryPrims, CopyIsTheIdentityInEveryDtype) {
+  for (DType t : {DType::bool_, DType::int32, DType::int64, DType::float32, DType::float64}) {
+    Array x = make(t, Shape{5}, {1, 0, 3, 0, 1});
+    Array y = rt::bind1(rt::copy_p, {x});
+    EXPECT_EQ(y.aval(), x.aval());
+    EXPECT_EQ(y.to_vector<double>(), x.to_vector<double>());
+  }
 }
 
 }  // namespace test_prims_unary

@@ -417,4 +417,135 @@ TEST(JaxprParseJax, OtherVersionsParameters) {
                xpr::parse_error);
 }
 
+// ---- elementwise primitives JAX 0.4.30+ prints (issue 14, item 7) ------------------------------
+
+TEST(JaxprParseJax, FloorThenErf) {
+  // def f(x): return jax.lax.erf(jnp.floor(x))
+  // print(jax.make_jaxpr(f)(jnp.zeros(3, jnp.float32)))
+  Array x = xpr::astype(xpr::array({-1.5, 0.25, 1.75}), xpr::DType::float32);
+  std::vector<float> y =
+      f32s(run("{ lambda ; a:f32[3]. let b:f32[3] = floor a; c:f32[3] = erf b in (c,) }", {x})[0]);
+  const float xs[] = {-1.5f, 0.25f, 1.75f};
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(y[i], std::erf(std::floor(xs[i])));
+}
+
+TEST(JaxprParseJax, EveryNewElementwisePrimitive) {
+  // def f(x):
+  //   return (jnp.square(x), jnp.exp2(x), jnp.cbrt(x), jax.lax.erf(x), jnp.floor(x),
+  //           jnp.ceil(x), jax.lax.round(x), jnp.isfinite(x), jnp.copy(x))
+  // print(jax.make_jaxpr(f)(jnp.zeros(4, jnp.float32)))   # JAX 0.4.36+: square is square_p
+  const std::string text =
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[4] = square a\n"
+      "    c:f32[4] = exp2 a\n"
+      "    d:f32[4] = cbrt a\n"
+      "    e:f32[4] = erf a\n"
+      "    f:f32[4] = floor a\n"
+      "    g:f32[4] = ceil a\n"
+      "    h:f32[4] = round[rounding_method=0] a\n"
+      "    i:bool[4] = is_finite a\n"
+      "    j:f32[4] = copy a\n"
+      "  in (b, c, d, e, f, g, h, i, j) }";
+  const std::vector<float> xs{-2.5f, -0.3f, 0.5f, 8.0f};
+  Array x = xpr::astype(xpr::array(std::vector<double>(xs.begin(), xs.end())), xpr::DType::float32);
+  xpr::rt::Arrays out = run(text, {x});
+  ASSERT_EQ(out.size(), 9u);
+  for (std::size_t k = 0; k < 4; ++k) {
+    const float v = xs[k];
+    EXPECT_FLOAT_EQ(f32s(out[0])[k], v * v);
+    EXPECT_NEAR(f32s(out[1])[k], std::exp2(v), 1e-6 * std::exp2(v));
+    EXPECT_NEAR(f32s(out[2])[k], std::cbrt(v), 1e-6 * std::abs(std::cbrt(v)));
+    EXPECT_NEAR(f32s(out[3])[k], std::erf(v), 1e-6);
+    EXPECT_EQ(f32s(out[4])[k], std::floor(v));
+    EXPECT_EQ(f32s(out[5])[k], std::ceil(v));
+    EXPECT_EQ(f32s(out[6])[k], std::round(v));  // AWAY_FROM_ZERO: -2.5 -> -3, 0.5 -> 1
+    EXPECT_EQ(f32s(out[8])[k], v);
+  }
+  EXPECT_EQ(out[7].to_vector<bool>(), (std::vector<bool>{true, true, true, true}));
+  // Printed back as JAX prints them, and that text parses to the same jaxpr.
+  const std::string printed = xpr::pretty_print(xpr::parse_jaxpr(text).jaxpr);
+  for (const char* eqn : {"b:f32[4] = square a", "h:f32[4] = round[rounding_method=0] a",
+                          "i:bool[4] = is_finite a", "j:f32[4] = copy a"})
+    EXPECT_NE(printed.find(eqn), std::string::npos) << eqn << " in\n" << printed;
+  EXPECT_EQ(xpr::pretty_print(xpr::parse_jaxpr(printed).jaxpr), printed);
+}
+
+TEST(JaxprParseJax, JnpRoundIsAJittedCallOfRoundToNearestEven) {
+  // print(jax.make_jaxpr(jnp.round)(jnp.array([0.5, 1.5, 2.5, -2.5], jnp.float32)))
+  // jnp.round is a jitted function (not inlined): a pjit around round[rounding_method=1].
+  const std::string text =
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[4] = pjit[\n"
+      "      name=round\n"
+      "      jaxpr={ lambda ; c:f32[4]. let\n"
+      "          d:f32[4] = round[rounding_method=1] c\n"
+      "        in (d,) }\n"
+      "    ] a\n"
+      "  in (b,) }";
+  Array x = xpr::astype(xpr::array({0.5, 1.5, 2.5, -2.5}), xpr::DType::float32);
+  EXPECT_EQ(f32s(run(text, {x})[0]), (std::vector<float>{0.0f, 2.0f, 2.0f, -2.0f}));
+  // Under Python before 3.11 JAX printed the IntEnum by name; read as the same number.
+  xpr::ClosedJaxpr named = xpr::parse_jaxpr(
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[4] = round[rounding_method=RoundingMethod.TO_NEAREST_EVEN] a\n"
+      "    c:f32[4] = round[rounding_method=RoundingMethod.AWAY_FROM_ZERO] a\n"
+      "  in (b, c) }");
+  xpr::rt::Arrays both = xpr::eval_jaxpr(named, std::vector<Array>{x});
+  EXPECT_EQ(f32s(both[0]), (std::vector<float>{0.0f, 2.0f, 2.0f, -2.0f}));
+  EXPECT_EQ(f32s(both[1]), (std::vector<float>{1.0f, 2.0f, 3.0f, -3.0f}));
+  EXPECT_NE(xpr::pretty_print(named.jaxpr).find("round[rounding_method=1] a"), std::string::npos);
+  EXPECT_THROW(xpr::parse_jaxpr("{ lambda ; a:f32[4]. let\n"
+                                "    b:f32[4] = round[rounding_method=RoundingMethod.UP] a\n"
+                                "  in (b,) }"),
+               xpr::parse_error);
+  // A rounding method lax does not have is refused.
+  EXPECT_THROW(
+      xpr::parse_jaxpr("{ lambda ; a:f32[4]. let b:f32[4] = round[rounding_method=7] a in (b,) }"),
+      xpr::error);
+}
+
+TEST(JaxprParseJax, LogicalAndBitwiseNot) {
+  // def f(x, m): return jnp.logical_not(jnp.isfinite(x)), jnp.bitwise_not(m)
+  // print(jax.make_jaxpr(f)(jnp.zeros(3, jnp.float32), jnp.zeros(3, jnp.int32)))
+  const std::string text =
+      "{ lambda ; a:f32[3] b:i32[3]. let\n"
+      "    c:bool[3] = is_finite a\n"
+      "    d:bool[3] = not c\n"
+      "    e:i32[3] = not b\n"
+      "  in (d, e) }";
+  Array x = xpr::astype(xpr::array(std::vector<double>{1.0, INFINITY, NAN}), xpr::DType::float32);
+  Array m = xpr::array(std::vector<std::int32_t>{0, 7, -1});
+  xpr::rt::Arrays out = run(text, {x, m});
+  EXPECT_EQ(out[0].to_vector<bool>(), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(out[1].to_vector<std::int32_t>(), (std::vector<std::int32_t>{-1, -8, 0}));
+}
+
+TEST(JaxprParseJax, GradOfErfOfSquare) {
+  // jax.make_jaxpr(jax.grad(lambda x: jax.lax.erf(jnp.square(x))))(1.0), in the form JAX prints
+  // it: JAX's jvp rules (square: 2x; erf: 2/sqrt(pi) exp(-x^2)) with their constants as inline
+  // literals, the unused primal bound to `_`, the cotangent seed 1.0.
+  const std::string text =
+      "{ lambda ; a:f32[]. let\n"
+      "    b:f32[] = square a\n"
+      "    c:f32[] = mul 2.0:f32[] a\n"
+      "    _:f32[] = erf b\n"
+      "    d:f32[] = square b\n"
+      "    e:f32[] = neg d\n"
+      "    f:f32[] = exp e\n"
+      "    g:f32[] = mul 1.0:f32[] 1.1283791:f32[]\n"
+      "    h:f32[] = mul g f\n"
+      "    i:f32[] = mul h c\n"
+      "  in (i,) }";
+  for (float x : {0.3f, -0.8f, 1.1f}) {
+    const float want = 2.0f * x * 1.1283791f * std::exp(-x * x * x * x);
+    EXPECT_NEAR(f32(run(text, {Array(x)})[0]), want, 1e-6f) << x;
+  }
+  // The same function traced in C++, differentiated by xpr: its second derivative too.
+  auto f = [](Array x) { return xpr::erf(xpr::square(x)); };
+  for (double x : {0.3, -0.8, 1.1}) {
+    const double d1 = 2 * x * 1.1283791670955126 * std::exp(-x * x * x * x);  // 2/sqrt(pi)
+    EXPECT_NEAR(xpr::grad(f)(Array(x)).item<double>(), d1, 1e-14);
+  }
+}
+
 }  // namespace test_rt_jaxpr_parse_jax

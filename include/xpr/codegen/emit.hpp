@@ -159,6 +159,9 @@ XPR_DETAIL_C_MATH(exp)
 XPR_DETAIL_C_MATH(log)
 XPR_DETAIL_C_MATH(log1p)
 XPR_DETAIL_C_MATH(expm1)
+XPR_DETAIL_C_MATH(exp2)
+XPR_DETAIL_C_MATH(cbrt)
+XPR_DETAIL_C_MATH(erf)
 #undef XPR_DETAIL_C_MATH
 
 #define XPR_DETAIL_C_INFIX(NAME, OP)                                                         \
@@ -220,6 +223,53 @@ struct c_expr<op::logistic> {
 template <>
 struct c_expr<op::stop_gradient> {
   static std::string emit(const CCall& c) { return c[0]; }
+};
+template <>
+struct c_expr<op::copy> {
+  static std::string emit(const CCall& c) { return c[0]; }
+};
+template <>
+struct c_expr<op::square> {
+  static std::string emit(const CCall& c) { return "(" + c[0] + " * " + c[0] + ")"; }
+};
+// floor, ceil and round are GCC builtins that vectorize to one rounding instruction (SSE4.1's
+// roundpd) and need no libm: the same results as the C library's.
+template <>
+struct c_expr<op::floor> {
+  static std::string emit(const CCall& c) {
+    return std::string(c.in() == DType::float32 ? "__builtin_floorf(" : "__builtin_floor(") + c[0] +
+           ")";
+  }
+};
+template <>
+struct c_expr<op::ceil> {
+  static std::string emit(const CCall& c) {
+    return std::string(c.in() == DType::float32 ? "__builtin_ceilf(" : "__builtin_ceil(") + c[0] +
+           ")";
+  }
+};
+/// round[rounding_method]: 0 rounds halves away from zero (C's `round`), 1 to even (C23's
+/// `roundeven`, which GCC provides as a builtin); the method was checked when the equation was
+/// typed, so it is read from the parameter, never pasted from text.
+template <>
+struct c_expr<op::round> {
+  static std::string emit(const CCall& c) {
+    const bool even = c.params->get<std::int64_t>("rounding_method") == 1;
+    const char* f = even ? "__builtin_roundeven" : "__builtin_round";
+    return std::string(f) + (c.in() == DType::float32 ? "f(" : "(") + c[0] + ")";
+  }
+};
+template <>
+struct c_expr<op::is_finite> {
+  static std::string emit(const CCall& c) { return "__builtin_isfinite(" + c[0] + ")"; }
+};
+/// not: logical for bool, bitwise for integers (the result converted back: `~` promotes).
+template <>
+struct c_expr<op::not_> {
+  static std::string emit(const CCall& c) {
+    if (c.in() == DType::bool_) return "(!" + c[0] + ")";
+    return "static_cast<" + c.type() + ">(~" + c[0] + ")";
+  }
 };
 template <>
 struct c_expr<op::div> {
@@ -303,7 +353,8 @@ const std::vector<ElementwiseRow>& elementwise_table();
 const ElementwiseRow* find_elementwise(const Primitive* p);
 
 /// libm's name of each math function the table uses, and whether glibc 2.35's libmvec has a
-/// vector version of it (all of these do, for float and double, on x86-64).
+/// vector version of it (all of these do, for float and double, on x86-64: sin cos tan tanh exp
+/// log log1p expm1 pow, and exp2 cbrt erf, added with tan and the others in glibc 2.35).
 std::string math_declaration(const std::string& id, bool precise);
 
 // ---------------------------------------------------------------------------------------------
@@ -718,6 +769,16 @@ XPR_FUNC const std::vector<ElementwiseRow>& elementwise_table() {
       row<op::abs>(rt::abs_p),
       row<op::sign>(rt::sign_p),
       row<op::logistic>(rt::logistic_p, true),
+      row<op::square>(rt::square_p),
+      row<op::exp2>(rt::exp2_p, true),
+      row<op::cbrt>(rt::cbrt_p, true),
+      row<op::erf>(rt::erf_p, true),
+      row<op::floor>(rt::floor_p),
+      row<op::ceil>(rt::ceil_p),
+      row<op::round>(rt::round_p),
+      row<op::is_finite>(rt::is_finite_p),
+      row<op::not_>(rt::not_p),
+      row<op::copy>(rt::copy_p),
       row<op::stop_gradient>(rt::stop_gradient_p),
       row<op::add>(rt::add_p),
       row<op::sub>(rt::sub_p),

@@ -30,7 +30,8 @@ namespace xpr::core {
 
 /// Which dtypes an elementwise primitive accepts: floats only (sin, pow), numbers (add, abs), or
 /// bools too (max, min: logical or and and).
-enum class Accepts { floating, numeric, any };
+/// `integral` is bools and integers, not floats (`not`: logical not of bools, bitwise of integers).
+enum class Accepts { floating, numeric, any, integral };
 
 /// Values that belong to a tracing family (runtime `Array`, compile-time tracers) declare a member
 /// type `xpr_traced`; everything else is a plain number.
@@ -86,6 +87,17 @@ struct rsqrt;
 struct abs;
 struct sign;
 struct logistic;
+struct square;
+struct exp2;
+struct cbrt;
+struct erf;
+struct floor;
+struct ceil;
+struct copy;
+struct round;
+struct is_finite;
+struct not_;
+struct logical_not;
 struct stop_gradient;
 struct add;
 struct sub;
@@ -107,6 +119,10 @@ struct cond;
 
 namespace xpr {
 
+/// `round`'s parameter, as `lax.RoundingMethod` numbers it (jaxprs print the number:
+/// `round[rounding_method=1]`).
+enum class rounding_method : int { away_from_zero = 0, to_nearest_even = 1 };
+
 // jax.numpy's names for the elementwise operations.
 inline constexpr core::function<op::neg> negative{};
 inline constexpr core::function<op::add> add{};
@@ -126,6 +142,25 @@ inline constexpr core::function<op::rsqrt> rsqrt{};
 inline constexpr core::function<op::abs> abs{};
 inline constexpr core::function<op::sign> sign{};
 inline constexpr core::function<op::logistic> logistic{};
+inline constexpr core::function<op::square> square{};
+inline constexpr core::function<op::exp2> exp2{};
+inline constexpr core::function<op::cbrt> cbrt{};
+/// `lax.erf` (`jax.scipy.special.erf`): the error function.
+inline constexpr core::function<op::erf> erf{};
+inline constexpr core::function<op::floor> floor{};
+inline constexpr core::function<op::ceil> ceil{};
+/// `jnp.round(x)`: to the nearest integer, ties to even (`round[rounding_method=1]`);
+/// `xpr::round(x, xpr::rounding_method::away_from_zero)` is `lax.round`'s default.
+inline constexpr core::function<op::round> round{};
+/// `jnp.isfinite`: neither infinite nor NaN, a bool result (`is_finite`).
+inline constexpr core::function<op::is_finite> isfinite{};
+/// `jnp.bitwise_not` (`jnp.invert`): `~x` of integers, logical not of bools (`not`).
+inline constexpr core::function<op::not_> bitwise_not{};
+inline constexpr core::function<op::not_> invert{};
+/// `jnp.logical_not`: the operand converted to bool (nonzero is true), then `not`.
+inline constexpr core::function<op::logical_not> logical_not{};
+/// `jnp.copy` (`copy_p`): the identity as an operation of its own; linear.
+inline constexpr core::function<op::copy> copy{};
 inline constexpr core::function<op::stop_gradient> stop_gradient{};
 inline constexpr core::function<op::max> maximum{};
 inline constexpr core::function<op::min> minimum{};
@@ -172,6 +207,14 @@ void select() = delete;
 template <class C, class A, class B>
 constexpr auto adl_select(const C& c, const A& a, const B& b) {
   return select(c, a, b);
+}
+
+// xsimd's `isfinite(x)`, found by ADL (the declaration stops the ordinary lookup at
+// `xpr::isfinite`, an object, which would turn ADL off).
+void isfinite() = delete;
+template <class T>
+constexpr auto adl_isfinite(const T& x) {
+  return isfinite(x);
 }
 
 // The value type of an expression: Eigen expressions are evaluated, anything else kept.
@@ -443,6 +486,133 @@ struct logistic {
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
     return g * (ans * (1 - ans));
+  }
+};
+
+namespace detail {
+/// `f` on one number, an xsimd batch (found by ADL: `xsimd::erf`) or an Eigen array (element by
+/// element: Eigen's core has no erf, cbrt or exp2).
+template <class T, class F>
+constexpr auto map_number(const T& x, F f) {
+  if constexpr (requires { x.derived(); }) {
+    return x.unaryExpr([f](const auto& v) { return f(v); });
+  } else {
+    return f(x);
+  }
+}
+}  // namespace detail
+
+/// square x = x²; d square x = 2x (`jnp.square`, JAX's `square_p`).
+struct square {
+  static constexpr std::string_view name = "square";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::plain(x * x);
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return g * (2 * x);
+  }
+};
+/// exp2 x = 2^x; d exp2 x = ln 2 · 2^x (JAX: `mul(log(2), mul(g, ans))`).
+struct exp2 {
+  static constexpr std::string_view name = "exp2";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::map_number(x, [](const auto& v) {
+      using std::exp2;
+      return exp2(v);
+    });
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return 0.6931471805599453 * (g * ans);  // ln 2, as JAX folds log(2.0)
+  }
+};
+/// cbrt x = x^(1/3); d cbrt x = x^(-2/3) / 3 = ans^-2 / 3 (JAX's formula).
+struct cbrt {
+  static constexpr std::string_view name = "cbrt";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::map_number(x, [](const auto& v) {
+      using std::cbrt;
+      return cbrt(v);
+    });
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T& ans, const T&) {
+    return g * ((1.0 / 3.0) * xpr::integer_pow(ans, -2));
+  }
+};
+/// erf x = 2/√π ∫₀ˣ e^(-t²) dt; d erf x = 2/√π e^(-x²) (JAX's formula).
+struct erf {
+  static constexpr std::string_view name = "erf";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::map_number(x, [](const auto& v) {
+      using std::erf;
+      return erf(v);
+    });
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T& x) {
+    return 1.1283791670955126 * (g * xpr::exp(-xpr::square(x)));  // 2 / sqrt(pi)
+  }
+};
+/// floor x: the largest integer not above x; piecewise constant (JAX: `defjvp_zero`).
+struct floor {
+  static constexpr std::string_view name = "floor";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  static constexpr bool differentiable = false;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::map_number(x, [](const auto& v) {
+      using std::floor;
+      return floor(v);
+    });
+  }
+};
+/// ceil x: the smallest integer not below x; piecewise constant (JAX: `defjvp_zero`).
+struct ceil {
+  static constexpr std::string_view name = "ceil";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  static constexpr bool differentiable = false;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    return detail::map_number(x, [](const auto& v) {
+      using std::ceil;
+      return ceil(v);
+    });
+  }
+};
+/// copy x = x as an operation of its own (`copy_p`, what `jnp.copy` and `jnp.array(x)` bind);
+/// linear, its own jvp and transpose (JAX: `deflinear(copy_p, lambda t: [copy_p.bind(t)])`).
+struct copy {
+  static constexpr std::string_view name = "copy";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::any;
+  static constexpr bool linear = true;
+  template <class T>
+  static constexpr T number(const T& x) {
+    return x;
+  }
+  template <class T>
+  static constexpr T jvp(const T& g, const T&, const T&) {
+    return xpr::copy(g);
+  }
+  template <class T>
+  static constexpr T transpose(const T& ct) {
+    return xpr::copy(ct);
   }
 };
 
@@ -743,6 +913,83 @@ struct integer_pow {
     return acc;
   }
 };
+/// round[rounding_method](x): to the nearest integer, halves away from zero (0, `lax.round`'s
+/// default) or to even (1, `jnp.round`'s). The method is a parameter of the equation, as
+/// integer_pow's `y`; piecewise constant (JAX: `defjvp_zero`).
+struct round {
+  static constexpr std::string_view name = "round";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  static constexpr std::string_view parameter = "rounding_method";
+  static constexpr bool differentiable = false;
+  static constexpr bool differentiable_at(std::int64_t) { return false; }
+  template <class T>
+  static constexpr auto number(const T& x, rounding_method m = rounding_method::to_nearest_even) {
+    if (m == rounding_method::away_from_zero)
+      return detail::plain(detail::map_number(x, [](const auto& v) {
+        using std::round;
+        return round(v);
+      }));
+    // nearbyint rounds ties to even in the default floating-point environment, as XLA does.
+    return detail::plain(detail::map_number(x, [](const auto& v) {
+      using std::nearbyint;
+      return nearbyint(v);
+    }));
+  }
+  template <class T>
+  static constexpr auto number(const T& x, std::int64_t m) {
+    return number(x, static_cast<rounding_method>(m));
+  }
+};
+/// is_finite x: neither infinite nor NaN. Floats in, a strong bool out (like the comparisons);
+/// piecewise constant.
+struct is_finite {
+  static constexpr std::string_view name = "is_finite";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::floating;
+  static constexpr bool differentiable = false;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    if constexpr (detail::is_arith<T>) {
+      return std::isfinite(x);
+    } else if constexpr (requires { x.isFinite(); }) {
+      return x.isFinite();
+    } else {
+      return detail::adl_isfinite(x);  // xsimd's
+    }
+  }
+};
+/// not x: logical not of bools, bitwise not (`~x`) of integers (`lax.bitwise_not`, JAX's
+/// `not_p`); no floats. Its results have no tangent space.
+struct not_ {
+  static constexpr std::string_view name = "not";
+  static constexpr int arity = 1;
+  static constexpr core::Accepts accepts = core::Accepts::integral;
+  static constexpr bool differentiable = false;
+  template <class T>
+  static constexpr auto number(const T& x) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return !x;
+    } else if constexpr (detail::is_arith<T>) {
+      static_assert(std::is_integral_v<T>, "xpr::bitwise_not: expected an integer or a bool");
+      return static_cast<T>(~x);
+    } else {
+      return ~x;
+    }
+  }
+};
+/// `jnp.logical_not(x)`: not of `x` converted to bool (nonzero is true). Not a primitive: the
+/// runtime tier binds `ne` (for non-bools) and `not`.
+struct logical_not {
+  static constexpr std::string_view name = "logical_not";
+  template <class T>
+  static constexpr auto number(const T& x) {
+    if constexpr (detail::is_arith<T>)
+      return !static_cast<bool>(x);
+    else
+      return !x;
+  }
+};
 /// `where(c, a, b)`: `a` where `c` holds, else `b` (`lax.select_n` with the operands swapped).
 struct select {
   static constexpr std::string_view name = "select";
@@ -855,7 +1102,8 @@ struct user_primitives {
 using builtin_elementwise =
     boost::mp11::mp_list<op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p,
                          op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign, op::logistic,  // unary
-                         op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;   // binary
+                         op::square, op::exp2, op::cbrt, op::erf, op::floor, op::ceil, op::copy,
+                         op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;  // binary
 
 /// The comparisons, in the order of the compile-time tier's `Prim`: each tier derives its
 /// comparison primitives from this list (rt `comparison_p<Op>`, ct `rules::comparison<Op>`).
@@ -875,7 +1123,5 @@ using elementwise_t =
 inline constexpr auto clip = [](const auto& x, const auto& lo, const auto& hi) {
   return minimum(maximum(x, lo), hi);
 };
-/// `square(x)` = `integer_pow(x, 2)`, as `jnp.square`.
-inline constexpr auto square = [](const auto& x) { return integer_pow(x, 2); };
 
 }  // namespace xpr

@@ -88,6 +88,7 @@ struct ParamKindTable {
       {"unroll", ParamKind::integer},
       {"dimension", ParamKind::integer},
       {"y", ParamKind::integer},
+      {"rounding_method", ParamKind::integer},  // round: lax.RoundingMethod, printed as its number
       {"axis", ParamKind::integer},
       {"length", ParamKind::integer},
       {"num_consts", ParamKind::integer},
@@ -261,6 +262,10 @@ class Parser {
 
   /// `GatherScatterMode.CLIP`, `.FILL_OR_DROP` or `.PROMISE_IN_BOUNDS`.
   XPR_MEMBER ParamValue gather_scatter_mode(const std::string& name);
+
+  /// `RoundingMethod.AWAY_FROM_ZERO` / `TO_NEAREST_EVEN`, round's parameter as JAX printed it
+  /// under Python before 3.11 (an IntEnum's str); read as its number, 0 or 1, which JAX prints now.
+  ParamValue rounding_method(const std::string& name);
 
   /// Parameters JAX prints that say where or how precisely a value is computed on an
   /// accelerator, not what is computed: device placement (`sharding`, `out_sharding`, pjit's
@@ -719,6 +724,7 @@ XPR_FUNC ParamValue Parser::param_value(const std::string& name) {
   if (is_ident("GatherDimensionNumbers") || is_ident("ScatterDimensionNumbers"))
     return named_dimension_numbers(name);
   if (is_ident("GatherScatterMode")) return gather_scatter_mode(name);
+  if (is_ident("RoundingMethod")) return rounding_method(name);
   ParamKind kind = param_kind(name);
   if (kind == ParamKind::inferred) kind = infer_kind();
   const Token& t = peek();
@@ -851,6 +857,17 @@ XPR_FUNC ParamValue Parser::named_dimension_numbers(const std::string& name) {
   expect(")", "')' closing " + type);
   if (gather) return g;
   return sc;
+}
+
+XPR_FUNC ParamValue Parser::rounding_method(const std::string& name) {
+  next();
+  expect(".", "'.' after RoundingMethod for '" + name + "'");
+  const Token& t = peek();
+  if (is_ident("AWAY_FROM_ZERO") || is_ident("TO_NEAREST_EVEN")) {
+    next();
+    return std::int64_t{t.text == "TO_NEAREST_EVEN" ? 1 : 0};
+  }
+  fail(t, "AWAY_FROM_ZERO or TO_NEAREST_EVEN after 'RoundingMethod.' for '" + name + "'");
 }
 
 XPR_FUNC ParamValue Parser::gather_scatter_mode(const std::string& name) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Compile-time rules of the unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1
-// sqrt rsqrt abs sign logistic. Their jvp is the standard one, from the primitive's struct in
-// core/ops.hpp; here each adds its exact constant folding (GCC's math builtins), and a few their
-// simplifications (neg) and special cases (log of a quotient); neg's transpose is its struct's.
+// sqrt rsqrt abs sign logistic square exp2 cbrt erf floor ceil copy. Their jvp is the standard one,
+// from the primitive's struct in core/ops.hpp; here each adds its exact constant folding (GCC's
+// math builtins), and a few their simplifications (neg) and special cases (log of a quotient);
+// neg's transpose is its struct's.
 #pragma once
 
 #include <cstdint>
@@ -164,6 +165,63 @@ template <>
 struct Rules<op::logistic> : rules::unary<op::logistic> {
   static constexpr bool fold(const double* x, std::int64_t, double& r) {
     XPR_DETAIL_FOLD(1 / (1 + __builtin_exp(-x[0])), r);
+  }
+};
+
+// square
+template <>
+struct Rules<op::square> : rules::unary<op::square> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(x[0] * x[0], r);
+  }
+};
+
+// exp2
+template <>
+struct Rules<op::exp2> : rules::unary<op::exp2> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_exp2(x[0]), r);
+  }
+};
+
+// cbrt
+template <>
+struct Rules<op::cbrt> : rules::unary<op::cbrt> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_cbrt(x[0]), r);
+  }
+};
+
+// erf
+template <>
+struct Rules<op::erf> : rules::unary<op::erf> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_erf(x[0]), r);
+  }
+};
+
+// floor (not differentiable: op::floor says so)
+template <>
+struct Rules<op::floor> : rules::unary<op::floor> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_floor(x[0]), r);
+  }
+};
+
+// ceil (not differentiable: op::ceil says so)
+template <>
+struct Rules<op::ceil> : rules::unary<op::ceil> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_ceil(x[0]), r);
+  }
+};
+
+// copy: linear, its transpose (copy ct) the struct's (core/ops.hpp)
+template <>
+struct Rules<op::copy> : rules::unary<op::copy> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    r = x[0];
+    return true;
   }
 };
 

@@ -31,9 +31,10 @@ using Accepts = core::Accepts;
 /// Whether a kernel for element type `T` is needed by a primitive accepting `accepts`.
 template <class T>
 constexpr bool accepts_v(Accepts accepts) {
-  if constexpr (std::is_same_v<T, bool>) return accepts == Accepts::any;
+  if constexpr (std::is_same_v<T, bool>)
+    return accepts == Accepts::any || accepts == Accepts::integral;
   if constexpr (std::is_integral_v<T>) return accepts != Accepts::floating;
-  return true;
+  return accepts != Accepts::integral;
 }
 
 void check_accepts(const std::string& prim, DType t, Accepts accepts);
@@ -141,12 +142,14 @@ namespace xpr::rt::detail {
 
 XPR_FUNC void check_accepts(const std::string& prim, DType t, Accepts accepts) {
   bool ok = accepts == Accepts::any || (accepts == Accepts::numeric && !core::is_bool(t)) ||
-            (accepts == Accepts::floating && core::is_floating(t));
+            (accepts == Accepts::floating && core::is_floating(t)) ||
+            (accepts == Accepts::integral && !core::is_floating(t));
   if (!ok)
     throw core::dtype_error(
         prim + " does not accept dtype " + std::string(core::name(t)) + ": expected " +
-        (accepts == Accepts::floating ? "a floating dtype (float32 or float64)"
-                                      : "a numeric dtype (int32, int64, float32 or float64)"));
+        (accepts == Accepts::floating   ? "a floating dtype (float32 or float64)"
+         : accepts == Accepts::integral ? "a bool or integer dtype (bool, int32 or int64)"
+                                        : "a numeric dtype (int32, int64, float32 or float64)"));
 }
 
 XPR_FUNC ShapedArray unary_aval(const std::string& prim, std::span<const ShapedArray> args,

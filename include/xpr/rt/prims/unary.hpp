@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The unary elementwise primitives: neg sin cos tan tanh exp log log1p expm1 sqrt rsqrt abs sign
-// logistic. Each is `Elementwise<op::X>` (rt/prims/elementwise_primitive.hpp), its rules derived
-// from the `xpr::op` struct (core/ops.hpp); this file names them as JAX does (`sin_p`).
+// logistic square exp2 cbrt erf floor ceil copy, and two outside the shared list: round (a
+// parameter, `rounding_method`) and not (bools and integers only). Each is `Elementwise<op::X>`
+// (rt/prims/elementwise_primitive.hpp), its rules derived from the `xpr::op` struct
+// (core/ops.hpp); this file names them as JAX does (`sin_p`).
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 #include "xpr/core/ops.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
@@ -27,6 +32,15 @@ extern template class Elementwise<op::rsqrt>;
 extern template class Elementwise<op::abs>;
 extern template class Elementwise<op::sign>;
 extern template class Elementwise<op::logistic>;
+extern template class Elementwise<op::square>;
+extern template class Elementwise<op::exp2>;
+extern template class Elementwise<op::cbrt>;
+extern template class Elementwise<op::erf>;
+extern template class Elementwise<op::floor>;
+extern template class Elementwise<op::ceil>;
+extern template class Elementwise<op::copy>;
+extern template class Elementwise<op::round>;
+extern template class Elementwise<op::not_>;
 #endif
 
 inline constinit const Elementwise<op::neg>& neg_p = elementwise_p<op::neg>;
@@ -43,5 +57,32 @@ inline constinit const Elementwise<op::rsqrt>& rsqrt_p = elementwise_p<op::rsqrt
 inline constinit const Elementwise<op::abs>& abs_p = elementwise_p<op::abs>;
 inline constinit const Elementwise<op::sign>& sign_p = elementwise_p<op::sign>;
 inline constinit const Elementwise<op::logistic>& logistic_p = elementwise_p<op::logistic>;
+inline constinit const Elementwise<op::square>& square_p = elementwise_p<op::square>;
+inline constinit const Elementwise<op::exp2>& exp2_p = elementwise_p<op::exp2>;
+inline constinit const Elementwise<op::cbrt>& cbrt_p = elementwise_p<op::cbrt>;
+inline constinit const Elementwise<op::erf>& erf_p = elementwise_p<op::erf>;
+inline constinit const Elementwise<op::floor>& floor_p = elementwise_p<op::floor>;
+inline constinit const Elementwise<op::ceil>& ceil_p = elementwise_p<op::ceil>;
+inline constinit const Elementwise<op::copy>& copy_p = elementwise_p<op::copy>;
+/// round[rounding_method](x): outside the shared list, as integer_pow, for its parameter.
+inline constinit const Elementwise<op::round>& round_p = elementwise_p<op::round>;
+/// not(x) of bools and integers: outside the shared list, whose entries all take floats.
+inline constinit const Elementwise<op::not_>& not_p = elementwise_p<op::not_>;
+
+/// `xpr::round(x, method)`: `round[rounding_method=...]`, ties to even unless told otherwise
+/// (`jnp.round`). Integers and bools are already integral: returned as they are, as jnp.round
+/// does for integer arrays.
+inline Array xpr_apply(op::round, const Array& x,
+                       rounding_method m = rounding_method::to_nearest_even) {
+  if (!core::is_floating(x.dtype())) return x;
+  return bind1(round_p, {x}, {{std::string(op::round::parameter), static_cast<std::int64_t>(m)}});
+}
+
+/// `xpr::logical_not(x)` (`jnp.logical_not`): `x` converted to bool (nonzero is true), then
+/// `not`.
+inline Array xpr_apply(op::logical_not, const Array& x) {
+  Array b = core::is_bool(x.dtype()) ? x : convert_element_type(x, DType::bool_, false);
+  return bind1(not_p, {b});
+}
 
 }  // namespace xpr::rt
