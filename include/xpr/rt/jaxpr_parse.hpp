@@ -265,7 +265,7 @@ class Parser {
 
   /// `RoundingMethod.AWAY_FROM_ZERO` / `TO_NEAREST_EVEN`, round's parameter as JAX printed it
   /// under Python before 3.11 (an IntEnum's str); read as its number, 0 or 1, which JAX prints now.
-  ParamValue rounding_method(const std::string& name);
+  XPR_MEMBER ParamValue rounding_method(const std::string& name);
 
   /// Parameters JAX prints that say where or how precisely a value is computed on an
   /// accelerator, not what is computed: device placement (`sharding`, `out_sharding`, pjit's
