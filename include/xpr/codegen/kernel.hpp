@@ -107,10 +107,18 @@ class Kernel {
 
   /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
   /// kernel was compiled for.
-  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const;
+  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const {
+    return run(args, {}, consts);
+  }
+
+  /// `run` with the arguments `lead` followed by `args` (a closure's values, then the call's),
+  /// without building the concatenation.
+  rt::Arrays run(std::span<const rt::Array> lead, std::span<const rt::Array> args,
+                 std::span<const rt::Array> consts) const;
 
  private:
-  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got);
+  static void check(const char* what, const rt::Avals& want, std::span<const rt::Array> got,
+                    std::size_t offset = 0);
 
   Lowered plan_;
   std::shared_ptr<const Library> lib_;
@@ -233,11 +241,22 @@ XPR_FUNC ScratchBlock::Lease::~Lease() {
 
 namespace xpr::codegen {
 
-XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
+XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> lead, std::span<const rt::Array> args,
                                 std::span<const rt::Array> consts) const {
-  check("arguments", in_avals_, args);
+  if (lead.size() + args.size() != in_avals_.size())
+    throw core::type_error("jit kernel: expected " + std::to_string(in_avals_.size()) +
+                           " arguments, found " + std::to_string(lead.size() + args.size()));
+  if (consts.size() != const_avals_.size())
+    throw core::type_error("jit kernel: expected " + std::to_string(const_avals_.size()) +
+                           " consts, found " + std::to_string(consts.size()));
+  check("arguments", in_avals_, lead);
+  check("arguments", in_avals_, args, lead.size());
   check("consts", const_avals_, consts);
-  const std::size_t nin = args.size() + consts.size();
+  auto arg = [&](std::size_t i) -> const rt::Array& {
+    return i < lead.size() ? lead[i] : args[i - lead.size()];
+  };
+  const std::size_t nargs = lead.size() + args.size();
+  const std::size_t nin = nargs + consts.size();
   const std::size_t nbuf = nin + plan_.kernel_outputs.size() + plan_.temps.size();
   void* small[16];
   std::vector<void*> big;
@@ -249,8 +268,8 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
   auto data = [](const rt::Array& a) {
     return const_cast<void*>(static_cast<const void*>(a.concrete()->bytes()));
   };
-  for (std::size_t i = 0; i < args.size(); ++i) b[i] = data(args[i]);
-  for (std::size_t i = 0; i < consts.size(); ++i) b[args.size() + i] = data(consts[i]);
+  for (std::size_t i = 0; i < nargs; ++i) b[i] = data(arg(i));
+  for (std::size_t i = 0; i < consts.size(); ++i) b[nargs + i] = data(consts[i]);
   // The results are made before the call: an output buffer's array is written by the kernel
   // before anyone else can see it, and one vector is the only allocation besides the buffers.
   rt::Arrays result;
@@ -268,7 +287,7 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
         }
         break;
       case OutputSpec::argument:
-        result.push_back(args[o.index]);
+        result.push_back(arg(o.index));
         break;
       case OutputSpec::constant:
         result.push_back(consts[o.index]);
@@ -293,16 +312,15 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
   return result;
 }
 
-XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want,
-                            std::span<const rt::Array> got) {
-  if (want.size() != got.size())
-    throw core::type_error(std::string("jit kernel: expected ") + std::to_string(want.size()) +
-                           " " + what + ", found " + std::to_string(got.size()));
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (!want[i].same_type(got[i].aval()))
+XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want, std::span<const rt::Array> got,
+                            std::size_t offset) {
+  // `got` are `want`'s entries from `offset` on; the caller checked the count.
+  for (std::size_t j = 0; j < got.size(); ++j) {
+    const std::size_t i = offset + j;
+    if (!want[i].same_type(got[j].aval()))
       throw core::type_error(std::string("jit kernel: expected ") + what + " " + std::to_string(i) +
-                             " of type " + want[i].str() + ", found " + got[i].aval().str());
-    if (!got[i].is_concrete())
+                             " of type " + want[i].str() + ", found " + got[j].aval().str());
+    if (!got[j].is_concrete())
       throw core::type_error(std::string("jit kernel: expected concrete ") + what +
                              ", found a traced value");
   }
