@@ -374,14 +374,16 @@ TEST(JitCodegen, OneCompileForManySizes) {
       expect_close(gr[0], eval_jaxpr(jr, {m})[0], "reduce size " + std::to_string(n));
   }
   auto after = jit_cache_stats();
-  // Sizes that coincide (a [3, 3] input) name both dimensions by one symbol, a different source:
-  // a few extra compiles are allowed for those; the rest share.
+  // Sizes up to 4 are numbers in the source (codegen::detail::max_literal_dim), and sizes that
+  // coincide (a [5, 5] input) name both dimensions by one symbol, a different source: a few
+  // extra compiles are allowed for those; the rest share.
   EXPECT_LE(after.compiles - before.compiles, 2u + 13u);
   EXPECT_GE(after.compiles - before.compiles, 2u);
 }
 
 // The user-level path: `jit(f)` called on sizes 1..1000 traces `f` once (it reads no size, and
-// its jaxpr names none) and compiles once per function (a few more for sizes that coincide).
+// its jaxpr names none) and compiles once per function (a few more for sizes up to 4 and for
+// sizes that coincide).
 TEST(JitCodegen, JitOfFunctionTracesAndCompilesOnceForManySizes) {
   const double nonce = static_cast<double>(std::random_device{}() % 100000) + 0.75;
   int ew_traces = 0, red_traces = 0;
@@ -666,12 +668,18 @@ TEST(JitCodegen, RowReductionsFuseWithTheirBroadcasts) {
     auto any = [](const Array& v) { return xpr::sum(xpr::astype(v, DType::int32), 1); };
     check_compiled(make_jaxpr(any)(b), {b}, "bool rows " + b.aval().str());
   }
-  // Three axes: a reduction over the last, broadcast back, reduced again; a scalar in between.
+  // Three axes: a reduction over the last, broadcast back, reduced again; a scalar in between;
+  // reductions keeping the last axis, of values the loops compute.
   Array y = random_array(g, Shape{2, 3, 10}, DType::float64);
   auto cube = [](const Array& v) {
     Array s = xpr::sum(v, 2, true);
     Array w = xpr::tanh(v * s) - xpr::sum(v);
-    return std::vector<Array>{xpr::sum(w * v, 2), w, s * 2.0};
+    return std::vector<Array>{xpr::sum(w * v, 2),
+                              w,
+                              s * 2.0,
+                              xpr::sum(xpr::sin(v) * v, 0),
+                              xpr::max(v * 2.0, 1),
+                              xpr::min(xpr::exp(w), 0) + 1.0};
   };
   check_compiled(make_jaxpr(cube)(y), {y}, "cube");
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -353,6 +354,10 @@ std::string indented(const std::string& text);
 /// `text` with every occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to);
 
+/// Sizes up to this are written into the source as numbers, larger ones read from `n[]` (except
+/// in `lower_standalone`'s source, which takes every size as an argument).
+inline constexpr std::int64_t max_literal_dim = 4;
+
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
 inline constexpr std::size_t max_group_eqns = 200;
@@ -429,6 +434,12 @@ class Lowering {
   /// A reduction over its operand's last axis only: fused into an elementwise group (the group's
   /// loop over that axis accumulates it).
   static bool fusable_reduce(const Eqn& e);
+
+  /// A reduction keeping its operand's last axis (the transpose of a broadcast along a leading
+  /// or middle axis): an elementwise group computing its operand combines each element into the
+  /// result as it is computed, after filling the result with the identity before its loops.
+  /// Like a fused scatter's, its result is ready when the group ends.
+  static bool sink_reduce(const Eqn& e);
 
   /// Primitives whose every result element is one element of their operands at an index computed
   /// from the loop indices (reshape, slice, transpose, iota, concatenate, gather): an elementwise
@@ -974,6 +985,11 @@ XPR_FUNC void Lowering::collect_dims() {
 }
 
 XPR_FUNC std::string Lowering::dim(std::int64_t d) const {
+  // Small sizes are numbers, so GCC unrolls a loop over x, y, z rather than checking at run time
+  // whether it is long enough to vectorize; a kernel is then shared by the inputs that differ
+  // only in their larger sizes.
+  // (Not in an ahead-of-time export, whose callers pass every size.)
+  if (!standalone_ && d >= 0 && d <= max_literal_dim) return std::to_string(d) + "LL";
   for (const auto& [v, k] : dim_symbols_)
     if (v == d) return "n[" + std::to_string(k) + "]";
   return std::to_string(d) + "LL";
@@ -1011,7 +1027,7 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
     auto it = users.find(e.outputs[0].id());
     if (it == users.end()) return false;
     for (const Eqn* u : it->second)
-      if (!fusable_read(*u)) return false;
+      if (!fusable_read(*u) && u->primitive != &rt::broadcast_in_dim_p) return false;
     return true;
   };
   auto compatible = [](const core::Shape& a, const core::Shape& b) {
@@ -1037,7 +1053,7 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
     const bool bcast = e.primitive == &rt::broadcast_in_dim_p;
     const bool red = fusable_reduce(e);
     const bool rd = fusable_read(e);
-    const bool sink = fusable_scatter(e, depth);
+    const bool sink = fusable_scatter(e, depth) || sink_reduce(e);
     const ElementwiseRow* r = bcast || red || rd || sink ? nullptr : find_elementwise(e.primitive);
     if (!r && !bcast && !red && !rd && !sink && !is_standalone(e.primitive))
       unsupported("'" + e.primitive->name() + "'");
@@ -1100,10 +1116,38 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
   // one that joins the latest elementwise group is taken first (list scheduling for fusion: jvp
   // and transposition interleave values of several shapes). Control flow keeps its order.
   constexpr std::size_t lookahead = 64;
+  // At the top level, what depends on the constants only (index arrays a closure holds, masks)
+  // comes first, in one group where it can: jvp and transposition interleave it with the rest.
+  std::vector<const Eqn*> seq;
+  for (const Eqn& e : eqns) seq.push_back(&e);
+  if (depth == 0) {
+    // (Not what depends on literals only, a fill: that stays where its readers are.)
+    std::unordered_set<const void*> fixed_vars;
+    for (const Var& v : jaxpr_.constvars) fixed_vars.insert(v.id());
+    std::vector<const Eqn*> fixed, rest;
+    for (const Eqn& e : eqns) {
+      bool reads_fixed = false, reads_other = false;
+      for (const Atom& a : e.inputs)
+        if (const Var* v = std::get_if<Var>(&a)) {
+          if (fixed_vars.count(v->id()))
+            reads_fixed = true;
+          else
+            reads_other = true;
+        }
+      // Reads by index stay where their readers are, to be composed there.
+      const bool moves = e.primitive && !is_control(e.primitive) && !fusable_read(e) &&
+                         reads_fixed && !reads_other;
+      if (moves)
+        for (const Var& v : e.outputs) fixed_vars.insert(v.id());
+      (moves ? fixed : rest).push_back(&e);
+    }
+    seq = std::move(fixed);
+    seq.insert(seq.end(), rest.begin(), rest.end());
+  }
   std::unordered_map<const void*, std::size_t> producer;  // var id -> its equation
-  for (std::size_t i = 0; i < eqns.size(); ++i)
-    for (const Var& v : eqns[i].outputs) producer.emplace(v.id(), i);
-  std::vector<bool> done(eqns.size(), false);
+  for (std::size_t i = 0; i < seq.size(); ++i)
+    for (const Var& v : seq[i]->outputs) producer.emplace(v.id(), i);
+  std::vector<bool> done(seq.size(), false);
   auto ready = [&](const Eqn& e) {
     for (const Atom& a : e.inputs)
       if (const Var* v = std::get_if<Var>(&a)) {
@@ -1117,7 +1161,7 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
     return e.primitive && !is_control(e.primitive) && e.outputs.size() == 1 &&
            all_vars_or_scalar_literals(e) &&
            (find_elementwise(e.primitive) || e.primitive == &rt::broadcast_in_dim_p ||
-            fusable_reduce(e) || fusable_read(e) || fusable_scatter(e, depth));
+            fusable_reduce(e) || fusable_read(e) || fusable_scatter(e, depth) || sink_reduce(e));
   };
   // Only an equation reading the group's values is taken early: one that does not (a constant,
   // a value of earlier groups) would make its readers further on read it from a buffer.
@@ -1126,24 +1170,25 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
       if (const Var* v = std::get_if<Var>(&a); v && info(*v).group == g) return true;
     return false;
   };
-  for (std::size_t first = 0; first < eqns.size();) {
+  for (std::size_t first = 0; first < seq.size();) {
     std::size_t pick = first;
     if (last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
         groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns)
-      for (std::size_t i = first, seen = 0; i < eqns.size() && seen < lookahead; ++i) {
+      for (std::size_t i = first, seen = 0; i < seq.size() && seen < lookahead; ++i) {
         if (done[i]) continue;
         ++seen;
-        if (fusable(eqns[i]) && ready(eqns[i]) && reads_group(eqns[i], last) &&
-            (!fusable_read(eqns[i]) || compatible(eqns[i].outputs[0].aval().shape,
-                                                  groups_[static_cast<std::size_t>(last)].shape)) &&
-            joins(eqns[i], static_cast<std::size_t>(last))) {
+        const Eqn& e = *seq[i];
+        if (fusable(e) && ready(e) && reads_group(e, last) &&
+            (!fusable_read(e) || compatible(e.outputs[0].aval().shape,
+                                            groups_[static_cast<std::size_t>(last)].shape)) &&
+            joins(e, static_cast<std::size_t>(last))) {
           pick = i;
           break;
         }
       }
-    take(eqns[pick]);
+    take(*seq[pick]);
     done[pick] = true;
-    while (first < eqns.size() && done[first]) ++first;
+    while (first < seq.size() && done[first]) ++first;
   }
 }
 
@@ -1158,6 +1203,21 @@ XPR_FUNC bool Lowering::fusable_reduce(const Eqn& e) {
   return rank > 0 && axes && axes->size() == 1 &&
          (*axes)[0] == static_cast<std::int64_t>(rank - 1) &&
          e.outputs[0].aval().ndim() == rank - 1;
+}
+
+XPR_FUNC bool Lowering::sink_reduce(const Eqn& e) {
+  if (e.primitive != &rt::reduce_sum_p && e.primitive != &rt::reduce_max_p &&
+      e.primitive != &rt::reduce_min_p)
+    return false;
+  if (e.inputs.size() != 1 || e.outputs.size() != 1 || !std::holds_alternative<Var>(e.inputs[0]))
+    return false;
+  const std::size_t rank = aval_of(e.inputs[0]).ndim();
+  const rt::ParamValue* a = e.params.find("axes");
+  const rt::Axes* axes = a ? std::get_if<rt::Axes>(a) : nullptr;
+  if (rank == 0 || !axes || axes->empty()) return false;
+  for (std::int64_t k : *axes)
+    if (k < 0 || k >= static_cast<std::int64_t>(rank) - 1) return false;
+  return e.outputs[0].aval().ndim() + axes->size() == rank;
 }
 
 XPR_FUNC bool Lowering::fusable_read(const Eqn& e) {
@@ -1293,6 +1353,11 @@ XPR_FUNC std::optional<core::Shape> Lowering::joins(const Eqn& e, std::size_t g)
     if (info(x).group == static_cast<int>(g)) return std::nullopt;  // copied in before the loops
     if (info(idx).group == static_cast<int>(g) && !reader_of_.count(info(idx).id))
       return std::nullopt;
+    if (!prefix(u, s) && !prefix(s, u)) return std::nullopt;
+    return prefix(s, u) ? u : s;
+  }
+  if (sink_reduce(e)) {
+    const core::Shape& u = aval_of(e.inputs[0]).shape;
     if (!prefix(u, s) && !prefix(s, u)) return std::nullopt;
     return prefix(s, u) ? u : s;
   }
@@ -1747,7 +1812,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   bool flat = rank > 0;
   for (const Eqn* e : grp.eqns) {
     if (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)) continue;  // apart
-    if (is_scatter(e->primitive)) flat = false;                               // indexes by axis
+    if (is_scatter(e->primitive) || sink_reduce(*e)) flat = false;            // indexes by axis
     const std::size_t d = e->outputs[0].aval().ndim();
     if ((d != rank && d != 0) || is_reduce(*e)) flat = false;
     if (fusable_read(*e)) {
@@ -1802,7 +1867,12 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       const std::string iv = "i" + std::to_string(c - 1), K = dim(S[c - 1]);
       const std::string fd = "const long long " + f(c) + " = " +
                              (c == 1 ? iv : f(c - 1) + " * " + K + " + " + iv) + ";\n";
-      if (L.accs.empty()) {
+      if (L.accs.empty() || (!standalone_ && S[c - 1] <= max_literal_dim)) {
+        // A short row (its size a number in the source): one running value, GCC unrolls it.
+        for (const Acc& a : L.accs) {
+          L.body = replaced(L.body, "@" + std::to_string(a.id) + "@", a.tail);
+          defs[a.id].pending = 0;
+        }
         loop = "for (long long " + iv + " = 0; " + iv + " < " + K + "; ++" + iv + ") {\n" +
                indented(fd + L.body) + "}\n";
       } else {
@@ -1840,13 +1910,82 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     while (c > d) close();
   };
 
-  auto operand = [&](const Atom& a, std::size_t at) -> std::string {
+  // The C expression of elementwise equation `e` on operand expressions `args`.
+  auto elementwise_expr = [&](const Eqn& e, const std::vector<std::string>& args) {
+    CCall cc;
+    cc.args = args;
+    for (const Atom& a : e.inputs) cc.arg_dtypes.push_back(aval_of(a).dtype);
+    cc.out = e.outputs[0].aval().dtype;
+    cc.params = &e.params;
+    cc.math_used = &math_used_;
+    if (e.primitive == &rt::div_p && !cc.floating())
+      helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
+    if (e.primitive == &rt::convert_element_type_p && core::is_floating(cc.in()) &&
+        core::is_integer(cc.out))
+      helpers_used_.insert(std::string("cvt_") + dtype_suffix(cc.in()) + "_" +
+                           dtype_suffix(cc.out));
+    if (e.primitive == &rt::select_n_p && cc.arg_dtypes[0] == DType::int32 && cc.args.size() < 2)
+      unsupported("select_n without cases");
+    return find_elementwise(e.primitive)->emit(cc);
+  };
+  std::unordered_map<std::size_t, const Eqn*> eqn_of;  // this group's vars' equations
+  for (const Eqn* e : grp.eqns) eqn_of.emplace(info(e->outputs[0]).id, e);
+  std::string extra;  // statements a recomputed read needs, before the statement using it
+  // A value of this group whose loop has ended, computed again where it is needed when that is a
+  // few elementwise operations on reads (a pair's difference vector after the row's reduction):
+  // cheaper than storing it and reading it back. Otherwise it is kept in a buffer.
+  std::function<std::optional<std::string>(const Atom&, std::size_t, int&)> again;
+  std::function<std::string(const Atom&, std::size_t)> operand;
+  again = [&](const Atom& a, std::size_t at, int& budget) -> std::optional<std::string> {
+    if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
+    const Var& v = std::get<Var>(a);
+    const VarInfo& vi = info(v);
+    if (vi.group != gi) return operand(a, at);
+    const Def& df = defs.at(vi.id);
+    if (df.pending) return std::nullopt;
+    if (df.depth <= at && lv[df.depth].inst == df.inst) return name(v);
+    if (budget-- <= 0) return std::nullopt;
+    const Eqn& pe = *eqn_of.at(vi.id);
+    const std::size_t r = v.aval().ndim();
+    if (fusable_read(pe) && in_loops(v.aval().shape)) {
+      std::vector<std::string> ix;
+      for (std::size_t k = 0; k < r; ++k) ix.push_back("i" + std::to_string(k));
+      return indexed_read(pe, ix, f(r), g, pre, extra);
+    }
+    if (pe.primitive == &rt::broadcast_in_dim_p) {
+      const Atom& b = pe.inputs[0];
+      const Var* bv = std::get_if<Var>(&b);
+      if (!bv || bv->aval().ndim() == 0) return again(b, at, budget);
+      if (info(*bv).group != gi) return std::nullopt;
+      const auto& bd = pe.params.get<rt::Axes>("broadcast_dimensions");
+      if (reader_of_.count(info(*bv).id)) {
+        std::vector<std::string> ix;
+        for (std::size_t k = 0; k < bv->aval().ndim(); ++k)
+          ix.push_back(bv->aval().shape[k] == 1 ? "0" : "i" + std::to_string(bd[k]));
+        return indexed_read(*reader_of_.at(info(*bv).id), ix, "", g, pre, extra);
+      }
+      return again(b, at, budget);  // this group's, along trailing axes (joins checked that)
+    }
+    if (!find_elementwise(pe.primitive)) return std::nullopt;
+    std::vector<std::string> args;
+    for (const Atom& b : pe.inputs) {
+      std::optional<std::string> x = again(b, at, budget);
+      if (!x) return std::nullopt;
+      args.push_back(std::move(*x));
+    }
+    return elementwise_expr(pe, args);
+  };
+  operand = [&](const Atom& a, std::size_t at) -> std::string {
     if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
     const Var& v = std::get<Var>(a);
     VarInfo& vi = info(v);
     if (vi.group == gi) {
       const Def& df = defs.at(vi.id);
       if (df.depth <= at && lv[df.depth].inst == df.inst) return name(v);
+      int budget = 6;
+      const std::size_t mark = extra.size();
+      if (std::optional<std::string> x = again(a, at, budget)) return *x;
+      extra.resize(mark);
       if (dry_run) vi.spill = true;  // its loop has ended: read back from its buffer
     }
     auto it = read_name.find(vi.id);
@@ -1882,11 +2021,14 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     const Eqn& e = *ep;
     const Var& o = e.outputs[0];
     const std::string t = c_type(o.aval().dtype);
-    const bool red = is_reduce(e);
+    const bool red = fusable_reduce(e);
     const std::size_t d = o.aval().ndim();
-    const bool sink = is_scatter(e.primitive);
+    const bool rsink = sink_reduce(e);
+    const bool sink = is_scatter(e.primitive) || rsink;
     // The depth the equation's work happens at: a reduction's operand's, a scatter's updates'.
-    const std::size_t at = red ? d + 1 : sink ? aval_of(e.inputs[2]).ndim() : d;
+    const std::size_t at = red || rsink ? aval_of(e.inputs[0]).ndim()
+                           : sink       ? aval_of(e.inputs[2]).ndim()
+                                        : d;
     // A reduction's result is ready once its loop has ended.
     for (const Atom& a : e.inputs)
       if (const Var* v = std::get_if<Var>(&a); v && info(*v).group == gi) {
@@ -1924,7 +2066,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       const std::string on = "o" + std::to_string(info(o).id);
       pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
       std::string copy_stmts;
-      const std::string from = read_operand(e, 0, {}, "q", g, pre, copy_stmts);
+      const std::string from = rsink ? reduce_identity(e.primitive, o.aval().dtype)
+                                     : read_operand(e, 0, {}, "q", g, pre, copy_stmts);
       lv[0].body += copy_stmts + "for (long long q = 0, qn = " + count(o.aval().shape) +
                     "; q < qn; ++q) " + on + "[q] = " + from + ";\n";
     }
@@ -1936,9 +2079,21 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     Level& L = lv[at];  // deeper loops stay open: this goes before them
     if (sink) {
       std::string stmts;
-      const std::string u = operand(e.inputs[2], at);
-      scatter_into(e, u, g, pre, stmts);
-      L.body += stmts;
+      if (rsink) {
+        const auto& axes = e.params.get<rt::Axes>("axes");
+        std::vector<std::string> kept;
+        for (std::size_t k = 0; k < at; ++k)
+          if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(k)) == axes.end())
+            kept.push_back("i" + std::to_string(k));
+        const std::string on = "o" + std::to_string(info(o).id);
+        const std::string cell = on + "[" + linear(o.aval().shape, kept) + "]";
+        stmts = cell + " = " +
+                reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) + ";\n";
+      } else {
+        scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
+      }
+      L.body += extra + stmts;
+      extra.clear();
       defs[info(o).id] = Def{};
       if (dry_run) info(o).spill = true;  // always stored: the kernel writes it
       continue;
@@ -1947,7 +2102,9 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       const DType dt = aval_of(e.inputs[0]).dtype;
       const std::string id = std::to_string(info(o).id), v = name(o);
       const std::string r = "r" + id;
-      L.body += "const " + t + " " + r + " = " + operand(e.inputs[0], at) + ";\n@" + id + "@\n";
+      const std::string x = operand(e.inputs[0], at);
+      L.body += extra + "const " + t + " " + r + " = " + x + ";\n@" + id + "@\n";
+      extra.clear();
       lv[d].body += t + " " + v + " = " + reduce_identity(e.primitive, dt) + ";\n";
       const std::string acc = "a" + id + "[l" + std::to_string(d) + "]";
       L.accs.push_back(Acc{info(o).id, t, reduce_identity(e.primitive, dt),
@@ -2001,25 +2158,12 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         expr = p + "[" + (idx.empty() ? "0" : idx) + "]";
       }
     } else {
-      const ElementwiseRow* r = find_elementwise(e.primitive);
-      CCall cc;
-      for (const Atom& a : e.inputs) {
-        cc.args.push_back(operand(a, at));
-        cc.arg_dtypes.push_back(aval_of(a).dtype);
-      }
-      cc.out = o.aval().dtype;
-      cc.params = &e.params;
-      cc.math_used = &math_used_;
-      if (e.primitive == &rt::div_p && !cc.floating())
-        helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
-      if (e.primitive == &rt::convert_element_type_p && core::is_floating(cc.in()) &&
-          core::is_integer(cc.out))
-        helpers_used_.insert(std::string("cvt_") + dtype_suffix(cc.in()) + "_" +
-                             dtype_suffix(cc.out));
-      if (e.primitive == &rt::select_n_p && cc.arg_dtypes[0] == DType::int32 && cc.args.size() < 2)
-        unsupported("select_n without cases");
-      expr = r->emit(cc);
+      std::vector<std::string> args;
+      for (const Atom& a : e.inputs) args.push_back(operand(a, at));
+      expr = elementwise_expr(e, args);
     }
+    L.body += extra;
+    extra.clear();
     L.body += "const " + t + " " + name(o) + " = " + expr + ";\n";
     defs[info(o).id] = Def{d, lv[d].inst, 0};
     store(o, d, L);
