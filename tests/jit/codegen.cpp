@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -470,14 +471,16 @@ TEST(JitCodegen, OneCompileForManySizes) {
       expect_close(gr[0], eval_jaxpr(jr, {m})[0], "reduce size " + std::to_string(n));
   }
   auto after = jit_cache_stats();
-  // Sizes that coincide (a [3, 3] input) name both dimensions by one symbol, a different source:
-  // a few extra compiles are allowed for those; the rest share.
+  // Sizes up to 4 are numbers in the source (codegen::detail::max_literal_dim), and sizes that
+  // coincide (a [5, 5] input) name both dimensions by one symbol, a different source: a few
+  // extra compiles are allowed for those; the rest share.
   EXPECT_LE(after.compiles - before.compiles, 2u + 13u);
   EXPECT_GE(after.compiles - before.compiles, 2u);
 }
 
 // The user-level path: `jit(f)` called on sizes 1..1000 traces `f` once (it reads no size, and
-// its jaxpr names none) and compiles once per function (a few more for sizes that coincide).
+// its jaxpr names none) and compiles once per function (a few more for sizes up to 4 and for
+// sizes that coincide).
 TEST(JitCodegen, JitOfFunctionTracesAndCompilesOnceForManySizes) {
   const double nonce = static_cast<double>(std::random_device{}() % 100000) + 0.75;
   int ew_traces = 0, red_traces = 0;
@@ -680,6 +683,190 @@ TEST(JitCodegen, WrongArgumentTypesThrow) {
   auto k = codegen::compile(make_jaxpr([](const Array& v) { return v * 2.0; })(x).jaxpr);
   EXPECT_THROW(k->run(std::vector<Array>{array(std::vector<double>{1.0, 2.0, 3.0})}), type_error);
   EXPECT_THROW(k->run(std::vector<Array>{}), type_error);
+}
+
+// ---- dead code, and fusion across broadcasts, reductions and indexing ---------------------------
+
+/// jit that must compile: an equation the generator does not lower throws instead of falling back
+/// to the interpreter.
+template <class F>
+auto compiled(F f) {
+  return xpr::jit(f, {.backend = JitBackend::compiled});
+}
+
+/// Whether the jaxpr's text mentions `what`.
+inline bool jaxpr_mentions(const ClosedJaxpr& j, const std::string& what) {
+  std::ostringstream os;
+  os << j;
+  return os.str().find(what) != std::string::npos;
+}
+
+TEST(JitCodegen, DeadEquationsAreNotLowered) {
+  // A value computed and forgotten: the traced jaxpr keeps its equations, the kernel does not.
+  auto f = [](const Array& x) {
+    Array forgotten = xpr::concatenate({x * 7.25, x}, 0);
+    (void)forgotten;
+    return xpr::sin(x) * 2.0;
+  };
+  Array x = xpr::array({0.5, 1.0, 1.5});
+  auto jf = compiled(f);
+  auto lowered = jf.lower(x);
+  EXPECT_TRUE(jaxpr_mentions(lowered.jaxpr(), "concatenate"));
+  EXPECT_TRUE(jaxpr_mentions(lowered.jaxpr(), "7.25"));
+  EXPECT_EQ(lowered.as_text().find("0x1.dp+2"), std::string::npos)  // 7.25, as the source spells it
+      << lowered.as_text();
+  expect_close(jf(x), f(x), "dead code");
+  expect_close(jf(x), xpr::sin(x) * 2.0, "dead code, by hand");
+}
+
+TEST(JitCodegen, JacfwdOfANewtonSystemLowersOnlyTheJacobian) {
+  auto F = [](const Array& v) {
+    Array a = v[0], b = v[1], c = v[2];
+    return xpr::stack(
+        {a * a + b * b + c * c - 3.0, a * b * c - 1.0, xpr::exp(a) - b + xpr::sin(c)});
+  };
+  auto J = compiled(xpr::jacfwd(F));
+  for (const std::vector<double>& p : {std::vector<double>{0.7, 1.2, 0.9}, {-0.3, 2.0, 0.1}}) {
+    Array x = xpr::array(p);
+    const double a = p[0], b = p[1], c = p[2];
+    Array want = xpr::array(std::vector<double>{2 * a, 2 * b, 2 * c, b * c, a * c, a * b,
+                                                std::exp(a), -1.0, std::cos(c)},
+                            Shape{3, 3});
+    expect_close(J(x), want, "jacfwd by hand");
+    expect_close(J(x), xpr::jacfwd(F)(x), "jacfwd eager");
+  }
+  // jvp computes F(x) beside the tangents; nobody reads it, so its `- 3.0` is not in the kernel.
+  auto lowered = J.lower(xpr::array({0.7, 1.2, 0.9}));
+  EXPECT_TRUE(jaxpr_mentions(lowered.jaxpr(), "3.0"));
+  EXPECT_EQ(lowered.as_text().find("0x1.8p+1"), std::string::npos) << lowered.as_text();
+}
+
+TEST(JitCodegen, RowReductionsFuseWithTheirBroadcasts) {
+  std::mt19937 g(11);
+  // Rows shorter than eight, exactly eight, and runs of eight with a remainder.
+  for (std::int64_t n : {1, 3, 8, 19}) {
+    for (DType t : {DType::float64, DType::float32}) {
+      Array x = random_array(g, Shape{5, n}, t);
+      auto rows = [](const Array& v) {
+        Array norm = v / xpr::sqrt(xpr::sum(v * v, 1, true) + 1.0);
+        Array e = xpr::exp(v - xpr::max(v, 1, true));
+        Array soft = e / xpr::sum(e, 1, true);
+        return std::vector<Array>{norm, soft, xpr::min(v, 1) * xpr::sum(norm * soft, 1),
+                                  xpr::sum(xpr::sum(v, 1)), xpr::max(xpr::sum(v * 2.0, 1))};
+      };
+      check_compiled(make_jaxpr(rows)(x), {x}, "rows " + x.aval().str());
+    }
+    Array i = random_array(g, Shape{4, n}, DType::int32);
+    auto ints = [](const Array& v) {
+      return std::vector<Array>{xpr::sum(v * v, 1) - xpr::max(v, 1), xpr::min(v - 3, 1)};
+    };
+    check_compiled(make_jaxpr(ints)(i), {i}, "int rows " + i.aval().str());
+    Array b = random_array(g, Shape{3, n}, DType::bool_);
+    auto any = [](const Array& v) { return xpr::sum(xpr::astype(v, DType::int32), 1); };
+    check_compiled(make_jaxpr(any)(b), {b}, "bool rows " + b.aval().str());
+  }
+  // Three axes: a reduction over the last, broadcast back, reduced again; a scalar in between;
+  // reductions keeping the last axis, of values the loops compute.
+  Array y = random_array(g, Shape{2, 3, 10}, DType::float64);
+  auto cube = [](const Array& v) {
+    Array s = xpr::sum(v, 2, true);
+    Array w = xpr::tanh(v * s) - xpr::sum(v);
+    return std::vector<Array>{xpr::sum(w * v, 2),
+                              w,
+                              s * 2.0,
+                              xpr::sum(xpr::sin(v) * v, 0),
+                              xpr::max(v * 2.0, 1),
+                              xpr::min(xpr::exp(w), 0) + 1.0};
+  };
+  check_compiled(make_jaxpr(cube)(y), {y}, "cube");
+}
+
+TEST(JitCodegen, IndexingReadsFuseIntoElementwiseLoops) {
+  std::mt19937 g(12);
+  Array v = random_array(g, Shape{4, 6}, DType::float64);
+  Array idx = xpr::array(std::vector<std::int32_t>{3, 0, 2, 3, 1});
+  auto f = [idx](const Array& m) {
+    Array t = xpr::transpose(m) * 2.0;
+    Array s = xpr::slice(m, {1, 0}, {3, 6}, {1, 2}) + 1.0;
+    Array c =
+        xpr::concatenate({m, m * 3.0}, 1) - xpr::broadcasted_iota(DType::float64, Shape{4, 12}, 1);
+    Array rows = xpr::take(m, idx, 0);
+    Array r = xpr::reshape(m, {24}) * xpr::reshape(xpr::transpose(m), {24});
+    return std::vector<Array>{t,
+                              s,
+                              c,
+                              rows * rows - 1.0,
+                              xpr::sum(rows, 1),
+                              r,
+                              xpr::squeeze(xpr::slice(m, {0, 2}, {1, 3}), {0, 1}) * 5.0};
+  };
+  check_compiled(make_jaxpr(f)(v), {v}, "indexing reads");
+  auto jf = compiled(f);
+  std::vector<Array> got = jf(v), want = f(v);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) expect_close(got[k], want[k], "jit indexing");
+}
+
+/// Lennard-Jones forces on `n` particles as a new user writes them (vmap of a pair energy over the
+/// pairs, gathered with take, -grad of the sum), and with broadcasting only.
+inline Array lj_pair_energy(const Array& ri, const Array& rj) {
+  Array d = ri - rj;
+  Array inv2 = 1.0 / xpr::sum(d * d);
+  Array inv6 = inv2 * inv2 * inv2;
+  return 4.0 * (inv6 * inv6 - inv6);
+}
+
+TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
+  const std::int64_t n = 11;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < n; ++k) {  // a 3 x 3 x 2 lattice, nudged
+    const double q = static_cast<double>(k);
+    p.push_back(1.1 * static_cast<double>(k % 3) + 0.01 * std::sin(q));
+    p.push_back(1.1 * static_cast<double>(k / 3 % 3) + 0.01 * std::cos(q));
+    p.push_back(1.1 * static_cast<double>(k / 9) + 0.01 * std::sin(2 * q));
+  }
+  Array pos = xpr::array(p, Shape{n, 3});
+  std::vector<std::int32_t> ii, jj;
+  for (std::int32_t a = 0; a < n; ++a)
+    for (std::int32_t b = a + 1; b < n; ++b) {
+      ii.push_back(a);
+      jj.push_back(b);
+    }
+  Array I = xpr::array(ii), J = xpr::array(jj);
+  auto energy = [&](const Array& x) {
+    return xpr::sum(xpr::vmap(lj_pair_energy)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+  };
+  auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+  auto dense_energy = [&](const Array& x) {
+    Array d = xpr::reshape(x, {n, 1, 3}) - xpr::reshape(x, {1, n, 3});
+    Array r2 = xpr::sum(d * d, 2) + xpr::eye(n);
+    Array inv6 = 1.0 / (r2 * r2 * r2);
+    return 2.0 * xpr::sum(inv6 * inv6 - inv6);
+  };
+  auto dense_forces = [&](const Array& x) { return -xpr::grad(dense_energy)(x); };
+  // By hand: F_a += 24 inv2 inv6 (2 inv6 - 1) (r_a - r_b), and the opposite on b.
+  std::vector<double> want(p.size(), 0.0);
+  for (std::int64_t a = 0; a < n; ++a)
+    for (std::int64_t b = a + 1; b < n; ++b) {
+      double d[3], r2 = 0;
+      for (int k = 0; k < 3; ++k) {
+        d[k] = p[static_cast<std::size_t>(3 * a + k)] - p[static_cast<std::size_t>(3 * b + k)];
+        r2 += d[k] * d[k];
+      }
+      const double inv2 = 1 / r2, inv6 = inv2 * inv2 * inv2;
+      const double s = 24 * inv2 * inv6 * (2 * inv6 - 1);
+      for (int k = 0; k < 3; ++k) {
+        want[static_cast<std::size_t>(3 * a + k)] += s * d[k];
+        want[static_cast<std::size_t>(3 * b + k)] -= s * d[k];
+      }
+    }
+  Array hand = xpr::array(want, Shape{n, 3});
+  Array got = compiled(forces)(pos);
+  expect_close(got, forces(pos), "pair forces, eager");
+  expect_close(got, hand, "pair forces, by hand");
+  Array dense = compiled(dense_forces)(pos);
+  expect_close(dense, dense_forces(pos), "dense forces, eager");
+  expect_close(dense, hand, "dense forces, by hand");
 }
 
 }  // namespace test_jit_codegen

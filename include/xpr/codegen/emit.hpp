@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,12 +22,14 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
+#include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/jit_options.hpp"
@@ -390,6 +393,23 @@ std::vector<Atom> inline_into(std::vector<Eqn>& out, const Jaxpr& body,
 /// `j` with its call-like equations inlined (j itself when it has none).
 Jaxpr inline_calls(const Jaxpr& j);
 
+/// `j` without the equations no output needs (`rt::dce_jaxpr`, as XLA removes dead code before
+/// emitting): a jitted `jacfwd` or `grad` traces primal outputs and stacks nobody reads. The
+/// inputs and constvars stay (the kernel's buffers are numbered by them). Control flow stays even
+/// when dead, as the interpreter runs it: a loop spends the LoopIterationLimit's budget and
+/// check_max_trips may throw.
+Jaxpr eliminate_dead_code(const Jaxpr& j);
+
+/// `text` with every line indented by two more spaces.
+std::string indented(const std::string& text);
+
+/// `text` with every occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to);
+
+/// Sizes up to this are written into the source as numbers, larger ones read from `n[]` (except
+/// in `lower_standalone`'s source, which takes every size as an argument).
+inline constexpr std::int64_t max_literal_dim = 4;
+
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
 inline constexpr std::size_t max_group_eqns = 200;
@@ -420,8 +440,9 @@ class Lowering {
   };
   struct VarInfo {
     std::size_t id = 0;
-    int group = -1;   // defining group; -1 for arguments and consts
-    int buffer = -1;  // kernel buffer index, -1 when local to its group
+    int group = -1;      // defining group; -1 for arguments and consts
+    int buffer = -1;     // kernel buffer index, -1 when local to its group
+    bool spill = false;  // read by its own group where its loop has ended (needs a buffer)
   };
 
   const Jaxpr& jaxpr_;
@@ -461,6 +482,57 @@ class Lowering {
   XPR_MEMBER std::string stride(const core::Shape& s, std::size_t i) const;
 
   XPR_MEMBER static bool all_vars_or_scalar_literals(const Eqn& e);
+
+  /// A reduction over its operand's last axis only: fused into an elementwise group (the group's
+  /// loop over that axis accumulates it).
+  XPR_MEMBER static bool fusable_reduce(const Eqn& e);
+
+  /// A reduction keeping its operand's last axis (the transpose of a broadcast along a leading
+  /// or middle axis): an elementwise group computing its operand combines each element into the
+  /// result as it is computed, after filling the result with the identity before its loops.
+  /// Like a fused scatter's, its result is ready when the group ends.
+  XPR_MEMBER static bool sink_reduce(const Eqn& e);
+
+  /// Primitives whose every result element is one element of their operands at an index computed
+  /// from the loop indices (reshape, slice, transpose, iota, concatenate, gather): an elementwise
+  /// group reads them in place (no loop, no buffer of their own) when their operands come from
+  /// earlier groups, or are such reads of the same group (composed: x[0] is a slice and a squeeze,
+  /// a stack expand_dims and a concatenate).
+  XPR_MEMBER static bool fusable_read(const Eqn& e);
+
+  /// Whether `fusable_read` equation `e` can read its operands inside group `g`.
+  XPR_MEMBER bool composable(const Eqn& e, std::size_t g);
+
+  /// The expression (after statements appended to `stmts`) reading the element of `fusable_read`
+  /// equation `e`'s result at index `ix` (one C++ expression per axis), in group `g`; `flat` is
+  /// that element's row-major position when known ("" to compute it). Pointers go to `pre`.
+  XPR_MEMBER std::string indexed_read(const Eqn& e, const std::vector<std::string>& ix,
+                                      std::string flat, std::size_t g, std::string& pre,
+                                      std::string& stmts);
+  std::unordered_map<std::size_t, const Eqn*> reader_of_;  // var id -> its fusable_read equation
+  std::size_t next_read_ = 0;                              // names of composed reads' locals
+
+  /// Operand `k` of `e` at index `at` (at position `pos` when known): read from its buffer, or
+  /// composed with the read of group `g` that defines it.
+  XPR_MEMBER std::string read_operand(const Eqn& e, std::size_t k,
+                                      const std::vector<std::string>& at, const std::string& pos,
+                                      std::size_t g, std::string& pre, std::string& stmts);
+  /// The row-major position of index `at` in `shape`.
+  XPR_MEMBER std::string linear(const core::Shape& shape, const std::vector<std::string>& at) const;
+
+  /// A scatter at the top level whose update windows are the updates' trailing axes: an
+  /// elementwise group computing the updates combines each into the result as it is computed
+  /// (row-major order is the interpreter's order), after copying the operand in before its
+  /// loops. The result is ready when the group ends, so nothing else in the group reads it.
+  XPR_MEMBER bool fusable_scatter(const Eqn& e, std::size_t depth) const;
+  std::unordered_set<std::size_t> sink_of_;  // var ids of fused scatters' results
+  /// The statements combining scatter `e`'s update at index (i0, i1, ...) into its result.
+  XPR_MEMBER std::string scatter_into(const Eqn& e, const std::string& update, std::size_t g,
+                                      std::string& pre, std::string& stmts);
+
+  /// Whether `e` may join the elementwise group `g` (see `emit_elementwise`), and the group's
+  /// iteration shape if it does.
+  XPR_MEMBER std::optional<core::Shape> joins(const Eqn& e, std::size_t g);
 
   /// Groups the equations `eqns` of one scope (the top-level jaxpr or an instantiated
   /// sub-jaxpr), appending the new groups' indices to `scope`.
@@ -536,7 +608,19 @@ class Lowering {
 
   // ---- elementwise groups ----
 
-  XPR_MEMBER std::string emit_elementwise(std::size_t g);
+  /// An elementwise group: one loop nest over the group's iteration shape S, each equation at
+  /// the depth of its result's rank (every result shape is a prefix of S). An equation of rank d
+  /// is computed inside the loops over S's first d axes; a reduction over the last axis
+  /// accumulates in the loop over that axis and is ready when the loop ends; a broadcast along
+  /// trailing axes reads the outer loops' values. Between two loops over the same axis a value of
+  /// the first is kept in a buffer (`VarInfo::spill`), which a `dry_run` finds before buffers are
+  /// assigned.
+  XPR_MEMBER std::string emit_elementwise(std::size_t g, bool dry_run = false);
+
+  /// The identity and the combining expression of a reduction primitive on `dt`.
+  XPR_MEMBER static std::string reduce_identity(const Primitive* p, DType dt);
+  XPR_MEMBER std::string reduce_combine(const Primitive* p, DType dt, const std::string& a,
+                                        const std::string& b);
 
   // ---- standalone primitives ----
 
@@ -570,7 +654,8 @@ class Lowering {
   /// The start of the window along operand dimension `d` read from index element `elem`: clamped
   /// into [0, dim - size]; under fill_or_drop `oob` records whether it was outside.
   XPR_MEMBER std::string window_start(const std::string& sk, const std::string& elem,
-                                      std::int64_t xdim, std::int64_t size, bool drop);
+                                      std::int64_t xdim, std::int64_t size, bool drop,
+                                      const std::string& oob = "oob");
 
   XPR_MEMBER std::string emit_gather(const Eqn& e);
 
@@ -599,7 +684,7 @@ class Lowering {
 /// `not_implemented_error` naming the first primitive it cannot lower (the caller then
 /// interprets); see docs/jit.md for the list of primitives covered.
 inline Lowered lower(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
-  const rt::Jaxpr flat = detail::inline_calls(jaxpr);
+  const rt::Jaxpr flat = detail::eliminate_dead_code(detail::inline_calls(jaxpr));
   return detail::Lowering(flat, options).run();
 }
 
@@ -608,7 +693,7 @@ inline Lowered lower(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
 /// functions link into one program) and there is no `xpr_abi_version`; the caller supplies the
 /// `XprHost` (its GEMM) and the exported wrapper.
 inline Lowered lower_standalone(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
-  const rt::Jaxpr flat = detail::inline_calls(jaxpr);
+  const rt::Jaxpr flat = detail::eliminate_dead_code(detail::inline_calls(jaxpr));
   return detail::Lowering(flat, options, true).run();
 }
 
@@ -910,6 +995,20 @@ XPR_FUNC Jaxpr inline_calls(const Jaxpr& j) {
   return r;
 }
 
+XPR_FUNC Jaxpr eliminate_dead_code(const Jaxpr& j) {
+  // Control-flow results are made outputs for the pass (so it keeps them), then dropped again.
+  Jaxpr rooted = j;
+  for (const Eqn& e : j.eqns)
+    if (e.primitive && is_control(e.primitive))
+      rooted.outvars.insert(rooted.outvars.end(), e.outputs.begin(), e.outputs.end());
+  Jaxpr live =
+      rt::dce_jaxpr(rooted, std::vector<bool>(rooted.outvars.size(), true), /*instantiate=*/true)
+          .first;
+  live.outvars.erase(live.outvars.begin() + static_cast<std::ptrdiff_t>(j.outvars.size()),
+                     live.outvars.end());
+  return live;
+}
+
 XPR_FUNC Lowered Lowering::run() {
   number_vars();
   collect_dims();
@@ -953,6 +1052,11 @@ XPR_FUNC void Lowering::collect_dims() {
 }
 
 XPR_FUNC std::string Lowering::dim(std::int64_t d) const {
+  // Small sizes are numbers, so GCC unrolls a loop over x, y, z rather than checking at run time
+  // whether it is long enough to vectorize; a kernel is then shared by the inputs that differ
+  // only in their larger sizes.
+  // (Not in an ahead-of-time export, whose callers pass every size.)
+  if (!standalone_ && d >= 0 && d <= max_literal_dim) return std::to_string(d) + "LL";
   for (const auto& [v, k] : dim_symbols_)
     if (v == d) return "n[" + std::to_string(k) + "]";
   return std::to_string(d) + "LL";
@@ -981,8 +1085,25 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
                                     std::size_t depth) {
   if (depth > rt::max_jaxpr_nesting)
     unsupported("control flow nested deeper than " + std::to_string(rt::max_jaxpr_nesting));
-  int last = -1;  // this scope's latest group
-  for (const Eqn& e : eqns) {
+  int last = -1;                                                   // this scope's latest group
+  std::unordered_map<const void*, std::vector<const Eqn*>> users;  // var id -> its readers
+  for (const Eqn& e : eqns)
+    for (const Atom& a : e.inputs)
+      if (const Var* v = std::get_if<Var>(&a)) users[v->id()].push_back(&e);
+  auto composed_only = [&](const Eqn& e) {
+    auto it = users.find(e.outputs[0].id());
+    if (it == users.end()) return false;
+    for (const Eqn* u : it->second)
+      if (!fusable_read(*u) && u->primitive != &rt::broadcast_in_dim_p) return false;
+    return true;
+  };
+  auto compatible = [](const core::Shape& a, const core::Shape& b) {
+    const std::size_t n = std::min(a.rank(), b.rank());
+    for (std::size_t k = 0; k < n; ++k)
+      if (a[k] != b[k]) return false;
+    return true;
+  };
+  auto take = [&](const Eqn& e) {
     if (!e.primitive) unsupported("an equation without a primitive");
     if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
     for (const Atom& a : e.inputs)
@@ -994,18 +1115,22 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
       last = g;
       for (const Var& v : e.outputs) def(v, g);
       instantiate_control(static_cast<std::size_t>(g), depth);
-      continue;
+      return;
     }
     const bool bcast = e.primitive == &rt::broadcast_in_dim_p;
-    const ElementwiseRow* r = bcast ? nullptr : find_elementwise(e.primitive);
-    if (!r && !bcast && !is_standalone(e.primitive)) unsupported("'" + e.primitive->name() + "'");
+    const bool red = fusable_reduce(e);
+    const bool rd = fusable_read(e);
+    const bool sink = fusable_scatter(e, depth) || sink_reduce(e);
+    const ElementwiseRow* r = bcast || red || rd || sink ? nullptr : find_elementwise(e.primitive);
+    if (!r && !bcast && !red && !rd && !sink && !is_standalone(e.primitive))
+      unsupported("'" + e.primitive->name() + "'");
     if (e.outputs.size() != 1) unsupported("'" + e.primitive->name() + "' with several results");
     if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
       unsupported("'" + e.primitive->name() + "' on integers");
     if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
       unsupported("dot_general of booleans");
     const core::Shape& shape = e.outputs[0].aval().shape;
-    if (r || bcast) {
+    if (r || bcast || red || rd || sink) {
       if (r && e.primitive == &rt::integer_pow_p) {
         CCall c;
         c.args = {"x"};
@@ -1015,11 +1140,32 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
         c.math_used = &math_used_;
         if (c_expr<op::integer_pow>::emit(c).empty()) unsupported("integer_pow of a huge exponent");
       }
-      bool join = last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
-                  groups_[static_cast<std::size_t>(last)].shape == shape &&
-                  groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns;
-      if (!join) {
-        groups_.push_back(Group{Kind::elementwise, shape, {}, {}, {}, {}});
+      std::optional<core::Shape> grown;
+      if (last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
+          groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns)
+        grown = joins(e, static_cast<std::size_t>(last));
+      // A read of another shape than the loops' joins only to be composed into other reads.
+      if (grown && rd && !compatible(shape, *grown) && !composed_only(e)) grown.reset();
+      // A scatter joins the group computing its updates; alone, it is a loop nest of its own.
+      if (sink && !grown) {
+        groups_.push_back(Group{Kind::standalone, shape, {}, {}, {}, {}});
+        scope.push_back(groups_.size() - 1);
+        last = static_cast<int>(groups_.size() - 1);
+        groups_[static_cast<std::size_t>(last)].eqns.push_back(&e);
+        def(e.outputs[0], last);
+        return;
+      }
+      if (grown) {
+        groups_[static_cast<std::size_t>(last)].shape = std::move(*grown);
+      } else {
+        groups_.push_back(Group{Kind::elementwise,
+                                red  ? aval_of(e.inputs[0]).shape
+                                : rd ? core::Shape{}
+                                     : shape,
+                                {},
+                                {},
+                                {},
+                                {}});
         scope.push_back(groups_.size() - 1);
         last = static_cast<int>(groups_.size() - 1);
       }
@@ -1030,7 +1176,276 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
     }
     groups_[static_cast<std::size_t>(last)].eqns.push_back(&e);
     def(e.outputs[0], last);
+    if (rd) reader_of_.emplace(info(e.outputs[0]).id, &e);
+    if (sink) sink_of_.insert(info(e.outputs[0]).id);
+  };
+  // The jaxpr's order, except that among the next `lookahead` equations whose operands are ready,
+  // one that joins the latest elementwise group is taken first (list scheduling for fusion: jvp
+  // and transposition interleave values of several shapes). Control flow keeps its order.
+  constexpr std::size_t lookahead = 64;
+  // At the top level, what depends on the constants only (index arrays a closure holds, masks)
+  // comes first, in one group where it can: jvp and transposition interleave it with the rest.
+  std::vector<const Eqn*> seq;
+  for (const Eqn& e : eqns) seq.push_back(&e);
+  if (depth == 0) {
+    // (Not what depends on literals only, a fill: that stays where its readers are.)
+    std::unordered_set<const void*> fixed_vars;
+    for (const Var& v : jaxpr_.constvars) fixed_vars.insert(v.id());
+    std::vector<const Eqn*> fixed, rest;
+    for (const Eqn& e : eqns) {
+      bool reads_fixed = false, reads_other = false;
+      for (const Atom& a : e.inputs)
+        if (const Var* v = std::get_if<Var>(&a)) {
+          if (fixed_vars.count(v->id()))
+            reads_fixed = true;
+          else
+            reads_other = true;
+        }
+      // Reads by index stay where their readers are, to be composed there.
+      const bool moves = e.primitive && !is_control(e.primitive) && !fusable_read(e) &&
+                         reads_fixed && !reads_other;
+      if (moves)
+        for (const Var& v : e.outputs) fixed_vars.insert(v.id());
+      (moves ? fixed : rest).push_back(&e);
+    }
+    seq = std::move(fixed);
+    seq.insert(seq.end(), rest.begin(), rest.end());
   }
+  std::unordered_map<const void*, std::size_t> producer;  // var id -> its equation
+  for (std::size_t i = 0; i < seq.size(); ++i)
+    for (const Var& v : seq[i]->outputs) producer.emplace(v.id(), i);
+  std::vector<bool> done(seq.size(), false);
+  auto ready = [&](const Eqn& e) {
+    for (const Atom& a : e.inputs)
+      if (const Var* v = std::get_if<Var>(&a)) {
+        auto it = producer.find(v->id());
+        if (it != producer.end() && !done[it->second]) return false;
+        if (it == producer.end() && !vars_.count(v->id())) return false;  // undefined: in order
+      }
+    return true;
+  };
+  auto fusable = [&](const Eqn& e) {
+    return e.primitive && !is_control(e.primitive) && e.outputs.size() == 1 &&
+           all_vars_or_scalar_literals(e) &&
+           (find_elementwise(e.primitive) || e.primitive == &rt::broadcast_in_dim_p ||
+            fusable_reduce(e) || fusable_read(e) || fusable_scatter(e, depth) || sink_reduce(e));
+  };
+  // Only an equation reading the group's values is taken early: one that does not (a constant,
+  // a value of earlier groups) would make its readers further on read it from a buffer.
+  auto reads_group = [&](const Eqn& e, int g) {
+    for (const Atom& a : e.inputs)
+      if (const Var* v = std::get_if<Var>(&a); v && info(*v).group == g) return true;
+    return false;
+  };
+  for (std::size_t first = 0; first < seq.size();) {
+    std::size_t pick = first;
+    if (last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
+        groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns)
+      for (std::size_t i = first, seen = 0; i < seq.size() && seen < lookahead; ++i) {
+        if (done[i]) continue;
+        ++seen;
+        const Eqn& e = *seq[i];
+        if (fusable(e) && ready(e) && reads_group(e, last) &&
+            (!fusable_read(e) || compatible(e.outputs[0].aval().shape,
+                                            groups_[static_cast<std::size_t>(last)].shape)) &&
+            joins(e, static_cast<std::size_t>(last))) {
+          pick = i;
+          break;
+        }
+      }
+    take(*seq[pick]);
+    done[pick] = true;
+    while (first < seq.size() && done[first]) ++first;
+  }
+}
+
+XPR_FUNC bool Lowering::fusable_reduce(const Eqn& e) {
+  if (e.primitive != &rt::reduce_sum_p && e.primitive != &rt::reduce_max_p &&
+      e.primitive != &rt::reduce_min_p)
+    return false;
+  if (e.inputs.size() != 1 || e.outputs.size() != 1) return false;
+  const std::size_t rank = aval_of(e.inputs[0]).ndim();
+  const rt::ParamValue* a = e.params.find("axes");
+  const rt::Axes* axes = a ? std::get_if<rt::Axes>(a) : nullptr;
+  return rank > 0 && axes && axes->size() == 1 &&
+         (*axes)[0] == static_cast<std::int64_t>(rank - 1) &&
+         e.outputs[0].aval().ndim() == rank - 1;
+}
+
+XPR_FUNC bool Lowering::sink_reduce(const Eqn& e) {
+  if (e.primitive != &rt::reduce_sum_p && e.primitive != &rt::reduce_max_p &&
+      e.primitive != &rt::reduce_min_p)
+    return false;
+  if (e.inputs.size() != 1 || e.outputs.size() != 1 || !std::holds_alternative<Var>(e.inputs[0]))
+    return false;
+  const std::size_t rank = aval_of(e.inputs[0]).ndim();
+  const rt::ParamValue* a = e.params.find("axes");
+  const rt::Axes* axes = a ? std::get_if<rt::Axes>(a) : nullptr;
+  if (rank == 0 || !axes || axes->empty()) return false;
+  for (std::int64_t k : *axes)
+    if (k < 0 || k >= static_cast<std::int64_t>(rank) - 1) return false;
+  return e.outputs[0].aval().ndim() + axes->size() == rank;
+}
+
+XPR_FUNC bool Lowering::fusable_read(const Eqn& e) {
+  const Primitive* p = e.primitive;
+  if (p != &rt::reshape_p && p != &rt::squeeze_p && p != &rt::expand_dims_p && p != &rt::slice_p &&
+      p != &rt::transpose_p && p != &rt::iota_p && p != &rt::concatenate_p && p != &rt::gather_p)
+    return false;
+  if (e.outputs.size() != 1) return false;
+  for (const Atom& a : e.inputs)
+    if (!std::holds_alternative<Var>(a)) return false;
+  if (p == &rt::reshape_p) {
+    const rt::ParamValue* d = e.params.find("dimensions");
+    if (d && !std::holds_alternative<rt::None>(*d)) return false;  // standalone says why
+  }
+  if (p == &rt::gather_p && e.inputs.size() != 2) return false;
+  if (p == &rt::iota_p && !e.inputs.empty()) return false;
+  return true;
+}
+
+XPR_FUNC bool Lowering::composable(const Eqn& e, std::size_t g) {
+  const Primitive* p = e.primitive;
+  for (const Atom& a : e.inputs) {
+    const VarInfo& vi = info(std::get<Var>(a));
+    if (vi.group != static_cast<int>(g)) continue;  // an earlier group's buffer
+    if (!reader_of_.count(vi.id)) return false;
+    if (p == &rt::reshape_p) {
+      // Composed only when it adds or removes axes of size 1.
+      auto big = [](const core::Shape& s) {
+        std::vector<std::int64_t> r;
+        for (std::int64_t d : s)
+          if (d != 1) r.push_back(d);
+        return r;
+      };
+      if (big(aval_of(a).shape) != big(e.outputs[0].aval().shape)) return false;
+    }
+  }
+  return true;
+}
+
+XPR_FUNC bool Lowering::fusable_scatter(const Eqn& e, std::size_t depth) const {
+  // Loop bodies keep their scatters apart: a carry's scatter may update it in place.
+  if (depth != 0 || !e.primitive || !is_scatter(e.primitive)) return false;
+  if (e.inputs.size() != 3 || e.outputs.size() != 1) return false;
+  for (const Atom& a : e.inputs)
+    if (!std::holds_alternative<Var>(a)) return false;
+  const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
+  const std::size_t ur = aval_of(e.inputs[2]).ndim(), w = dn.update_window_dims.size();
+  if (w > ur) return false;
+  for (std::size_t k = 0; k < w; ++k)
+    if (dn.update_window_dims[k] != static_cast<std::int64_t>(ur - w + k)) return false;
+  return true;
+}
+
+XPR_FUNC std::string Lowering::scatter_into(const Eqn& e, const std::string& update, std::size_t g,
+                                            std::string& pre, std::string& stmts) {
+  // emit_scatter's index arithmetic, over the group's loop indices i0, i1, ... (the updates').
+  const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
+  const bool drop =
+      e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+  const ShapedArray& x = aval_of(e.inputs[0]);
+  const ShapedArray& ia = aval_of(e.inputs[1]);
+  const ShapedArray& ua = aval_of(e.inputs[2]);
+  const auto window =
+      rt::detail::gs::window_dims(x.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
+  std::vector<std::int64_t> size(x.ndim(), 1);
+  for (std::size_t k = 0; k < window.size(); ++k)
+    size[window[k]] = ua.shape[static_cast<std::size_t>(dn.update_window_dims[k])];
+  std::vector<std::size_t> sd;
+  for (std::size_t d = 0; d < ua.ndim(); ++d)
+    if (!rt::detail::gs::contains(dn.update_window_dims, static_cast<std::int64_t>(d)))
+      sd.push_back(d);
+  auto i = [](std::size_t k) { return "i" + std::to_string(k); };
+  const std::string uid = std::to_string(next_read_++);
+  const std::string oob = "soob" + uid;
+  std::string s;
+  if (drop) s += "bool " + oob + " = false;\n";
+  std::vector<std::string> row;
+  for (std::size_t d : sd) row.push_back(i(d));
+  std::string dst;
+  for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
+    const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
+    const std::string sk = "ss" + uid + "_" + std::to_string(k);
+    std::vector<std::string> at = row;
+    if (at.size() < ia.ndim()) at.push_back(std::to_string(k));
+    const std::string index = read_operand(e, 1, at, "", g, pre, stmts);
+    s += window_start(sk, index, x.shape[d], size[d], drop, oob);
+    dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+  }
+  for (std::size_t b = 0; b < dn.operand_batching_dims.size(); ++b)
+    dst += (dst.empty() ? "" : " + ") +
+           i(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[b])]) + " * (" +
+           stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[b])) + ")";
+  for (std::size_t w = 0; w < window.size(); ++w)
+    dst += (dst.empty() ? "" : " + ") + i(static_cast<std::size_t>(dn.update_window_dims[w])) +
+           " * (" + stride(x.shape, window[w]) + ")";
+  if (dst.empty()) dst = "0";
+  const std::string o = "o" + std::to_string(info(e.outputs[0]).id);
+  const std::string t = "st" + uid;
+  s += "const long long " + t + " = " + dst + ";\n";
+  CCall c;
+  c.args = {o + "[" + t + "]", update};
+  c.arg_dtypes = {x.dtype, x.dtype};
+  c.out = x.dtype;
+  c.math_used = &math_used_;
+  const Primitive* p = e.primitive;
+  const std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
+                        : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
+                        : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
+                        : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
+                                                  : update;
+  s += std::string(drop ? "if (!" + oob + ") " : "") + o + "[" + t + "] = " + v + ";\n";
+  stmts += s;
+  return o;
+}
+
+XPR_FUNC std::optional<core::Shape> Lowering::joins(const Eqn& e, std::size_t g) {
+  auto prefix = [](const core::Shape& a, const core::Shape& b) {
+    if (a.rank() > b.rank()) return false;
+    for (std::size_t k = 0; k < a.rank(); ++k)
+      if (a[k] != b[k]) return false;
+    return true;
+  };
+  const core::Shape& s = groups_[g].shape;
+  // A fused scatter's result is complete only when the group ends.
+  for (const Atom& a : e.inputs)
+    if (const Var* v = std::get_if<Var>(&a);
+        v && info(*v).group == static_cast<int>(g) && sink_of_.count(info(*v).id))
+      return std::nullopt;
+  if (is_scatter(e.primitive)) {
+    const Var& x = std::get<Var>(e.inputs[0]);
+    const Var& idx = std::get<Var>(e.inputs[1]);
+    const core::Shape& u = aval_of(e.inputs[2]).shape;
+    if (info(x).group == static_cast<int>(g)) return std::nullopt;  // copied in before the loops
+    if (info(idx).group == static_cast<int>(g) && !reader_of_.count(info(idx).id))
+      return std::nullopt;
+    if (!prefix(u, s) && !prefix(s, u)) return std::nullopt;
+    return prefix(s, u) ? u : s;
+  }
+  if (sink_reduce(e)) {
+    const core::Shape& u = aval_of(e.inputs[0]).shape;
+    if (!prefix(u, s) && !prefix(s, u)) return std::nullopt;
+    return prefix(s, u) ? u : s;
+  }
+  // A read is computed where something of the group uses it, so it never sets the loops' extent.
+  if (fusable_read(e)) return composable(e, g) ? std::optional<core::Shape>(s) : std::nullopt;
+  // The extent the equation iterates over: its result's, or a reduction's operand's.
+  const core::Shape& u = fusable_reduce(e) ? aval_of(e.inputs[0]).shape : e.outputs[0].aval().shape;
+  if (!prefix(u, s) && !prefix(s, u)) return std::nullopt;
+  if (e.primitive == &rt::broadcast_in_dim_p) {
+    // An operand of this group is read where the loops over its own axes are: the broadcast
+    // must add trailing axes only.
+    const Var* v = std::get_if<Var>(&e.inputs[0]);
+    if (v && info(*v).group == static_cast<int>(g) && v->aval().ndim() > 0 &&
+        !reader_of_.count(info(*v).id)) {  // a read of this group is composed instead
+      const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
+      if (!prefix(v->aval().shape, u)) return std::nullopt;
+      for (std::size_t k = 0; k < bd.size(); ++k)
+        if (bd[k] != static_cast<std::int64_t>(k)) return std::nullopt;
+    }
+  }
+  return prefix(s, u) ? u : s;
 }
 
 XPR_FUNC Lowering::Block Lowering::instantiate(const rt::ClosedJaxpr& body,
@@ -1237,6 +1652,13 @@ XPR_FUNC void Lowering::assign_buffers() {
       for (const Atom& a : e->inputs) read(a);
     for (const Atom& a : groups_[g].reads) read(a);
   }
+  // Values an elementwise group reads again after their loop has ended.
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].elementwise()) {
+      (void)emit_elementwise(g, true);
+      for (const Eqn* e : groups_[g].eqns)
+        if (info(e->outputs[0]).spill) buffer(e->outputs[0]);
+    }
   // Standalone primitives and control flow read and write buffers only.
   for (const Group& grp : groups_)
     if (!grp.elementwise()) {
@@ -1393,50 +1815,406 @@ XPR_FUNC std::string Lowering::emit_control(const Group& grp) {
   return s;
 }
 
-XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g) {
+XPR_FUNC std::string Lowering::reduce_identity(const Primitive* p, DType dt) {
+  const bool fl = core::is_floating(dt);
+  if (p == &rt::reduce_sum_p) return c_number(0, dt);
+  if (p == &rt::reduce_max_p)
+    return fl                   ? c_number(-__builtin_inf(), dt)
+           : dt == DType::bool_ ? "false"
+           : dt == DType::int32 ? "(-2147483647-1)"
+                                : "(-9223372036854775807LL-1)";
+  return fl                   ? c_number(__builtin_inf(), dt)
+         : dt == DType::bool_ ? "true"
+         : dt == DType::int32 ? "2147483647"
+                              : "9223372036854775807LL";
+}
+
+XPR_FUNC std::string Lowering::reduce_combine(const Primitive* p, DType dt, const std::string& a,
+                                              const std::string& b) {
+  if (p == &rt::reduce_sum_p)
+    return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
+  CCall c;
+  c.args = {a, b};
+  c.arg_dtypes = {dt, dt};
+  c.out = dt;
+  c.math_used = &math_used_;
+  return p == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
+}
+
+XPR_FUNC std::string indented(const std::string& text) {
+  std::string r;
+  bool start = true;
+  for (char ch : text) {
+    if (start && ch != '\n') r += "  ";
+    r += ch;
+    start = ch == '\n';
+  }
+  return r;
+}
+
+XPR_FUNC std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   const Group& grp = groups_[g];
-  const std::size_t rank = grp.shape.rank();
-  std::string pre, body;
-  std::map<std::size_t, std::string> read_name;  // var id -> expression read in the loop
-  std::size_t nbc = 0;
-  bool nd = false;
-  std::vector<std::string> bc_index;  // per broadcast: index expression in i0..ir-1
-  auto operand = [&](const Atom& a, bool allow_array = true) -> std::string {
+  const core::Shape& S = grp.shape;
+  const std::size_t rank = S.rank();
+  const int gi = static_cast<int>(g);
+  auto is_reduce = [](const Eqn& e) {
+    return e.primitive == &rt::reduce_sum_p || e.primitive == &rt::reduce_max_p ||
+           e.primitive == &rt::reduce_min_p;
+  };
+  // One flat loop over S (what GCC vectorizes best) when every equation has S's rank or is a
+  // scalar, and nothing reads by axis (a strided broadcast, a reduction).
+  auto in_loops = [&](const core::Shape& t) {  // a prefix of S: computed inside the loops
+    if (t.rank() > rank) return false;
+    for (std::size_t k = 0; k < t.rank(); ++k)
+      if (t[k] != S[k]) return false;
+    return true;
+  };
+  bool flat = rank > 0;
+  for (const Eqn* e : grp.eqns) {
+    if (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)) continue;  // apart
+    if (is_scatter(e->primitive) || sink_reduce(*e)) flat = false;            // indexes by axis
+    const std::size_t d = e->outputs[0].aval().ndim();
+    if ((d != rank && d != 0) || is_reduce(*e)) flat = false;
+    if (fusable_read(*e)) {
+      const bool by_position = e->primitive == &rt::reshape_p || e->primitive == &rt::squeeze_p ||
+                               e->primitive == &rt::expand_dims_p;
+      if (!by_position || info(std::get<Var>(e->inputs[0])).group == gi)
+        flat = false;  // reads by axis index
+    }
+    if (e->primitive == &rt::broadcast_in_dim_p) {
+      const ShapedArray& in = aval_of(e->inputs[0]);
+      if (in.ndim() != 0 && in.shape != e->outputs[0].aval().shape) flat = false;
+    }
+  }
+  auto f = [](std::size_t d) { return "f" + std::to_string(d); };  // flat index of S[:d]
+
+  std::string pre = "  const long long f0 = 0;\n  (void)f0;\n";
+  std::map<std::size_t, std::string> read_name;  // var id -> expression read through a buffer
+  struct Def {
+    std::size_t depth = 0;
+    long long inst = 0;       // the loop (instance) at `depth` that computed it
+    std::size_t pending = 0;  // a reduction's: the depth whose loop's end makes it ready
+  };
+  std::unordered_map<std::size_t, Def> defs;  // this group's vars, by id
+  struct Acc {
+    std::size_t id;
+    std::string type, ident, main, tail, finish;
+  };
+  struct Level {
+    std::string body;
+    long long inst = 0;
+    std::vector<Acc> accs;
+    std::string after;  // statements once the loop has ended (a reduction's result stored)
+  };
+  std::vector<Level> lv(rank + 1);
+  std::size_t c = 0;  // loops open: over S[0 .. c)
+  long long next_inst = 1;
+
+  auto open = [&] {
+    const std::size_t to = flat ? rank : c + 1;
+    lv[to] = Level{};
+    lv[to].inst = next_inst++;
+    c = to;
+  };
+  auto close = [&] {
+    Level& L = lv[c];
+    const std::size_t up = flat ? 0 : c - 1;
+    std::string loop;
+    if (flat) {
+      loop = "for (long long " + f(rank) + " = 0, N = " + count(S) + "; " + f(rank) + " < N; ++" +
+             f(rank) + ") {\n" + indented(L.body) + "}\n";
+    } else {
+      const std::string iv = "i" + std::to_string(c - 1), K = dim(S[c - 1]);
+      const std::string fd = "const long long " + f(c) + " = " +
+                             (c == 1 ? iv : f(c - 1) + " * " + K + " + " + iv) + ";\n";
+      if (L.accs.empty() || (!standalone_ && S[c - 1] <= max_literal_dim)) {
+        // A short row (its size a number in the source): one running value, GCC unrolls it.
+        for (const Acc& a : L.accs) {
+          L.body = replaced(L.body, "@" + std::to_string(a.id) + "@", a.tail);
+          defs[a.id].pending = 0;
+        }
+        loop = "for (long long " + iv + " = 0; " + iv + " < " + K + "; ++" + iv + ") {\n" +
+               indented(fd + L.body) + "}\n";
+      } else {
+        // Eight independent accumulators over runs of eight (vectorizable without reassociating
+        // one running sum), then the rest one by one; each iteration runs in one of the copies.
+        const std::string ln = "l" + std::to_string(c - 1);
+        std::string main = L.body, tail = L.body, init, fold;
+        for (const Acc& a : L.accs) {
+          const std::string tok = "@" + std::to_string(a.id) + "@";
+          main = replaced(main, tok, a.main);
+          tail = replaced(tail, tok, a.tail);
+          init += a.type + " a" + std::to_string(a.id) + "[8] = {" + a.ident;
+          for (int l = 1; l < 8; ++l) init += ", " + a.ident;
+          init += "};\n";
+          fold += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + a.finish + "\n";
+        }
+        const std::string k = "k" + std::to_string(c - 1);
+        loop = "{\n  long long " + k + " = 0;\n  if (" + K + " >= 8) {\n" +
+               indented(indented(init + "for (; " + k + " + 8 <= " + K + "; " + k +
+                                 " += 8) {\n  for (int " + ln + " = 0; " + ln + " < 8; ++" + ln +
+                                 ") {\n" +
+                                 indented(indented("const long long " + iv + " = " + k + " + " +
+                                                   ln + ";\n" + fd + main)) +
+                                 "  }\n}\n" + fold)) +
+               "  }\n  for (; " + k + " < " + K + "; ++" + k + ") {\n" +
+               indented(indented("const long long " + iv + " = " + k + ";\n" + fd + tail)) +
+               "  }\n}\n";
+        for (const Acc& a : L.accs) defs[a.id].pending = 0;
+      }
+    }
+    lv[up].body += loop + L.after;
+    c = up;
+  };
+  auto close_to = [&](std::size_t d) {
+    while (c > d) close();
+  };
+
+  // The C expression of elementwise equation `e` on operand expressions `args`.
+  auto elementwise_expr = [&](const Eqn& e, const std::vector<std::string>& args) {
+    CCall cc;
+    cc.args = args;
+    for (const Atom& a : e.inputs) cc.arg_dtypes.push_back(aval_of(a).dtype);
+    cc.out = e.outputs[0].aval().dtype;
+    cc.params = &e.params;
+    cc.math_used = &math_used_;
+    if (e.primitive == &rt::div_p && !cc.floating())
+      helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
+    if (e.primitive == &rt::convert_element_type_p && core::is_floating(cc.in()) &&
+        core::is_integer(cc.out))
+      helpers_used_.insert(std::string("cvt_") + dtype_suffix(cc.in()) + "_" +
+                           dtype_suffix(cc.out));
+    if (e.primitive == &rt::select_n_p && cc.arg_dtypes[0] == DType::int32 && cc.args.size() < 2)
+      unsupported("select_n without cases");
+    return find_elementwise(e.primitive)->emit(cc);
+  };
+  std::unordered_map<std::size_t, const Eqn*> eqn_of;  // this group's vars' equations
+  for (const Eqn* e : grp.eqns) eqn_of.emplace(info(e->outputs[0]).id, e);
+  std::string extra;  // statements a recomputed read needs, before the statement using it
+  // A value of this group whose loop has ended, computed again where it is needed when that is a
+  // few elementwise operations on reads (a pair's difference vector after the row's reduction):
+  // cheaper than storing it and reading it back. Otherwise it is kept in a buffer.
+  std::function<std::optional<std::string>(const Atom&, std::size_t, int&)> again;
+  std::function<std::string(const Atom&, std::size_t)> operand;
+  again = [&](const Atom& a, std::size_t at, int& budget) -> std::optional<std::string> {
     if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
     const Var& v = std::get<Var>(a);
     const VarInfo& vi = info(v);
-    if (vi.group == static_cast<int>(g)) return name(v);
+    if (vi.group != gi) return operand(a, at);
+    const Def& df = defs.at(vi.id);
+    if (df.pending) return std::nullopt;
+    if (df.depth <= at && lv[df.depth].inst == df.inst) return name(v);
+    if (budget-- <= 0) return std::nullopt;
+    const Eqn& pe = *eqn_of.at(vi.id);
+    const std::size_t r = v.aval().ndim();
+    if (fusable_read(pe) && in_loops(v.aval().shape)) {
+      std::vector<std::string> ix;
+      for (std::size_t k = 0; k < r; ++k) ix.push_back("i" + std::to_string(k));
+      return indexed_read(pe, ix, f(r), g, pre, extra);
+    }
+    if (pe.primitive == &rt::broadcast_in_dim_p) {
+      const Atom& b = pe.inputs[0];
+      const Var* bv = std::get_if<Var>(&b);
+      if (!bv || bv->aval().ndim() == 0) return again(b, at, budget);
+      if (info(*bv).group != gi) return std::nullopt;
+      const auto& bd = pe.params.get<rt::Axes>("broadcast_dimensions");
+      if (reader_of_.count(info(*bv).id)) {
+        std::vector<std::string> ix;
+        for (std::size_t k = 0; k < bv->aval().ndim(); ++k)
+          ix.push_back(bv->aval().shape[k] == 1 ? "0" : "i" + std::to_string(bd[k]));
+        return indexed_read(*reader_of_.at(info(*bv).id), ix, "", g, pre, extra);
+      }
+      return again(b, at, budget);  // this group's, along trailing axes (joins checked that)
+    }
+    if (!find_elementwise(pe.primitive)) return std::nullopt;
+    std::vector<std::string> args;
+    for (const Atom& b : pe.inputs) {
+      std::optional<std::string> x = again(b, at, budget);
+      if (!x) return std::nullopt;
+      args.push_back(std::move(*x));
+    }
+    return elementwise_expr(pe, args);
+  };
+  operand = [&](const Atom& a, std::size_t at) -> std::string {
+    if (const Literal* l = std::get_if<Literal>(&a)) return c_literal(l->value);
+    const Var& v = std::get<Var>(a);
+    VarInfo& vi = info(v);
+    if (vi.group == gi) {
+      const Def& df = defs.at(vi.id);
+      if (df.depth <= at && lv[df.depth].inst == df.inst) return name(v);
+      int budget = 6;
+      const std::size_t mark = extra.size();
+      if (std::optional<std::string> x = again(a, at, budget)) return *x;
+      extra.resize(mark);
+      if (dry_run) vi.spill = true;  // its loop has ended: read back from its buffer
+    }
     auto it = read_name.find(vi.id);
     if (it != read_name.end()) return it->second;
     std::string p = "p" + std::to_string(vi.id);
     std::string t = c_type(v.aval().dtype);
     std::string expr;
-    if (v.aval().ndim() == 0 || !allow_array) {
-      pre += "  const " + t + " " + p + " = " + ptr(v) + "[0];\n";
-      expr = p;
+    if (v.aval().ndim() == 0) {
+      if (vi.group == gi) {
+        // Written by this group, so read where it is used, not before the loops.
+        pre += "  const " + t + "* __restrict " + p + " = " + ptr(v) + ";\n";
+        expr = p + "[0]";
+      } else {
+        pre += "  const " + t + " " + p + " = " + ptr(v) + "[0];\n";
+        expr = p;
+      }
     } else {
       pre += "  const " + t + "* __restrict " + p + " = " + ptr(v) + ";\n";
-      expr = p + "[i]";
+      expr = p + "[" + f(v.aval().ndim()) + "]";
     }
     read_name.emplace(vi.id, expr);
     return expr;
   };
+  auto store = [&](const Var& o, std::size_t d, Level& L) {
+    if (info(o).buffer < 0) return;
+    const std::string t = c_type(o.aval().dtype);
+    const std::string on = "o" + std::to_string(info(o).id);
+    pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
+    L.body += on + "[" + f(d) + "] = " + name(o) + ";\n";
+  };
+
   for (const Eqn* ep : grp.eqns) {
     const Eqn& e = *ep;
     const Var& o = e.outputs[0];
-    std::string t = c_type(o.aval().dtype);
+    const std::string t = c_type(o.aval().dtype);
+    const bool red = fusable_reduce(e);
+    const std::size_t d = o.aval().ndim();
+    const bool rsink = sink_reduce(e);
+    const bool sink = is_scatter(e.primitive) || rsink;
+    // The depth the equation's work happens at: a reduction's operand's, a scatter's updates'.
+    const std::size_t at = red || rsink ? aval_of(e.inputs[0]).ndim()
+                           : sink       ? aval_of(e.inputs[2]).ndim()
+                                        : d;
+    // A reduction's result is ready once its loop has ended.
+    for (const Atom& a : e.inputs)
+      if (const Var* v = std::get_if<Var>(&a); v && info(*v).group == gi) {
+        const Def& df = defs.at(info(*v).id);
+        if (df.pending) close_to(df.pending - 1);
+      }
+    if (fusable_read(e) && !in_loops(o.aval().shape)) {
+      // Not of the loops' shape: read where another read composes it, and into its buffer by a
+      // loop nest of its own when another group needs it.
+      defs[info(o).id] = Def{};
+      if (info(o).buffer < 0) continue;
+      std::vector<std::string> ix;
+      std::string open_loops, close_loops, ind;
+      for (std::size_t k = 0; k < d; ++k) {
+        const std::string m = "m" + std::to_string(k);
+        ix.push_back(m);
+        open_loops += ind + "for (long long " + m + " = 0; " + m + " < " + dim(o.aval().shape[k]) +
+                      "; ++" + m + ") {\n";
+        close_loops = ind + "}\n" + close_loops;
+        ind += "  ";
+      }
+      std::string stmts;
+      const std::string x = indexed_read(e, ix, "", g, pre, stmts);
+      std::string flat_at;
+      for (std::size_t k = 0; k < d; ++k)
+        flat_at += (k ? " + " : "") + ix[k] + " * (" + stride(o.aval().shape, k) + ")";
+      std::string inner = stmts + "static_cast<" + t + "*>(" + buf(o) + ")[" +
+                          (flat_at.empty() ? "0" : flat_at) + "] = " + x + ";\n";
+      for (std::size_t k = 0; k < d; ++k) inner = indented(inner);
+      lv[0].body += "{\n" + indented(open_loops + inner + close_loops) + "}\n";
+      continue;
+    }
+    if (sink) {
+      // The operand copied into the result before the loops, then each update combined into it.
+      const std::string on = "o" + std::to_string(info(o).id);
+      pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
+      std::string copy_stmts;
+      const std::string from = rsink ? reduce_identity(e.primitive, o.aval().dtype)
+                                     : read_operand(e, 0, {}, "q", g, pre, copy_stmts);
+      lv[0].body += copy_stmts + "for (long long q = 0, qn = " + count(o.aval().shape) +
+                    "; q < qn; ++q) " + on + "[q] = " + from + ";\n";
+    }
+    if (flat) {
+      if (at == rank && c == 0) open();
+    } else {
+      while (c < at) open();
+    }
+    Level& L = lv[at];  // deeper loops stay open: this goes before them
+    if (sink) {
+      std::string stmts;
+      if (rsink) {
+        const auto& axes = e.params.get<rt::Axes>("axes");
+        std::vector<std::string> kept;
+        for (std::size_t k = 0; k < at; ++k)
+          if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(k)) == axes.end())
+            kept.push_back("i" + std::to_string(k));
+        const std::string on = "o" + std::to_string(info(o).id);
+        const std::string cell = on + "[" + linear(o.aval().shape, kept) + "]";
+        stmts = cell + " = " +
+                reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) + ";\n";
+      } else {
+        scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
+      }
+      L.body += extra + stmts;
+      extra.clear();
+      defs[info(o).id] = Def{};
+      if (dry_run) info(o).spill = true;  // always stored: the kernel writes it
+      continue;
+    }
+    if (red) {
+      const DType dt = aval_of(e.inputs[0]).dtype;
+      const std::string id = std::to_string(info(o).id), v = name(o);
+      const std::string r = "r" + id;
+      const std::string x = operand(e.inputs[0], at);
+      L.body += extra + "const " + t + " " + r + " = " + x + ";\n@" + id + "@\n";
+      extra.clear();
+      lv[d].body += t + " " + v + " = " + reduce_identity(e.primitive, dt) + ";\n";
+      const std::string acc = "a" + id + "[l" + std::to_string(d) + "]";
+      L.accs.push_back(Acc{info(o).id, t, reduce_identity(e.primitive, dt),
+                           acc + " = " + reduce_combine(e.primitive, dt, acc, r) + ";",
+                           v + " = " + reduce_combine(e.primitive, dt, v, r) + ";",
+                           v + " = " + reduce_combine(e.primitive, dt, v, acc) + ";"});
+      defs[info(o).id] = Def{d, lv[d].inst, at};
+      if (info(o).buffer >= 0) {
+        const std::string on = "o" + id;
+        pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
+        L.after += on + "[" + f(d) + "] = " + v + ";\n";
+      }
+      continue;
+    }
     std::string expr;
-    if (e.primitive == &rt::broadcast_in_dim_p) {
+    if (fusable_read(e)) {
+      std::vector<std::string> ix;
+      for (std::size_t k = 0; k < d; ++k) ix.push_back("i" + std::to_string(k));
+      std::string stmts;
+      expr = indexed_read(e, ix, f(d), g, pre, stmts);
+      L.body += stmts;
+    } else if (e.primitive == &rt::broadcast_in_dim_p) {
       const Atom& a = e.inputs[0];
       const ShapedArray& in = aval_of(a);
-      if (in.ndim() == 0 || in.shape == o.aval().shape) {
-        expr = operand(a);
+      const Var* av = std::get_if<Var>(&a);
+      const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
+      bool trailing = in.ndim() <= bd.size();  // adds trailing axes only
+      for (std::size_t k = 0; trailing && k < in.ndim(); ++k)
+        trailing = bd[k] == static_cast<std::int64_t>(k) && in.shape[k] == o.aval().shape[k];
+      if (av && info(*av).group == gi && reader_of_.count(info(*av).id) && !trailing) {
+        // A read of this group, composed: stride 0 along the broadcast dimensions.
+        std::vector<std::string> ix;
+        for (std::size_t k = 0; k < in.ndim(); ++k)
+          ix.push_back(in.shape[k] == 1 ? "0" : "i" + std::to_string(bd[k]));
+        std::string stmts;
+        expr = indexed_read(*reader_of_.at(info(*av).id), ix, "", g, pre, stmts);
+        L.body += stmts;
+      } else if (in.ndim() == 0 || in.shape == o.aval().shape || (av && info(*av).group == gi)) {
+        expr = operand(a, at);  // a scalar, the same shape, or this group's (outer axes)
       } else {
         // A strided read of a buffered operand: stride 0 along broadcast dimensions.
-        const Var& v = std::get<Var>(a);
-        const auto& bd = e.params.get<rt::Axes>("broadcast_dimensions");
-        std::string p = "q" + std::to_string(nbc);
-        pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(v) +
+        std::string p = "q" + std::to_string(info(o).id);
+        pre += "  const " + std::string(c_type(in.dtype)) + "* __restrict " + p + " = " + ptr(*av) +
                ";\n";
         std::string idx;
         for (std::size_t k = 0; k < bd.size(); ++k) {
@@ -1445,58 +2223,153 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g) {
                  stride(in.shape, k) + ")";
         }
         expr = p + "[" + (idx.empty() ? "0" : idx) + "]";
-        ++nbc;
-        nd = true;
       }
     } else {
-      const ElementwiseRow* r = find_elementwise(e.primitive);
-      CCall c;
-      for (const Atom& a : e.inputs) {
-        c.args.push_back(operand(a));
-        c.arg_dtypes.push_back(aval_of(a).dtype);
+      std::vector<std::string> args;
+      for (const Atom& a : e.inputs) args.push_back(operand(a, at));
+      expr = elementwise_expr(e, args);
+    }
+    L.body += extra;
+    extra.clear();
+    L.body += "const " + t + " " + name(o) + " = " + expr + ";\n";
+    defs[info(o).id] = Def{d, lv[d].inst, 0};
+    store(o, d, L);
+  }
+  close_to(0);
+  return pre + indented(lv[0].body);
+}
+
+XPR_FUNC std::string Lowering::linear(const core::Shape& shape,
+                                      const std::vector<std::string>& at) const {
+  std::string r;
+  for (std::size_t k = 0; k < at.size(); ++k)
+    r += (r.empty() ? "(" : " + (") + at[k] + ") * (" + stride(shape, k) + ")";
+  return r.empty() ? std::string("0") : r;
+}
+
+XPR_FUNC std::string Lowering::read_operand(const Eqn& e, std::size_t k,
+                                            const std::vector<std::string>& at,
+                                            const std::string& pos, std::size_t g, std::string& pre,
+                                            std::string& stmts) {
+  const Var& v = std::get<Var>(e.inputs[k]);
+  const VarInfo& vi = info(v);
+  if (vi.group == static_cast<int>(g))
+    return indexed_read(*reader_of_.at(vi.id), at, pos, g, pre, stmts);
+  const std::string nm = "x" + std::to_string(vi.id);
+  if (pre.find(" " + nm + " = ") == std::string::npos)
+    pre += "  const " + std::string(c_type(v.aval().dtype)) + "* __restrict " + nm + " = " +
+           ptr(v) + ";\n";
+  return nm + "[" + (pos.empty() ? linear(v.aval().shape, at) : pos) + "]";
+}
+
+XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std::string>& ix,
+                                            std::string flat, std::size_t g, std::string& pre,
+                                            std::string& stmts) {
+  const ShapedArray& oa = e.outputs[0].aval();
+  const Primitive* p = e.primitive;
+  const std::string uid = std::to_string(next_read_++);
+  if (flat.empty()) flat = linear(oa.shape, ix);
+  auto read = [&](std::size_t k, const std::vector<std::string>& at, const std::string& pos) {
+    return read_operand(e, k, at, pos, g, pre, stmts);
+  };
+  if (p == &rt::reshape_p || p == &rt::squeeze_p || p == &rt::expand_dims_p) {
+    // Row-major order is kept: the same position. The operand's index, for a composed read: its
+    // axes of size > 1 take this result's in order, its axes of size 1 take 0.
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    std::vector<std::string> at;
+    std::size_t k = 0;
+    for (std::int64_t d : in.shape) {
+      while (k < oa.ndim() && oa.shape[k] == 1 && d != 1) ++k;
+      if (d == 1) {
+        at.push_back("0");
+        if (k < oa.ndim() && oa.shape[k] == 1) ++k;
+      } else {
+        at.push_back(k < ix.size() ? ix[k] : "0");
+        ++k;
       }
-      c.out = o.aval().dtype;
-      c.params = &e.params;
-      c.math_used = &math_used_;
-      if (e.primitive == &rt::div_p && !c.floating())
-        helpers_used_.insert(std::string("idiv_") + dtype_suffix(c.in()));
-      if (e.primitive == &rt::convert_element_type_p && core::is_floating(c.in()) &&
-          core::is_integer(c.out))
-        helpers_used_.insert(std::string("cvt_") + dtype_suffix(c.in()) + "_" +
-                             dtype_suffix(c.out));
-      if (e.primitive == &rt::select_n_p && c.arg_dtypes[0] == DType::int32 && c.args.size() < 2)
-        unsupported("select_n without cases");
-      expr = r->emit(c);
     }
-    body += "    const " + t + " " + name(o) + " = " + expr + ";\n";
-    if (info(o).buffer >= 0) {
-      std::string on = "o" + std::to_string(info(o).id);
-      pre += "  " + t + "* __restrict " + on + " = " + ptr(o, true) + ";\n";
-      body += "    " + on + "[i] = " + name(o) + ";\n";
-    }
+    return read(0, at, flat);
   }
-  (void)bc_index;
-  std::string loop;
-  if (!nd || rank == 0) {
-    loop = "  const long long N = " + count(grp.shape) +
-           ";\n  for (long long i = 0; i < N; ++i) {\n" + body + "  }\n";
-  } else {
-    std::string open, close;
-    std::string ind = "  ";
-    for (std::size_t k = 0; k < rank; ++k) {
-      open += ind + "for (long long i" + std::to_string(k) + " = 0; i" + std::to_string(k) + " < " +
-              dim(grp.shape[k]) + "; ++i" + std::to_string(k) + ") {\n";
-      close = ind + "}\n" + close;
-      ind += "  ";
-    }
-    std::string flat;
-    for (std::size_t k = 0; k < rank; ++k)
-      flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" +
-              stride(grp.shape, k) + ")";
-    // Body lines are indented for the flat loop; fine for readability either way.
-    loop = open + ind + "const long long i = " + flat + ";\n" + body + close;
+  if (p == &rt::iota_p) {
+    auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
+    if (d >= oa.ndim()) unsupported("iota's dimension");
+    return "static_cast<" + std::string(c_type(oa.dtype)) + ">(" + ix[d] + ")";
   }
-  return pre + loop;
+  if (p == &rt::slice_p) {
+    const auto& start = e.params.get<rt::Axes>("start_indices");
+    const rt::ParamValue* sv = e.params.find("strides");
+    const rt::Axes* st = sv ? std::get_if<rt::Axes>(sv) : nullptr;
+    if (start.size() != oa.ndim() || (st && st->size() != oa.ndim()))
+      unsupported("slice's indices");
+    std::vector<std::string> at;
+    for (std::size_t k = 0; k < oa.ndim(); ++k)
+      at.push_back(std::to_string(start[k]) + "LL + " + ix[k] + " * " +
+                   std::to_string(st ? (*st)[k] : 1) + "LL");
+    return read(0, at, "");
+  }
+  if (p == &rt::transpose_p) {
+    const auto& perm = e.params.get<rt::Axes>("permutation");
+    if (perm.size() != oa.ndim()) unsupported("transpose's permutation");
+    std::vector<std::string> at(perm.size());
+    for (std::size_t k = 0; k < perm.size(); ++k) at[static_cast<std::size_t>(perm[k])] = ix[k];
+    return read(0, at, "");
+  }
+  if (p == &rt::concatenate_p) {
+    auto d = static_cast<std::size_t>(e.params.get<std::int64_t>("dimension"));
+    if (e.inputs.empty() || d >= oa.ndim()) unsupported("concatenate's operands");
+    // The operand holding index ix[d] along the axis: a chain of comparisons with the offsets.
+    std::vector<std::string> reads, ends;
+    std::string offset = "0LL";
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      std::vector<std::string> at = ix;
+      at[d] = ix[d] + " - (" + offset + ")";
+      const std::string r = read(k, at, "");
+      offset += " + " + dim(aval_of(e.inputs[k]).shape[d]);
+      reads.push_back(r);
+      ends.push_back(offset);
+    }
+    std::string expr = reads.back();
+    for (std::size_t k = reads.size() - 1; k-- > 0;)
+      expr = "(" + ix[d] + " < " + ends[k] + " ? " + reads[k] + " : " + expr + ")";
+    return expr;
+  }
+  // gather: the window of the index vector at the batch position, as emit_gather reads it.
+  const auto& dn = e.params.get<rt::GatherDimensionNumbers>("dimension_numbers");
+  const rt::Axes& ss = e.params.get<rt::Axes>("slice_sizes");
+  const bool drop =
+      e.params.get<rt::GatherScatterMode>("mode") == rt::GatherScatterMode::fill_or_drop;
+  const ShapedArray& xa = aval_of(e.inputs[0]);
+  const ShapedArray& ia = aval_of(e.inputs[1]);
+  const auto window =
+      rt::detail::gs::window_dims(xa.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<std::size_t> bpos;  // output dimension of each batch dimension of the indices
+  for (std::size_t o = 0; o < oa.ndim(); ++o)
+    if (!rt::detail::gs::contains(dn.offset_dims, static_cast<std::int64_t>(o))) bpos.push_back(o);
+  const std::string oob = "goob" + uid;
+  if (drop) stmts += "bool " + oob + " = false;\n";
+  // The index vector's element k: the indices at the batch position, then k (its last axis).
+  std::vector<std::string> row;
+  for (std::size_t b = 0; b < bpos.size(); ++b) row.push_back(ix[bpos[b]]);
+  std::vector<std::string> at(xa.ndim(), "0");
+  std::vector<std::string> start(xa.ndim());
+  for (std::size_t k = 0; k < dn.start_index_map.size(); ++k) {
+    const auto d = static_cast<std::size_t>(dn.start_index_map[k]);
+    const std::string sk = "gs" + uid + "_" + std::to_string(k);
+    std::vector<std::string> at_k = row;
+    if (at_k.size() < ia.ndim()) at_k.push_back(std::to_string(k));
+    stmts += window_start(sk, read(1, at_k, ""), xa.shape[d], ss[d], drop, oob);
+    start[d] = sk;
+  }
+  for (std::size_t b = 0; b < dn.operand_batching_dims.size(); ++b)
+    start[static_cast<std::size_t>(dn.operand_batching_dims[b])] =
+        ix[bpos[static_cast<std::size_t>(dn.start_indices_batching_dims[b])]];
+  for (std::size_t w = 0; w < window.size(); ++w) {
+    const std::string& o = ix[static_cast<std::size_t>(dn.offset_dims[w])];
+    start[window[w]] = start[window[w]].empty() ? o : start[window[w]] + " + " + o;
+  }
+  for (std::size_t k = 0; k < xa.ndim(); ++k) at[k] = start[k].empty() ? "0" : start[k];
+  const std::string x = read(0, at, "");
+  return drop ? "(" + oob + " ? " + fill_literal(e.params, oa.dtype) + " : " + x + ")" : x;
 }
 
 XPR_FUNC std::string Lowering::nest(const core::Shape& shape, const std::string& body,
@@ -1687,10 +2560,11 @@ XPR_FUNC std::string Lowering::fill_literal(const rt::Params& params, DType t) {
 }
 
 XPR_FUNC std::string Lowering::window_start(const std::string& sk, const std::string& elem,
-                                            std::int64_t xdim, std::int64_t size, bool drop) {
+                                            std::int64_t xdim, std::int64_t size, bool drop,
+                                            const std::string& oob) {
   std::string hi = "(" + dim(xdim) + " - " + dim(size) + ")";
   std::string s = "long long " + sk + " = static_cast<long long>(" + elem + ");\n";
-  if (drop) s += "oob = oob || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
+  if (drop) s += oob + " = " + oob + " || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
   return s + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
 }
 
@@ -1826,34 +2700,13 @@ XPR_FUNC std::string Lowering::emit_reduce(const Eqn& e) {
   const ShapedArray& oa = e.outputs[0].aval();
   const DType dt = in.dtype;
   const std::string t = c_type(dt);
-  const bool fl = core::is_floating(dt);
   const auto& axes = e.params.get<rt::Axes>("axes");
   std::vector<bool> red(in.ndim(), false);
   for (std::int64_t a : axes) red[static_cast<std::size_t>(a)] = true;
-  std::string id, comb;
-  auto combine = [&](const std::string& a, const std::string& b) -> std::string {
-    if (e.primitive == &rt::reduce_sum_p)
-      return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
-    CCall c;
-    c.args = {a, b};
-    c.arg_dtypes = {dt, dt};
-    c.out = dt;
-    c.math_used = &math_used_;
-    return e.primitive == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
+  auto combine = [&](const std::string& a, const std::string& b) {
+    return reduce_combine(e.primitive, dt, a, b);
   };
-  if (e.primitive == &rt::reduce_sum_p) {
-    id = c_number(0, dt);
-  } else if (e.primitive == &rt::reduce_max_p) {
-    id = fl                   ? c_number(-__builtin_inf(), dt)
-         : dt == DType::bool_ ? "false"
-         : dt == DType::int32 ? "(-2147483647-1)"
-                              : "(-9223372036854775807LL-1)";
-  } else {
-    id = fl                   ? c_number(__builtin_inf(), dt)
-         : dt == DType::bool_ ? "true"
-         : dt == DType::int32 ? "2147483647"
-                              : "9223372036854775807LL";
-  }
+  const std::string id = reduce_identity(e.primitive, dt);
   std::string pre;
   in_ptr(e.inputs[0], pre, "x");
   // Reduced axes trailing and contiguous: per output element, eight independent accumulators

@@ -5,9 +5,12 @@
 // types.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -39,6 +42,41 @@ inline const Host& host() {
   return h;
 }
 
+/// The calling thread's block for kernel temporaries (64-byte aligned, at least `bytes`), kept
+/// from call to call: a small program's kernel runs in less time than an allocation takes, and a
+/// reused block is already mapped and in cache. Blocks larger than `max_bytes` are not kept (a
+/// thread would hold the memory forever), nor lent twice at once: `get` returns null then, and
+/// the caller allocates.
+class ScratchBlock {
+ public:
+  static constexpr std::size_t max_bytes = std::size_t{1} << 22;
+
+  /// Borrows the block while it lives.
+  class Lease {
+   public:
+    XPR_MEMBER explicit Lease(std::size_t bytes);
+    XPR_MEMBER ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    std::byte* data() const noexcept { return data_; }
+
+   private:
+    std::byte* data_ = nullptr;
+    std::unique_ptr<std::byte[], void (*)(std::byte*)> own_{nullptr, &release};
+  };
+
+ private:
+  static void release(std::byte* p) noexcept { ::operator delete[](p, std::align_val_t{64}); }
+  static std::byte* allocate(std::size_t bytes) {
+    return new (std::align_val_t{64}) std::byte[bytes];
+  }
+  XPR_MEMBER static ScratchBlock& mine();
+
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> block_{nullptr, &release};
+  std::size_t bytes_ = 0;
+  bool lent_ = false;
+};
+
 }  // namespace detail
 
 /// A jaxpr compiled to native code for one set of argument and const types.
@@ -56,6 +94,11 @@ class Kernel {
       temp_offsets_.push_back(temp_bytes_);
       temp_bytes_ += (bytes + 63) / 64 * 64;
     }
+    // Where each output buffer first appears among the results (an output may be listed twice).
+    first_result_.assign(plan_.kernel_outputs.size(), 0);
+    for (std::size_t p = plan_.outputs.size(); p-- > 0;)
+      if (plan_.outputs[p].kind == OutputSpec::kernel_buffer)
+        first_result_[plan_.outputs[p].index] = p;
   }
 
   /// The generated C++ source.
@@ -64,18 +107,25 @@ class Kernel {
 
   /// Runs the kernel. Throws `type_error` when the arguments or consts do not have the types the
   /// kernel was compiled for.
-  XPR_MEMBER rt::Arrays run(std::span<const rt::Array> args,
-                            std::span<const rt::Array> consts = {}) const;
+  rt::Arrays run(std::span<const rt::Array> args, std::span<const rt::Array> consts = {}) const {
+    return run(args, {}, consts);
+  }
+
+  /// `run` with the arguments `lead` followed by `args` (a closure's values, then the call's),
+  /// without building the concatenation.
+  XPR_MEMBER rt::Arrays run(std::span<const rt::Array> lead, std::span<const rt::Array> args,
+                            std::span<const rt::Array> consts) const;
 
  private:
   XPR_MEMBER static void check(const char* what, const rt::Avals& want,
-                               std::span<const rt::Array> got);
+                               std::span<const rt::Array> got, std::size_t offset = 0);
 
   Lowered plan_;
   std::shared_ptr<const Library> lib_;
   rt::Avals in_avals_, const_avals_;
   std::vector<std::size_t> temp_offsets_;
   std::size_t temp_bytes_ = 0;
+  std::vector<std::size_t> first_result_;
 };
 
 namespace detail {
@@ -162,15 +212,51 @@ XPR_FUNC void host_gemm(int dtype, long long batch, long long m, long long n, lo
   }
 }
 
+XPR_FUNC ScratchBlock& ScratchBlock::mine() {
+  thread_local ScratchBlock s;
+  return s;
+}
+
+XPR_FUNC ScratchBlock::Lease::Lease(std::size_t bytes) {
+  ScratchBlock& s = mine();
+  if (bytes > max_bytes || s.lent_) {
+    own_.reset(allocate(bytes));
+    data_ = own_.get();
+    return;
+  }
+  if (bytes > s.bytes_) {
+    s.block_.reset();
+    s.bytes_ = 0;
+    s.block_.reset(allocate(bytes));
+    s.bytes_ = bytes;
+  }
+  s.lent_ = true;
+  data_ = s.block_.get();
+}
+
+XPR_FUNC ScratchBlock::Lease::~Lease() {
+  if (!own_) mine().lent_ = false;
+}
 }  // namespace xpr::codegen::detail
 
 namespace xpr::codegen {
 
-XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
+XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> lead, std::span<const rt::Array> args,
                                 std::span<const rt::Array> consts) const {
-  check("arguments", in_avals_, args);
+  if (lead.size() + args.size() != in_avals_.size())
+    throw core::type_error("jit kernel: expected " + std::to_string(in_avals_.size()) +
+                           " arguments, found " + std::to_string(lead.size() + args.size()));
+  if (consts.size() != const_avals_.size())
+    throw core::type_error("jit kernel: expected " + std::to_string(const_avals_.size()) +
+                           " consts, found " + std::to_string(consts.size()));
+  check("arguments", in_avals_, lead);
+  check("arguments", in_avals_, args, lead.size());
   check("consts", const_avals_, consts);
-  const std::size_t nin = args.size() + consts.size();
+  auto arg = [&](std::size_t i) -> const rt::Array& {
+    return i < lead.size() ? lead[i] : args[i - lead.size()];
+  };
+  const std::size_t nargs = lead.size() + args.size();
+  const std::size_t nin = nargs + consts.size();
   const std::size_t nbuf = nin + plan_.kernel_outputs.size() + plan_.temps.size();
   void* small[16];
   std::vector<void*> big;
@@ -182,37 +268,26 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
   auto data = [](const rt::Array& a) {
     return const_cast<void*>(static_cast<const void*>(a.concrete()->bytes()));
   };
-  for (std::size_t i = 0; i < args.size(); ++i) b[i] = data(args[i]);
-  for (std::size_t i = 0; i < consts.size(); ++i) b[args.size() + i] = data(consts[i]);
-  std::vector<rt::ArrayBuilder> outs;
-  outs.reserve(plan_.kernel_outputs.size());
-  for (std::size_t i = 0; i < plan_.kernel_outputs.size(); ++i) {
-    outs.emplace_back(plan_.kernel_outputs[i]);
-    b[nin + i] = outs.back().bytes();
-  }
-  std::unique_ptr<std::byte[]> scratch;
-  if (temp_bytes_) {
-    scratch.reset(new (std::align_val_t{64}) std::byte[temp_bytes_]);
-    for (std::size_t i = 0; i < plan_.temps.size(); ++i)
-      b[nin + plan_.kernel_outputs.size() + i] = scratch.get() + temp_offsets_[i];
-  }
-  LoopControl loops;  // loops and check_max_trips report through it (emit.hpp)
-  if (plan_.control >= 0) b[plan_.control] = loops.begin();
-  lib_->fn(b, plan_.dims.data(), &detail::host());
-  if (scratch) ::operator delete[](scratch.release(), std::align_val_t{64});
-  loops.end(plan_);
-  rt::Arrays kernel_out;
-  kernel_out.reserve(outs.size());
-  for (auto& o : outs) kernel_out.push_back(std::move(o).finish());
+  for (std::size_t i = 0; i < nargs; ++i) b[i] = data(arg(i));
+  for (std::size_t i = 0; i < consts.size(); ++i) b[nargs + i] = data(consts[i]);
+  // The results are made before the call: an output buffer's array is written by the kernel
+  // before anyone else can see it, and one vector is the only allocation besides the buffers.
   rt::Arrays result;
   result.reserve(plan_.outputs.size());
-  for (const OutputSpec& o : plan_.outputs) {
+  for (std::size_t p = 0; p < plan_.outputs.size(); ++p) {
+    const OutputSpec& o = plan_.outputs[p];
     switch (o.kind) {
       case OutputSpec::kernel_buffer:
-        result.push_back(kernel_out[o.index]);
+        if (first_result_[o.index] == p) {
+          rt::ArrayBuilder out(plan_.kernel_outputs[o.index]);
+          b[nin + o.index] = out.bytes();
+          result.push_back(std::move(out).finish());
+        } else {
+          result.push_back(result[first_result_[o.index]]);
+        }
         break;
       case OutputSpec::argument:
-        result.push_back(args[o.index]);
+        result.push_back(arg(o.index));
         break;
       case OutputSpec::constant:
         result.push_back(consts[o.index]);
@@ -222,19 +297,30 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> args,
         break;
     }
   }
+  LoopControl loops;  // loops and check_max_trips report through it (emit.hpp)
+  {
+    std::optional<detail::ScratchBlock::Lease> scratch;
+    if (temp_bytes_) {
+      scratch.emplace(temp_bytes_);
+      for (std::size_t i = 0; i < plan_.temps.size(); ++i)
+        b[nin + plan_.kernel_outputs.size() + i] = scratch->data() + temp_offsets_[i];
+    }
+    if (plan_.control >= 0) b[plan_.control] = loops.begin();
+    lib_->fn(b, plan_.dims.data(), &detail::host());
+  }
+  loops.end(plan_);  // may throw: after the scratch block is given back
   return result;
 }
 
-XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want,
-                            std::span<const rt::Array> got) {
-  if (want.size() != got.size())
-    throw core::type_error(std::string("jit kernel: expected ") + std::to_string(want.size()) +
-                           " " + what + ", found " + std::to_string(got.size()));
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (!want[i].same_type(got[i].aval()))
+XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want, std::span<const rt::Array> got,
+                            std::size_t offset) {
+  // `got` are `want`'s entries from `offset` on; the caller checked the count.
+  for (std::size_t j = 0; j < got.size(); ++j) {
+    const std::size_t i = offset + j;
+    if (!want[i].same_type(got[j].aval()))
       throw core::type_error(std::string("jit kernel: expected ") + what + " " + std::to_string(i) +
-                             " of type " + want[i].str() + ", found " + got[i].aval().str());
-    if (!got[i].is_concrete())
+                             " of type " + want[i].str() + ", found " + got[j].aval().str());
+    if (!got[j].is_concrete())
       throw core::type_error(std::string("jit kernel: expected concrete ") + what +
                              ", found a traced value");
   }

@@ -902,10 +902,9 @@ XPR_FUNC const codegen::Kernel* JitTrace::kernel(const JitOptions& options) cons
 XPR_FUNC Arrays JitTrace::run(std::span<const Array> leaves, const JitOptions& options) const {
   const codegen::Kernel* k = kernel(options);
   const ClosedJaxpr& j = *traced.jaxpr;
-  if (traced.consts.empty())
-    return k ? k->run(leaves, j.consts) : eval_jaxpr(j.jaxpr, j.consts, leaves);
-  Arrays operands = concat(traced.consts, leaves);
-  return k ? k->run(operands, j.consts) : eval_jaxpr(j.jaxpr, j.consts, operands);
+  if (k) return k->run(traced.consts, leaves, j.consts);  // no concatenation per call
+  if (traced.consts.empty()) return eval_jaxpr(j.jaxpr, j.consts, leaves);
+  return eval_jaxpr(j.jaxpr, j.consts, concat(traced.consts, leaves));
 }
 
 XPR_FUNC std::uint64_t signature_hash(const void* tag, std::span<const Array> leaves) {
