@@ -71,8 +71,6 @@ std::string with_trailer(std::string so);
 
 bool entry_valid(const std::string& path);
 
-bool write_file(const std::string& path, const std::string& bytes);
-
 std::string random_suffix();
 
 std::shared_ptr<Library> open_library(const std::string& path, const std::string& key);
@@ -126,21 +124,6 @@ XPR_FUNC bool entry_valid(const std::string& path) {
   std::uint64_t h;
   std::memcpy(&h, bytes.data() + bytes.size() - 16, 8);
   return fnv1a(std::string_view(bytes).substr(0, bytes.size() - 16)) == h;
-}
-
-XPR_FUNC bool write_file(const std::string& path, const std::string& bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w <= 0) {
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  return ::close(fd) == 0;
 }
 
 XPR_FUNC std::string random_suffix() {

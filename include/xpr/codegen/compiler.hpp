@@ -56,6 +56,9 @@ int run_process(const std::vector<std::string>& argv, const std::string& log_pat
 /// -Wnull-dereference inside libstdc++.
 std::string read_text(const std::string& path);
 
+/// Writes `bytes` to a new file `path` (mode 0600; fails if it exists); false on any error.
+bool write_file(const std::string& path, const std::string& bytes);
+
 inline std::string env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : std::string(fallback);
@@ -273,6 +276,21 @@ XPR_FUNC CompilerInfo probe_compiler(std::vector<std::string> command) {
   return ci;
 }
 
+XPR_FUNC bool write_file(const std::string& path, const std::string& bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w <= 0) {
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  return ::close(fd) == 0;
+}
+
 XPR_FUNC bool log_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("XPR_LOG");
@@ -322,12 +340,8 @@ XPR_FUNC const CompilerInfo& compiler_info() {
       // Published with rename(), so a concurrent reader sees the old file or the whole new one.
       const std::string tmp = memo + "." + std::to_string(::getpid()) + ".tmp";
       const std::string text = header + print + "\n" + ci.version + "\n" + ci.target + "\n";
-      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      if (fd >= 0) {
-        bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-        whole = ::close(fd) == 0 && whole;
-        if (!whole || ::rename(tmp.c_str(), memo.c_str()) != 0) std::remove(tmp.c_str());
-      }
+      if (!detail::write_file(tmp, text) || ::rename(tmp.c_str(), memo.c_str()) != 0)
+        std::remove(tmp.c_str());
     }
     return ci;
   }();
