@@ -12,6 +12,9 @@
 #   header_cost.py run    [--repeat 3] [--flags "-std=c++20 -O2 -march=native"] [--label after]
 #                         [--root CHECKOUT] [--only LABELS]
 #   header_cost.py report [--before before --after after]   writes docs/compile-time-scaling.md's table
+#   header_cost.py profile [--compiled] [--repeat 1]          where an empty `main` with xpr/xpr.hpp
+#                         spends its time: each header in the order g++ finishes reading it, with
+#                         the CPU seconds and peak memory of a unit that includes it and all before
 #
 # Results accumulate in build/header_cost/results.json under the --label given to `run`.
 import argparse
@@ -236,6 +239,49 @@ def report(args):
     print(table)
 
 
+def include_order(cxx, header):
+    """The headers `header` includes (xpr's, Eigen's and xsimd's entry headers), each after those
+    it includes itself: g++ -H prints a tree in the order files are opened; a file is complete
+    when the tree returns to its depth."""
+    src = os.path.join(WORK, "order.cpp")
+    with open(src, "w") as f:
+        f.write(f"#include <{header}>\n")
+    r = subprocess.run(cxx + ["-H", "-fsyntax-only", src], capture_output=True, text=True)
+    stack, done = [], []
+    for line in r.stderr.splitlines():
+        m = re.match(r"^(\.+) (.*)$", line)
+        if not m:
+            continue
+        while stack and stack[-1][0] >= len(m.group(1)):
+            done.append(stack.pop()[1])
+        stack.append((len(m.group(1)), m.group(2)))
+    done += [p for _, p in reversed(stack)]
+    keep = re.compile(r"/include/xpr/|eigen3/Eigen/(Core|Dense)$|xsimd/xsimd\.hpp$")
+    order = []
+    for p in done:
+        if keep.search(p) and p not in order:
+            order.append(p)
+    return order
+
+
+def profile(args):
+    os.makedirs(WORK, exist_ok=True)
+    cxx = compiler(args.flags) + (["-DXPR_COMPILED_LIB"] if args.compiled else [])
+    src, obj = os.path.join(WORK, "profile.cpp"), os.path.join(WORK, "profile.o")
+    included, prev = [], None
+    print("| header (with the ones before it) | CPU s | peak MB | + s | + MB |")
+    print("|---|---:|---:|---:|---:|")
+    for h in include_order(cxx, "xpr/xpr.hpp"):
+        included.append(h)
+        with open(src, "w") as f:
+            f.write("".join(f'#include "{x}"\n' for x in included) + "int main() {}\n")
+        r = best(cxx + ["-c", src, "-o", obj], args.repeat)
+        name = re.sub(r".*/include/(eigen3/)?", "", h)
+        dcpu, dmb = (r["cpu"] - prev["cpu"], r["mb"] - prev["mb"]) if prev else (r["cpu"], r["mb"])
+        print(f"| {name} | {r['cpu']:.2f} | {r['mb']:.0f} | {dcpu:+.2f} | {dmb:+.0f} |", flush=True)
+        prev = r
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -248,8 +294,12 @@ def main():
     p = sub.add_parser("report")
     p.add_argument("--before", default="before")
     p.add_argument("--after", default="after")
+    q = sub.add_parser("profile")
+    q.add_argument("--repeat", type=int, default=1)
+    q.add_argument("--flags", default="-std=c++20 -O2 -march=native")
+    q.add_argument("--compiled", action="store_true", help="with XPR_COMPILED_LIB")
     a = ap.parse_args()
-    run(a) if a.cmd == "run" else report(a)
+    {"run": run, "report": report, "profile": profile}[a.cmd](a)
 
 
 if __name__ == "__main__":
