@@ -384,8 +384,8 @@ XPR_FUNC std::vector<std::string> compile_flags() {
   std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native"};
 #if defined(__x86_64__) || defined(__i386__)
   // GCC tunes Intel's AVX-512 CPUs for 256-bit vectors, so a loop calls libmvec's 4-wide AVX2
-  // sin/exp/tanh; with 512-bit loops it calls the 8-wide AVX-512 ones (sin(x)*2-x in 0.8x the
-  // time, a chain of sin, exp and tanh in 0.58x: docs/benchmarks.md). No effect without AVX-512.
+  // sin/exp/tanh; with 512-bit loops it calls the 8-wide AVX-512 ones (sin(x)*2-x on 1M in 0.66-
+  // 0.72x the time, the 10-op chain in 0.55x: docs/benchmarks.md). No effect without AVX-512.
   flags.push_back("-mprefer-vector-width=512");
 #endif
   for (const char* f : {"-fno-math-errno", "-fwrapv", "-ffp-contract=off", "-fno-plt", "-fPIC",
