@@ -1023,7 +1023,12 @@ XPR_FUNC std::filesystem::path compile_library(const std::filesystem::path& dir,
   for (const char* f : {"-std=c++17", "-O3", "-fno-math-errno", "-fwrapv", "-fPIC", "-shared",
                         "-fvisibility=hidden"})
     cmd.push_back(f);
-  if (options.native) cmd.push_back("-march=native");
+  if (options.native) {
+    cmd.push_back("-march=native");
+#if defined(__x86_64__) || defined(__i386__)
+    cmd.push_back("-mprefer-vector-width=512");  // as jit compiles (codegen/compiler.hpp)
+#endif
+  }
   for (const std::string& f : options.flags) cmd.push_back(f);
   cmd.push_back(src.string());
   cmd.push_back("-o");

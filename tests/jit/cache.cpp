@@ -303,4 +303,133 @@ TEST(JitCache, EightThreadsFourKernelsOneCompileEach) {
   EXPECT_GE(after.memory_hits - before.memory_hits, 796u);
 }
 
+// The integrity check of an entry: the object as written passes; every truncation and a changed
+// byte anywhere in the object or its trailer fails; a missing file is told apart from a corrupt
+// one.
+TEST(JitCache, EntryCheckCatchesEveryTruncationAndChangedByte) {
+  namespace d = codegen::detail;
+  const std::string dir = fresh_dir("entry"), path = dir + "/e.so";
+  std::string object(1000, '\0');
+  for (std::size_t i = 0; i < object.size(); ++i)
+    object[i] = static_cast<char>((i * 37 + 11) % 251);
+  const std::string entry = d::with_trailer(object);
+  ASSERT_EQ(entry.size(), object.size() + 16);
+  auto put = [&](const std::string& bytes) {
+    fs::remove(path);
+    std::ofstream(path, std::ios::binary) << bytes;
+  };
+  EXPECT_EQ(d::check_entry(path), d::Entry::missing);
+  put(entry);
+  EXPECT_EQ(d::check_entry(path), d::Entry::valid);
+  int missed = 0;
+  for (std::size_t n = 0; n < entry.size(); ++n) {  // every truncation
+    put(entry.substr(0, n));
+    if (d::check_entry(path) != d::Entry::corrupt) ++missed;
+  }
+  for (std::size_t i = 0; i < entry.size(); ++i) {  // one byte changed, at every position
+    std::string bad = entry;
+    bad[i] = static_cast<char>(bad[i] ^ (1 << (i % 8)));
+    put(bad);
+    if (d::check_entry(path) != d::Entry::corrupt) ++missed;
+  }
+  put(entry + "x");  // a byte appended
+  if (d::check_entry(path) != d::Entry::corrupt) ++missed;
+  EXPECT_EQ(missed, 0);
+  fs::remove_all(dir);
+}
+
+// hash_bytes, which checks entries and names them: a change to any one byte, or to the length,
+// changes the hash; the seed does too.
+TEST(JitCache, HashOfBytesChangesWithEveryByteAndLength) {
+  namespace d = codegen::detail;
+  std::string s(67, 'a');
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>('a' + i % 26);
+  std::vector<std::uint64_t> seen;
+  for (std::size_t n = 0; n <= s.size(); ++n) seen.push_back(d::hash_bytes(s.substr(0, n), 1));
+  for (std::size_t i = 0; i < s.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string t = s;
+      t[i] = static_cast<char>(t[i] ^ (1 << bit));
+      seen.push_back(d::hash_bytes(t, 1));
+    }
+  seen.push_back(d::hash_bytes(s, 2));
+  seen.push_back(d::hash_bytes(std::string(8, '\0'), 1));  // zeros are not the empty string
+  seen.push_back(d::hash_bytes(std::string(16, '\0'), 1));
+  const std::size_t count = seen.size();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()) - seen.begin(),
+            static_cast<std::ptrdiff_t>(count));
+}
+
+// read_text reads whole files of any size (the first call reads entries and the memo with it).
+TEST(JitCache, ReadTextReadsWholeFiles) {
+  namespace d = codegen::detail;
+  const std::string dir = fresh_dir("read");
+  EXPECT_EQ(d::read_text(dir + "/none"), "");
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{4096}, std::size_t{70000}}) {
+    std::string want(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) want[i] = static_cast<char>(i * 7 % 256);
+    const std::string path = dir + "/f" + std::to_string(n);
+    std::ofstream(path, std::ios::binary) << want;
+    EXPECT_EQ(d::read_text(path), want) << n << " bytes";
+  }
+  fs::remove_all(dir);
+}
+
+// The compiler's fingerprint names the file posix_spawnp would run (the first executable regular
+// file of that name on PATH) and holds the CPU's identity as the cpuid instruction reports it, so
+// it changes with the compiler found and with the CPU.
+TEST(JitCache, FingerprintFollowsPathAndHoldsTheCpuidLeaves) {
+  namespace d = codegen::detail;
+  const std::string dir = fresh_dir("print"), a = dir + "/a", b = dir + "/b", c = dir + "/c";
+  for (const std::string& sub : {a, b, c}) fs::create_directory(sub);
+  const std::string name = "xpr-test-cxx";
+  std::ofstream(a + "/" + name) << "#!/bin/sh\n";  // not executable: skipped
+  std::ofstream(b + "/" + name) << "#!/bin/sh\n# b\n";
+  std::ofstream(c + "/" + name) << "#!/bin/sh\n# c, longer\n";
+  fs::create_directory(a + "/sub");
+  fs::permissions(b + "/" + name, fs::perms::owner_all);
+  fs::permissions(c + "/" + name, fs::perms::owner_all);
+  const char* old = std::getenv("PATH");
+  const std::string saved = old ? old : "";
+  ::setenv("PATH", (a + ":" + b + ":" + c).c_str(), 1);
+  const std::string via_b = d::compiler_fingerprint({name});
+  ::setenv("PATH", (a + ":" + c + ":" + b).c_str(), 1);
+  const std::string via_c = d::compiler_fingerprint({name});
+  ::setenv("PATH", a.c_str(), 1);
+  const std::string none = d::compiler_fingerprint({name});
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(via_b.rfind(b + "/" + name + ":", 0), 0u) << via_b;
+  EXPECT_EQ(via_c.rfind(c + "/" + name + ":", 0), 0u) << via_c;
+  EXPECT_NE(via_b, via_c);
+  EXPECT_EQ(none, "") << "a compiler that is not found has no fingerprint (it is probed)";
+  EXPECT_EQ(d::compiler_fingerprint({b + "/" + name}), via_b);  // a path is taken as it is
+  EXPECT_EQ(d::compiler_fingerprint({a + "/sub"}), "");         // a directory is no compiler
+#if defined(__x86_64__)
+  // The leaves -march=native decides by, read here by the instruction itself.
+  auto regs = [](unsigned leaf, bool ebx) {
+    unsigned r[4] = {0, 0, 0, 0};
+    __asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
+    return std::to_string(r[0]) + "," + std::to_string(ebx ? r[1] : 0) + "," +
+           std::to_string(r[2]) + "," + std::to_string(r[3]) + ";";
+  };
+  EXPECT_NE(via_b.find(regs(1, false)), std::string::npos) << via_b;  // family, model, features
+  EXPECT_NE(via_b.find(regs(7, true)), std::string::npos) << via_b;   // AVX2, AVX-512, ...
+  EXPECT_NE(via_b.find(regs(0x80000001u, true)), std::string::npos) << via_b;
+  // The vendor: leaf 0 ("GenuineIntel", "AuthenticAMD"), or libgcc's number for it (1, 2) when
+  // the fingerprint reads it from libgcc_s, which a C++ program like this one has loaded.
+  unsigned v[4] = {0, 0, 0, 0};
+  __asm__("cpuid" : "=a"(v[0]), "=b"(v[1]), "=c"(v[2]), "=d"(v[3]) : "a"(0), "c"(0));
+  const bool intel = v[1] == 0x756e6547u && v[3] == 0x49656e69u && v[2] == 0x6c65746eu;
+  const bool amd = v[1] == 0x68747541u && v[3] == 0x69746e65u && v[2] == 0x444d4163u;
+  const std::string cpu = via_b.substr(via_b.find(' ') + 1);
+  if (intel || amd) {
+    EXPECT_TRUE(cpu.rfind(intel ? "1," : "2,", 0) == 0 || cpu.rfind(regs(0, true), 0) == 0)
+        << via_b;
+  }
+#endif
+  fs::remove_all(dir);
+}
+
 }  // namespace test_jit_cache

@@ -62,14 +62,21 @@ inline CacheCounters& counters() {
   return c;
 }
 
-// A cache entry is the shared object followed by a trailer: 8 bytes of FNV-1a hash of the object
-// and 8 bytes of magic. A truncated or corrupted file fails the check and is rebuilt. (The ELF
-// loader reads only what the headers point to, so the trailer does not disturb dlopen.)
-inline constexpr char entry_magic[9] = "XPRSO001";
+// A cache entry is the shared object followed by a trailer: 8 bytes of hash of the object
+// (`hash_bytes`) and 8 bytes of magic. A truncated or corrupted file fails the check and is
+// rebuilt. (The ELF loader reads only what the headers point to, so the trailer does not disturb
+// dlopen.) The whole object is hashed on every load: a size, or a hash of only the headers, would
+// pass an entry with a flipped byte in its code, and hashing 14 KB takes about 2 us.
+inline constexpr char entry_magic[9] = "XPRSO002";
+inline constexpr std::uint64_t entry_seed = 0x5850525f656e7472ull;
 
 std::string with_trailer(std::string so);
 
-bool entry_valid(const std::string& path);
+enum class Entry { missing, corrupt, valid };
+
+/// Whether the cache entry at `path` exists and passes its trailer's check (one open and read: no
+/// separate existence check).
+Entry check_entry(const std::string& path);
 
 std::string random_suffix();
 
@@ -109,7 +116,7 @@ using codegen::JitCacheStats;
 namespace xpr::codegen::detail {
 
 XPR_FUNC std::string with_trailer(std::string so) {
-  std::uint64_t h = fnv1a(so);
+  std::uint64_t h = hash_bytes(so, entry_seed);
   char b[8];
   std::memcpy(b, &h, 8);
   so.append(b, 8);
@@ -117,13 +124,17 @@ XPR_FUNC std::string with_trailer(std::string so) {
   return so;
 }
 
-XPR_FUNC bool entry_valid(const std::string& path) {
+XPR_FUNC Entry check_entry(const std::string& path) {
+  errno = 0;
   std::string bytes = read_text(path);
-  if (bytes.size() < 16 + 64) return false;
-  if (bytes.compare(bytes.size() - 8, 8, entry_magic, 8) != 0) return false;
+  if (bytes.empty() && errno == ENOENT) return Entry::missing;
+  if (bytes.size() < 16 + 64) return Entry::corrupt;
+  if (bytes.compare(bytes.size() - 8, 8, entry_magic, 8) != 0) return Entry::corrupt;
   std::uint64_t h;
   std::memcpy(&h, bytes.data() + bytes.size() - 16, 8);
-  return fnv1a(std::string_view(bytes).substr(0, bytes.size() - 16)) == h;
+  return hash_bytes(std::string_view(bytes).substr(0, bytes.size() - 16), entry_seed) == h
+             ? Entry::valid
+             : Entry::corrupt;
 }
 
 XPR_FUNC std::string random_suffix() {
@@ -194,8 +205,10 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
     throw no_compiler_error("jit: no working C++ compiler (XPR_CXX=" + env_or("XPR_CXX", "g++") +
                             ")");
   std::string flags = join(compile_flags());
-  std::string key = hex16(fnv1a(source, fnv1a(ci.version + "\n" + flags + "\n" + ci.target))) +
-                    hex16(fnv1a(source + ci.target + flags + ci.version));
+  // 128 bits: two hashes of the source under seeds drawn from the compiler, flags and target.
+  const std::string tool = ci.version + "\n" + flags + "\n" + ci.target;
+  std::string key = hex16(hash_bytes(source, hash_bytes(tool, 1))) +
+                    hex16(hash_bytes(source, hash_bytes(tool, 2)));
 
   struct Slot {
     std::once_flag once;
@@ -218,10 +231,10 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
     const std::string& dir = cache_dir();
     if (!dir.empty()) {
       std::string path = dir + "/" + key + ".so";
-      if (::access(path.c_str(), F_OK) == 0) {
-        auto t0 = std::chrono::steady_clock::now();
+      auto t0 = std::chrono::steady_clock::now();
+      if (const Entry e = check_entry(path); e != Entry::missing) {
         std::shared_ptr<Library> lib;
-        if (entry_valid(path)) lib = open_library(path, key);
+        if (e == Entry::valid) lib = open_library(path, key);
         if (lib) {
           counters().disk_hits++;
           log_line(
