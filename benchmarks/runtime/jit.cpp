@@ -1,6 +1,6 @@
 // Jitted elementwise chains (issue 14) against a hand-written xsimd loop and against eager
 // evaluation, on 1M and 10M f64; the call overhead of a cached kernel on rank-0 inputs; a STREAM
-// triad for the memory bandwidth the 1e7-element chains are measured against. Every variant
+// scale and a STREAM triad for the memory bandwidth the 1e7-element chains are measured against. Every variant
 // allocates its output array per call, as the jitted and eager calls do. Figures:
 // docs/benchmarks.md.
 #include <cstddef>
@@ -104,6 +104,39 @@ void BM_eager_chain10(benchmark::State& s) {
   set_bytes(s, s.range(0));
 }
 
+// A chain with almost no arithmetic, x * 2 + 1 (the call-overhead function below, on 1e7
+// elements): bound by memory alone, so it shows what fraction of the bandwidth a generated loop
+// reaches, where the chains above also wait on sin, exp and tanh.
+Array small(const Array& x);
+auto hand_small = [](auto v) { return v * 2.0 + 1.0; };
+void BM_hand_axpb(benchmark::State& s) {
+  Array x = input(s.range(0));
+  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand_small));
+  set_bytes(s, s.range(0));
+}
+void BM_jit_axpb(benchmark::State& s) {
+  Array x = input(s.range(0));
+  auto k = xpr::codegen::compile(xpr::make_jaxpr(small)(x).jaxpr);
+  std::vector<Array> args{x};
+  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
+  set_bytes(s, s.range(0));
+}
+
+// STREAM scale a = s b: one array read and one written per element, as in the chains (16 bytes
+// counted per element, as STREAM counts them; reported as bytes per second).
+void BM_stream_scale(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  std::vector<double> a(n), b(n, 1.0);
+  for (auto _ : s) {
+    double* __restrict pa = a.data();
+    const double* __restrict pb = b.data();
+    for (std::size_t i = 0; i < n; ++i) pa[i] = 3.0 * pb[i];
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * s.range(0) * 16);
+}
+
 // STREAM triad a = b + s c (24 bytes per element; reported as bytes per second).
 void BM_stream_triad(benchmark::State& s) {
   const auto n = static_cast<std::size_t>(s.range(0));
@@ -167,6 +200,9 @@ BENCHMARK(BM_eager_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicr
 BENCHMARK(BM_hand_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_jit_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_eager_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_hand_axpb)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_jit_axpb)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_stream_scale)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_stream_triad)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_hand_scalar);
 BENCHMARK(BM_jit_scalar_kernel);
