@@ -934,6 +934,28 @@ TEST(JitCodegen, GatherClampsOnlyWhenSomeIndexIsOutOfRange) {
   EXPECT_NE(src.find("if (ck1) "), std::string::npos) << src;
 }
 
+TEST(JitCodegen, ReductionsOverTheLoopOutsideTheLastAxisCombineAfterIt) {
+  // A reduction keeping the last axis over the axis just outside it (the transpose of
+  // x[None, :, :]): the operand is stored and combined after that loop, in the same order, so
+  // the loop has no chain through memory. Sums, maxima with NaN, minima; ranks 2 and 3.
+  std::mt19937 g(29);
+  for (DType t : {DType::float64, DType::float32}) {
+    Array x = random_array(g, Shape{4, 9, 3}, t);
+    Array y = random_array(g, Shape{10, 3}, t);
+    auto f = [](const Array& v) {
+      Array w = xpr::sin(v) * 2.0 - v;
+      return std::vector<Array>{xpr::sum(w, 1), xpr::max(w / (v + 0.25), 1), xpr::min(w, 1), w};
+    };
+    auto h = [](const Array& v) { return xpr::sum(v * v, 0) + xpr::sum(xpr::exp(v), 0); };
+    check_compiled(make_jaxpr(f)(x), {x}, "middle axis " + x.aval().str());
+    check_compiled(make_jaxpr(h)(y), {y}, "leading axis " + y.aval().str());
+    const std::string src = compiled(f).lower(x).as_text();
+    EXPECT_NE(src.find("for (long long j1 = 0; j1 < "), std::string::npos) << src;
+    EXPECT_NE(compiled(h).lower(y).as_text().find("for (long long j0 = 0; j0 < "),
+              std::string::npos);
+  }
+}
+
 TEST(JitCodegen, ShortRowsReadAgainAreKept) {
   // Values of a loop over an axis of 3 read again by a later loop over it, after a reduction
   // over that axis has ended: kept in a local array (rk), not recomputed or stored in a buffer.

@@ -2198,8 +2198,38 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
             kept.push_back("i" + std::to_string(k));
         const std::string on = "o" + std::to_string(info(o).id);
         const std::string cell = on + "[" + linear(o.aval().shape, kept) + "]";
-        stmts = cell + " = " +
-                reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) + ";\n";
+        // Reduced over the loop just outside the last axis only (the transpose of the broadcast
+        // `pos[None, :, :]`): that loop's iterations would all combine into the same cells, a
+        // chain through memory that keeps GCC from vectorizing it. The operand is stored in its
+        // buffer instead and combined after the loop, in the same order (the same sums).
+        const Var& src = std::get<Var>(e.inputs[0]);
+        VarInfo& si = info(src);
+        auto sd = defs.find(si.id);
+        const bool after = at >= 2 && axes.size() == 1 &&
+                           axes[0] == static_cast<std::int64_t>(at - 2) && si.group == gi &&
+                           sd != defs.end() && !sd->second.pending && sd->second.depth == at &&
+                           lv[at].inst == sd->second.inst && (dry_run || si.buffer >= 0);
+        if (after && dry_run) {
+          si.spill = true;
+        } else if (after) {
+          const std::string ja = "j" + std::to_string(at - 2), jl = "j" + std::to_string(at - 1);
+          kept.back() = jl;  // the last axis is kept (sink_reduce)
+          std::vector<std::string> at_src;
+          for (std::size_t k = 0; k + 2 < at; ++k) at_src.push_back("i" + std::to_string(k));
+          at_src.push_back(ja);
+          at_src.push_back(jl);
+          const std::string c2 = on + "[" + linear(o.aval().shape, kept) + "]";
+          const std::string x =
+              "o" + std::to_string(si.id) + "[" + linear(src.aval().shape, at_src) + "]";
+          lv[at - 1].after += "for (long long " + ja + " = 0; " + ja + " < " + dim(S[at - 2]) +
+                              "; ++" + ja + ")\n  for (long long " + jl + " = 0; " + jl + " < " +
+                              dim(S[at - 1]) + "; ++" + jl + ")\n    " + c2 + " = " +
+                              reduce_combine(e.primitive, o.aval().dtype, c2, x) + ";\n";
+        }
+        if (!after || dry_run)
+          stmts = cell + " = " +
+                  reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) +
+                  ";\n";
       } else {
         scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
       }
