@@ -915,8 +915,12 @@ TEST(JitCodegen, GatherClampsOnlyWhenSomeIndexIsOutOfRange) {
     return xpr::sum(xpr::where(xpr::isfinite(v), xpr::sin(v) * v, 0.0));
   };
   auto df = [&](const Array& m, const Array& idx) { return xpr::grad<0>(loss)(m, idx); };
+  auto clipped = [&](const Array& m, const Array& idx) {  // clip: out of range reads the edge
+    return xpr::gather(m, idx, points, {1, 1}, rt::GatherScatterMode::clip) * 2.0 + 1.0;
+  };
   auto jf = compiled(f);
   auto jdf = compiled(df);
+  auto jclipped = compiled(clipped);
   const std::vector<std::vector<std::int32_t>> cases = {
       {0, 0, 2, 4, 1, 3, 2, 0, 0, 4},   // in range
       {0, 0, 3, 1, 1, 3, 2, 0, 0, 4},   // row 3 of 3
@@ -928,6 +932,7 @@ TEST(JitCodegen, GatherClampsOnlyWhenSomeIndexIsOutOfRange) {
     const std::string what = "index pairs " + std::to_string(c[2]) + "," + std::to_string(c[5]);
     expect_close(jf(x, idx), f(x, idx), what);
     expect_close(jdf(x, idx), df(x, idx), what + ", gradient");
+    expect_close(jclipped(x, idx), clipped(x, idx), what + ", clip");
   }
   const std::string src = jf.lower(x, xpr::array(cases[0], Shape{5, 2})).as_text();
   EXPECT_NE(src.find("if (!(ck0 || ck1)) {"), std::string::npos) << src;
