@@ -867,6 +867,124 @@ TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
   Array dense = compiled(dense_forces)(pos);
   expect_close(dense, dense_forces(pos), "dense forces, eager");
   expect_close(dense, hand, "dense forces, by hand");
+  // The pair loop reads the particles' indices unclamped once a check before it has found them
+  // all in range, and keeps each pair's difference vector for the backward pass in registers.
+  const std::string src = compiled(forces).lower(pos).as_text();
+  EXPECT_NE(src.find("if (!(ck0 || ck1)) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("double rk"), std::string::npos) << src;
+}
+
+TEST(JitCodegen, PairForcesWithPairsOutOfRangeMatchEager) {
+  // Pairs naming particles that do not exist: take fills their rows with NaN (so the energy, and
+  // the forces on their other particle, are NaN), -1 counts from the end, and the scatter-add of
+  // take's transpose drops the rows outside. The check before the loops finds them, and the copy
+  // of the loops that clamps runs.
+  const std::int64_t n = 6;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    p.push_back(1.1 * static_cast<double>(k % 5) + 0.1 * std::sin(static_cast<double>(k)));
+  Array pos = xpr::array(p, Shape{n, 3});
+  for (const auto& [ii, jj] : {std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>>{
+                                   {0, 1, 2, 3}, {1, 2, -1, 4}},
+                               {{0, 1, 2, 3, 0}, {1, 2, -1, 9, 4}},
+                               {{0, -8, 2, 4}, {1, 2, -1, 5}}}) {
+    Array I = xpr::array(ii), J = xpr::array(jj);
+    auto energy = [&](const Array& x) {
+      return xpr::sum(xpr::vmap(lj_pair_energy)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+    };
+    auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+    Array want = forces(pos);
+    expect_close(compiled(forces)(pos), want, "pair forces, pairs " + xpr::array(jj).aval().str());
+    expect_close(compiled(energy)(pos), energy(pos), "pair energy");
+  }
+}
+
+TEST(JitCodegen, GatherClampsOnlyWhenSomeIndexIsOutOfRange) {
+  // x[i, j] at index pairs, compiled once for int32[5, 2] indices: each axis's indices are
+  // checked against that axis's size before the loops. In range, the loops without clamps run;
+  // a row index past the rows (though inside the columns), a column past the columns, or a
+  // negative one gives the fill (NaN), and the gradient's scatter-add drops it, as eagerly.
+  std::mt19937 g(21);
+  Array x = random_array(g, Shape{3, 5}, DType::float64);
+  const rt::GatherDimensionNumbers points{{}, {0, 1}, {0, 1}, {}, {}};
+  auto f = [&](const Array& m, const Array& idx) {
+    return xpr::gather(m, idx, points, {1, 1}, rt::GatherScatterMode::fill_or_drop) * 2.0 + 1.0;
+  };
+  auto loss = [&](const Array& m, const Array& idx) {
+    Array v = f(m, idx);
+    return xpr::sum(xpr::where(xpr::isfinite(v), xpr::sin(v) * v, 0.0));
+  };
+  auto df = [&](const Array& m, const Array& idx) { return xpr::grad<0>(loss)(m, idx); };
+  auto clipped = [&](const Array& m, const Array& idx) {  // clip: out of range reads the edge
+    return xpr::gather(m, idx, points, {1, 1}, rt::GatherScatterMode::clip) * 2.0 + 1.0;
+  };
+  auto jf = compiled(f);
+  auto jdf = compiled(df);
+  auto jclipped = compiled(clipped);
+  const std::vector<std::vector<std::int32_t>> cases = {
+      {0, 0, 2, 4, 1, 3, 2, 0, 0, 4},   // in range
+      {0, 0, 3, 1, 1, 3, 2, 0, 0, 4},   // row 3 of 3
+      {0, 0, 2, 4, 1, 5, 2, 0, 0, 4},   // column 5 of 5
+      {0, 0, 2, 4, 1, 3, -1, 0, 0, -2}  // negative
+  };
+  for (const auto& c : cases) {
+    Array idx = xpr::array(c, Shape{5, 2});
+    const std::string what = "index pairs " + std::to_string(c[2]) + "," + std::to_string(c[5]);
+    expect_close(jf(x, idx), f(x, idx), what);
+    expect_close(jdf(x, idx), df(x, idx), what + ", gradient");
+    expect_close(jclipped(x, idx), clipped(x, idx), what + ", clip");
+  }
+  const std::string src = jf.lower(x, xpr::array(cases[0], Shape{5, 2})).as_text();
+  EXPECT_NE(src.find("if (!(ck0 || ck1)) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (ck1) "), std::string::npos) << src;
+}
+
+TEST(JitCodegen, ReductionsOverTheLoopOutsideTheLastAxisCombineAfterIt) {
+  // A reduction keeping the last axis over the axis just outside it (the transpose of
+  // x[None, :, :]): the operand is stored and combined after that loop, in the same order, so
+  // the loop has no chain through memory. Sums, maxima with NaN, minima; ranks 2 and 3.
+  std::mt19937 g(29);
+  for (DType t : {DType::float64, DType::float32}) {
+    Array x = random_array(g, Shape{4, 9, 3}, t);
+    Array y = random_array(g, Shape{10, 3}, t);
+    auto f = [](const Array& v) {
+      Array w = xpr::sin(v) * 2.0 - v;
+      return std::vector<Array>{xpr::sum(w, 1), xpr::max(w / (v + 0.25), 1), xpr::min(w, 1), w};
+    };
+    auto h = [](const Array& v) { return xpr::sum(v * v, 0) + xpr::sum(xpr::exp(v), 0); };
+    check_compiled(make_jaxpr(f)(x), {x}, "middle axis " + x.aval().str());
+    check_compiled(make_jaxpr(h)(y), {y}, "leading axis " + y.aval().str());
+    const std::string src = compiled(f).lower(x).as_text();
+    EXPECT_NE(src.find("for (long long j1 = 0; j1 < "), std::string::npos) << src;
+    EXPECT_NE(compiled(h).lower(y).as_text().find("for (long long j0 = 0; j0 < "),
+              std::string::npos);
+  }
+}
+
+TEST(JitCodegen, ShortRowsReadAgainAreKept) {
+  // Values of a loop over an axis of 3 read again by a later loop over it, after a reduction
+  // over that axis has ended: kept in a local array (rk), not recomputed or stored in a buffer.
+  std::mt19937 g(23);
+  for (DType t : {DType::float64, DType::float32}) {
+    Array x = random_array(g, Shape{3, 11}, t);
+    auto f = [](const Array& v) {
+      Array s = xpr::sin(xpr::sum(v, 1)) * 2.0;
+      return s / xpr::sum(s * s) - s;
+    };
+    auto y = random_array(g, Shape{9, 3}, t);
+    auto h = [](const Array& v) {  // rows of three: the difference kept for the second loop
+      return xpr::vmap([](const Array& row) {
+        Array d = row - 0.5;
+        return d * xpr::exp(-xpr::sum(d * d)) + d;
+      })(v);
+    };
+    check_compiled(make_jaxpr(f)(x), {x}, "short outer rows " + x.aval().str());
+    check_compiled(make_jaxpr(h)(y), {y}, "short inner rows " + y.aval().str());
+    expect_close(compiled(f)(x), f(x), "jit, short outer rows");
+    expect_close(compiled(h)(y), h(y), "jit, short inner rows");
+    EXPECT_NE(compiled(h).lower(y).as_text().find(" rk"), std::string::npos)
+        << compiled(h).lower(y).as_text();
+  }
 }
 
 }  // namespace test_jit_codegen

@@ -406,6 +406,9 @@ std::string indented(const std::string& text);
 /// `text` with every occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to);
 
+/// `text` without the lines containing `token`.
+std::string without_lines(const std::string& text, const std::string& token);
+
 /// Sizes up to this are written into the source as numbers, larger ones read from `n[]` (except
 /// in `lower_standalone`'s source, which takes every size as an argument).
 inline constexpr std::int64_t max_literal_dim = 4;
@@ -653,9 +656,22 @@ class Lowering {
 
   /// The start of the window along operand dimension `d` read from index element `elem`: clamped
   /// into [0, dim - size]; under fill_or_drop `oob` records whether it was outside.
+  /// `check` (a token from `range_check`, or "") goes before the statements that clamp.
   XPR_MEMBER std::string window_start(const std::string& sk, const std::string& elem,
                                       std::int64_t xdim, std::int64_t size, bool drop,
-                                      const std::string& oob = "oob");
+                                      const std::string& oob = "oob",
+                                      const std::string& check = "");
+
+  /// For an index read in elementwise group `g` whose values are those of an earlier group's
+  /// buffer, an argument or a const (`index`, or what it reshapes): a flag computed once before
+  /// the group's loops, true when any of the buffer's elements at positions k, k + K, k + 2K, ...
+  /// (the index vectors' element k) lies outside [0, hi]. Returns the token `window_start` puts
+  /// before its clamping statements, which the group keeps only in a copy of its loops run when
+  /// the flag is set (`emit_elementwise`); "" when the index is computed inside the group.
+  XPR_MEMBER std::string range_check(const Atom& index, std::size_t k, std::size_t K,
+                                     const std::string& hi, std::size_t g, std::string& pre);
+  std::map<std::string, std::string> range_checks_;  // the group's checks: key -> flag
+  std::string range_check_code_;                     // the statements computing the flags
 
   XPR_MEMBER std::string emit_gather(const Eqn& e);
 
@@ -1370,7 +1386,11 @@ XPR_FUNC std::string Lowering::scatter_into(const Eqn& e, const std::string& upd
     std::vector<std::string> at = row;
     if (at.size() < ia.ndim()) at.push_back(std::to_string(k));
     const std::string index = read_operand(e, 1, at, "", g, pre, stmts);
-    s += window_start(sk, index, x.shape[d], size[d], drop, oob);
+    const std::size_t K =
+        at.size() > row.size() ? static_cast<std::size_t>(ia.shape[ia.ndim() - 1]) : 1;
+    const std::string check =
+        range_check(e.inputs[1], k, K, "(" + dim(x.shape[d]) + " - " + dim(size[d]) + ")", g, pre);
+    s += window_start(sk, index, x.shape[d], size[d], drop, oob, check);
     dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
   }
   for (std::size_t b = 0; b < dn.operand_batching_dims.size(); ++b)
@@ -1859,6 +1879,17 @@ XPR_FUNC std::string replaced(std::string text, const std::string& from, const s
   return text;
 }
 
+XPR_FUNC std::string without_lines(const std::string& text, const std::string& token) {
+  std::string r;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    if (text.substr(at, end - at).find(token) == std::string::npos) r += text.substr(at, end - at);
+    at = end;
+  }
+  return r;
+}
+
 XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   const Group& grp = groups_[g];
   const core::Shape& S = grp.shape;
@@ -1894,6 +1925,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     }
   }
   auto f = [](std::size_t d) { return "f" + std::to_string(d); };  // flat index of S[:d]
+  range_checks_.clear();
+  range_check_code_.clear();
 
   std::string pre = "  const long long f0 = 0;\n  (void)f0;\n";
   std::map<std::size_t, std::string> read_name;  // var id -> expression read through a buffer
@@ -1901,6 +1934,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     std::size_t depth = 0;
     long long inst = 0;       // the loop (instance) at `depth` that computed it
     std::size_t pending = 0;  // a reduction's: the depth whose loop's end makes it ready
+    long long parent = 0;     // the loop (instance) at `depth - 1` it was computed in
+    bool row = false;         // its loop is short: the row can be kept (`kept_rows`)
   };
   std::unordered_map<std::size_t, Def> defs;  // this group's vars, by id
   struct Acc {
@@ -1998,6 +2033,11 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   std::unordered_map<std::size_t, const Eqn*> eqn_of;  // this group's vars' equations
   for (const Eqn* e : grp.eqns) eqn_of.emplace(info(e->outputs[0]).id, e);
   std::string extra;  // statements a recomputed read needs, before the statement using it
+  // Values of a short loop (over x, y, z: a size written as a number) read by a later loop over
+  // the same axis in the same row (a pair's difference vector, after the row's reduction): kept
+  // in a local array of that size, which GCC keeps in registers once it unrolls both loops.
+  std::set<std::size_t> kept_rows;
+  auto row_name = [](std::size_t id) { return "rk" + std::to_string(id); };
   // A value of this group whose loop has ended, computed again where it is needed when that is a
   // few elementwise operations on reads (a pair's difference vector after the row's reduction):
   // cheaper than storing it and reading it back. Otherwise it is kept in a buffer.
@@ -2011,6 +2051,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     const Def& df = defs.at(vi.id);
     if (df.pending) return std::nullopt;
     if (df.depth <= at && lv[df.depth].inst == df.inst) return name(v);
+    if (df.row && df.depth <= at && lv[df.depth - 1].inst == df.parent) {
+      kept_rows.insert(vi.id);
+      return row_name(vi.id) + "[i" + std::to_string(df.depth - 1) + "]";
+    }
     if (budget-- <= 0) return std::nullopt;
     const Eqn& pe = *eqn_of.at(vi.id);
     const std::size_t r = v.aval().ndim();
@@ -2154,8 +2198,38 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
             kept.push_back("i" + std::to_string(k));
         const std::string on = "o" + std::to_string(info(o).id);
         const std::string cell = on + "[" + linear(o.aval().shape, kept) + "]";
-        stmts = cell + " = " +
-                reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) + ";\n";
+        // Reduced over the loop just outside the last axis only (the transpose of the broadcast
+        // `pos[None, :, :]`): that loop's iterations would all combine into the same cells, a
+        // chain through memory that keeps GCC from vectorizing it. The operand is stored in its
+        // buffer instead and combined after the loop, in the same order (the same sums).
+        const Var& src = std::get<Var>(e.inputs[0]);
+        VarInfo& si = info(src);
+        auto sd = defs.find(si.id);
+        const bool after = at >= 2 && axes.size() == 1 &&
+                           axes[0] == static_cast<std::int64_t>(at - 2) && si.group == gi &&
+                           sd != defs.end() && !sd->second.pending && sd->second.depth == at &&
+                           lv[at].inst == sd->second.inst && (dry_run || si.buffer >= 0);
+        if (after && dry_run) {
+          si.spill = true;
+        } else if (after) {
+          const std::string ja = "j" + std::to_string(at - 2), jl = "j" + std::to_string(at - 1);
+          kept.back() = jl;  // the last axis is kept (sink_reduce)
+          std::vector<std::string> at_src;
+          for (std::size_t k = 0; k + 2 < at; ++k) at_src.push_back("i" + std::to_string(k));
+          at_src.push_back(ja);
+          at_src.push_back(jl);
+          const std::string c2 = on + "[" + linear(o.aval().shape, kept) + "]";
+          const std::string x =
+              "o" + std::to_string(si.id) + "[" + linear(src.aval().shape, at_src) + "]";
+          lv[at - 1].after += "for (long long " + ja + " = 0; " + ja + " < " + dim(S[at - 2]) +
+                              "; ++" + ja + ")\n  for (long long " + jl + " = 0; " + jl + " < " +
+                              dim(S[at - 1]) + "; ++" + jl + ")\n    " + c2 + " = " +
+                              reduce_combine(e.primitive, o.aval().dtype, c2, x) + ";\n";
+        }
+        if (!after || dry_run)
+          stmts = cell + " = " +
+                  reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) +
+                  ";\n";
       } else {
         scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
       }
@@ -2232,11 +2306,36 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     L.body += extra;
     extra.clear();
     L.body += "const " + t + " " + name(o) + " = " + expr + ";\n";
-    defs[info(o).id] = Def{d, lv[d].inst, 0};
+    const bool row = !flat && d > 0 && !standalone_ && S[d - 1] <= max_literal_dim;
+    if (row) L.body += "@" + row_name(info(o).id) + "@\n";  // where the row is kept, if it is
+    defs[info(o).id] = Def{d, lv[d].inst, 0, d > 0 ? lv[d - 1].inst : 0, row};
     store(o, d, L);
   }
   close_to(0);
-  return pre + indented(lv[0].body);
+  std::string body = lv[0].body;
+  for (std::size_t id : kept_rows) {
+    const Def& df = defs.at(id);
+    const Var& v = eqn_of.at(id)->outputs[0];
+    pre += "  " + std::string(c_type(v.aval().dtype)) + " " + row_name(id) + "[" +
+           std::to_string(S[df.depth - 1]) + "];\n";
+    body = replaced(body, "@" + row_name(id) + "@",
+                    row_name(id) + "[i" + std::to_string(df.depth - 1) + "] = " + name(v) + ";");
+  }
+  body = without_lines(body, "@rk");  // the rows nobody reads again
+  if (!range_checks_.empty()) {
+    // The clamps of index reads run only when some index is out of range: the loops twice, the
+    // first copy without them (GCC then drops the out-of-bounds tests and fills as well).
+    std::string any, checked = body;
+    for (std::size_t k = 0; k < range_checks_.size(); ++k) {
+      const std::string flag = "ck" + std::to_string(k);  // range_check's names
+      any += (any.empty() ? "" : " || ") + flag;
+      checked = replaced(checked, "@" + flag + "@", "if (" + flag + ") ");
+    }
+    pre += indented(range_check_code_);
+    body = "if (!(" + any + ")) {\n" + indented(without_lines(body, "@ck")) + "} else {\n" +
+           indented(checked) + "}\n";
+  }
+  return pre + indented(body);
 }
 
 XPR_FUNC std::string Lowering::linear(const core::Shape& shape,
@@ -2357,7 +2456,12 @@ XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std:
     const std::string sk = "gs" + uid + "_" + std::to_string(k);
     std::vector<std::string> at_k = row;
     if (at_k.size() < ia.ndim()) at_k.push_back(std::to_string(k));
-    stmts += window_start(sk, read(1, at_k, ""), xa.shape[d], ss[d], drop, oob);
+    const std::string elem = read(1, at_k, "");
+    const std::size_t K =
+        at_k.size() > row.size() ? static_cast<std::size_t>(ia.shape[ia.ndim() - 1]) : 1;
+    const std::string check =
+        range_check(e.inputs[1], k, K, "(" + dim(xa.shape[d]) + " - " + dim(ss[d]) + ")", g, pre);
+    stmts += window_start(sk, elem, xa.shape[d], ss[d], drop, oob, check);
     start[d] = sk;
   }
   for (std::size_t b = 0; b < dn.operand_batching_dims.size(); ++b)
@@ -2561,11 +2665,46 @@ XPR_FUNC std::string Lowering::fill_literal(const rt::Params& params, DType t) {
 
 XPR_FUNC std::string Lowering::window_start(const std::string& sk, const std::string& elem,
                                             std::int64_t xdim, std::int64_t size, bool drop,
-                                            const std::string& oob) {
+                                            const std::string& oob, const std::string& check) {
   std::string hi = "(" + dim(xdim) + " - " + dim(size) + ")";
   std::string s = "long long " + sk + " = static_cast<long long>(" + elem + ");\n";
-  if (drop) s += oob + " = " + oob + " || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
-  return s + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk + ";\n";
+  if (drop) s += check + oob + " = " + oob + " || " + sk + " < 0 || " + sk + " > " + hi + ";\n";
+  return s + check + sk + " = " + sk + " < 0 ? 0 : " + sk + " > " + hi + " ? " + hi + " : " + sk +
+         ";\n";
+}
+
+XPR_FUNC std::string Lowering::range_check(const Atom& index, std::size_t k, std::size_t K,
+                                           const std::string& hi, std::size_t g, std::string& pre) {
+  // Reshapes keep row-major positions, so the index's element at position p is the buffer's.
+  const Var* v = std::get_if<Var>(&index);
+  while (v && info(*v).group == static_cast<int>(g)) {
+    auto r = reader_of_.find(info(*v).id);
+    if (r == reader_of_.end()) return "";
+    const Primitive* p = r->second->primitive;
+    if (p != &rt::reshape_p && p != &rt::squeeze_p && p != &rt::expand_dims_p) return "";
+    v = std::get_if<Var>(&r->second->inputs[0]);
+  }
+  if (!v || !core::is_integer(v->aval().dtype)) return "";
+  const std::string key =
+      std::to_string(info(*v).id) + " " + std::to_string(k) + " " + std::to_string(K) + " " + hi;
+  auto [it, fresh] = range_checks_.emplace(key, "ck" + std::to_string(range_checks_.size()));
+  const std::string& flag = it->second;
+  if (fresh) {
+    const std::string x = "x" + std::to_string(info(*v).id);  // read_operand's name for it
+    if (pre.find(" " + x + " = ") == std::string::npos)
+      pre += "  const " + std::string(c_type(v->aval().dtype)) + "* __restrict " + x + " = " +
+             ptr(*v) + ";\n";
+    // The least and greatest index (signed: is_integer), in the index's type (a min/max
+    // reduction GCC vectorizes), compared as window_start compares them: as long long.
+    const std::string t = c_type(v->aval().dtype), lo = flag + "_lo", up = flag + "_hi";
+    range_check_code_ +=
+        t + " " + lo + " = 0, " + up + " = 0;\nfor (long long q = " + std::to_string(k) + "; q < " +
+        count(v->aval().shape) + "; q += " + std::to_string(K) + ") {\n  const " + t + " i = " + x +
+        "[q];\n  " + lo + " = i < " + lo + " ? i : " + lo + ";\n  " + up + " = i > " + up +
+        " ? i : " + up + ";\n}\nconst bool " + flag + " = " + lo +
+        " < 0 || static_cast<long long>(" + up + ") > " + hi + ";\n";
+  }
+  return "@" + flag + "@";
 }
 
 XPR_FUNC std::string Lowering::emit_gather(const Eqn& e) {

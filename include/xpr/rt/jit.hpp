@@ -894,15 +894,29 @@ XPR_FUNC std::pair<JaxprParam, std::vector<bool>> PjitP::memo_dce(
 namespace xpr::rt::detail {
 
 XPR_FUNC const codegen::Kernel* JitTrace::kernel(const JitOptions& options) const {
-  std::call_once(kernel_once_,
-                 [&] { kernel_ = codegen::kernel_for(traced.jaxpr->jaxpr, options); });
+  std::call_once(kernel_once_, [&] {
+    // The closure's constants are constvars again, as `lower` shows them: the generator lowers
+    // first what depends only on them (a `take`'s wrapped indices), so the loops that read them
+    // are the ones `as_text()` prints.
+    Jaxpr j = traced.jaxpr->jaxpr;
+    const auto n = static_cast<std::ptrdiff_t>(traced.consts.size());
+    j.constvars.insert(j.constvars.begin(), j.invars.begin(), j.invars.begin() + n);
+    j.invars.erase(j.invars.begin(), j.invars.begin() + n);
+    kernel_ = codegen::kernel_for(j, options);
+  });
   return kernel_.get();
 }
 
 XPR_FUNC Arrays JitTrace::run(std::span<const Array> leaves, const JitOptions& options) const {
   const codegen::Kernel* k = kernel(options);
   const ClosedJaxpr& j = *traced.jaxpr;
-  if (k) return k->run(traced.consts, leaves, j.consts);  // no concatenation per call
+  if (k) {
+    // The kernel's constvars: the closure's constants, then the jaxpr's own (usually none, so
+    // no concatenation per call).
+    if (j.consts.empty()) return k->run(leaves, traced.consts);
+    if (traced.consts.empty()) return k->run(leaves, j.consts);
+    return k->run(leaves, concat(traced.consts, j.consts));
+  }
   if (traced.consts.empty()) return eval_jaxpr(j.jaxpr, j.consts, leaves);
   return eval_jaxpr(j.jaxpr, j.consts, concat(traced.consts, leaves));
 }
