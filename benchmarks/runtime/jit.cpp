@@ -1,7 +1,7 @@
 // Jitted elementwise chains (issue 14) against a hand-written xsimd loop and against eager
 // evaluation, on 1M and 10M f64; the call overhead of a cached kernel on rank-0 inputs; a STREAM
-// scale and a STREAM triad for the memory bandwidth the 1e7-element chains are measured against. Every variant
-// allocates its output array per call, as the jitted and eager calls do. Figures:
+// scale and a STREAM triad for the memory bandwidth the 1e7-element chains are measured against.
+// Every variant allocates its output array per call, as the jitted and eager calls do. Figures:
 // docs/benchmarks.md.
 #include <cstddef>
 #include <cstdlib>
