@@ -69,58 +69,42 @@ void set_bytes(benchmark::State& s, std::int64_t n) {
   s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * n * 16);  // 8 read + 8 written
 }
 
-void BM_hand_chain1(benchmark::State& s) {
+/// The hand-written xsimd loop `f` on s.range(0) elements.
+template <class F>
+void run_hand(benchmark::State& s, F f) {
   Array x = input(s.range(0));
-  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand1));
+  for (auto _ : s) benchmark::DoNotOptimize(hand(x, f));
   set_bytes(s, s.range(0));
 }
-void BM_jit_chain1(benchmark::State& s) {
+/// `fn`'s jaxpr compiled once, its kernel run per iteration.
+void run_jit(benchmark::State& s, Array (*fn)(const Array&)) {
   Array x = input(s.range(0));
-  auto k = xpr::codegen::compile(xpr::make_jaxpr(chain1)(x).jaxpr);
+  auto k = xpr::codegen::compile(xpr::make_jaxpr(fn)(x).jaxpr);
   std::vector<Array> args{x};
   for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
   set_bytes(s, s.range(0));
 }
-void BM_eager_chain1(benchmark::State& s) {
+/// `fn` evaluated eagerly, primitive by primitive.
+void run_eager(benchmark::State& s, Array (*fn)(const Array&)) {
   Array x = input(s.range(0));
-  for (auto _ : s) benchmark::DoNotOptimize(chain1(x));
+  for (auto _ : s) benchmark::DoNotOptimize(fn(x));
   set_bytes(s, s.range(0));
 }
-void BM_hand_chain10(benchmark::State& s) {
-  Array x = input(s.range(0));
-  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand10));
-  set_bytes(s, s.range(0));
-}
-void BM_jit_chain10(benchmark::State& s) {
-  Array x = input(s.range(0));
-  auto k = xpr::codegen::compile(xpr::make_jaxpr(chain10)(x).jaxpr);
-  std::vector<Array> args{x};
-  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
-  set_bytes(s, s.range(0));
-}
-void BM_eager_chain10(benchmark::State& s) {
-  Array x = input(s.range(0));
-  for (auto _ : s) benchmark::DoNotOptimize(chain10(x));
-  set_bytes(s, s.range(0));
-}
+
+void BM_hand_chain1(benchmark::State& s) { run_hand(s, hand1); }
+void BM_jit_chain1(benchmark::State& s) { run_jit(s, chain1); }
+void BM_eager_chain1(benchmark::State& s) { run_eager(s, chain1); }
+void BM_hand_chain10(benchmark::State& s) { run_hand(s, hand10); }
+void BM_jit_chain10(benchmark::State& s) { run_jit(s, chain10); }
+void BM_eager_chain10(benchmark::State& s) { run_eager(s, chain10); }
 
 // A chain with almost no arithmetic, x * 2 + 1 (the call-overhead function below, on 1e7
 // elements): bound by memory alone, so it shows what fraction of the bandwidth a generated loop
 // reaches, where the chains above also wait on sin, exp and tanh.
 Array small(const Array& x);
 auto hand_small = [](auto v) { return v * 2.0 + 1.0; };
-void BM_hand_axpb(benchmark::State& s) {
-  Array x = input(s.range(0));
-  for (auto _ : s) benchmark::DoNotOptimize(hand(x, hand_small));
-  set_bytes(s, s.range(0));
-}
-void BM_jit_axpb(benchmark::State& s) {
-  Array x = input(s.range(0));
-  auto k = xpr::codegen::compile(xpr::make_jaxpr(small)(x).jaxpr);
-  std::vector<Array> args{x};
-  for (auto _ : s) benchmark::DoNotOptimize(k->run(args));
-  set_bytes(s, s.range(0));
-}
+void BM_hand_axpb(benchmark::State& s) { run_hand(s, hand_small); }
+void BM_jit_axpb(benchmark::State& s) { run_jit(s, small); }
 
 // STREAM scale a = s b: one array read and one written per element, as in the chains (16 bytes
 // counted per element, as STREAM counts them; reported as bytes per second).
