@@ -181,31 +181,28 @@ TEST(JitControlFlow, WhileCarryPermutationIsStaged) {
   expect_close(b, x);
 }
 
+/// The message of the value_error `run` throws under an iteration limit of `limit` (empty if it
+/// throws none): eager and jitted loops must stop alike.
+template <class F>
+std::string limit_error(std::int64_t limit, F run) {
+  LoopIterationLimit guard(limit);
+  try {
+    run();
+  } catch (const xpr::value_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 TEST(JitControlFlow, RunawayWhileStopsAtTheIterationLimit) {
   auto forever = [](Array x) {
     return xpr::while_loop([](const Array& v) { return v > 0.0; },
                            [](const Array& v) { return v + 1.0; }, x);
   };
   auto jf = compiled(forever);
-  std::string eager, jitted;
-  {
-    LoopIterationLimit guard(1000);
-    try {
-      (void)forever(1.0);
-    } catch (const xpr::value_error& e) {
-      eager = e.what();
-    }
-  }
-  {
-    LoopIterationLimit guard(1000);
-    try {
-      (void)jf(1.0);
-    } catch (const xpr::value_error& e) {
-      jitted = e.what();
-    }
-  }
+  const std::string eager = limit_error(1000, [&] { (void)forever(1.0); });
   EXPECT_FALSE(eager.empty());
-  EXPECT_EQ(jitted, eager);
+  EXPECT_EQ(limit_error(1000, [&] { (void)jf(1.0); }), eager);
   // Iterations run by a kernel count against the guard: 600 + 600 > 1000.
   auto count_to = [](Array n) {
     return xpr::while_loop([&](const Array& v) { return v < n; },
@@ -223,25 +220,9 @@ TEST(JitControlFlow, RunawayScanStopsAtTheIterationLimit) {
         0, 5000, [](Array, Array v) { return v * 0.5 + 1.0; }, x);
   };
   auto jf = compiled(f);
-  std::string eager, jitted;
-  {
-    LoopIterationLimit guard(1000);
-    try {
-      (void)f(1.0);
-    } catch (const xpr::value_error& e) {
-      eager = e.what();
-    }
-  }
-  {
-    LoopIterationLimit guard(1000);
-    try {
-      (void)jf(1.0);
-    } catch (const xpr::value_error& e) {
-      jitted = e.what();
-    }
-  }
+  const std::string eager = limit_error(1000, [&] { (void)f(1.0); });
   EXPECT_FALSE(eager.empty());
-  EXPECT_EQ(jitted, eager);
+  EXPECT_EQ(limit_error(1000, [&] { (void)jf(1.0); }), eager);
   // Exactly the budget: 5000 compiled and 5000 interpreted iterations, then none is left.
   LoopIterationLimit guard(10000);
   expect_close(jf(1.0), f(1.0));
