@@ -46,14 +46,10 @@ struct CompilerInfo;
 
 namespace detail {
 
-inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-/// A 64-bit hash of `s`, 8 bytes per step: FNV-1a goes a byte at a time, 20 us for a 14 KB kernel
-/// checked on every first call. Each step maps the state one-to-one for a given word and the
-/// length is mixed in, so a change to one 8-byte word, or to the length, always changes the hash.
+/// A 64-bit hash of `s`, 8 bytes per step (FNV-1a, a byte at a time, took 20 us for a 14 KB
+/// kernel checked on every first call); it names cache entries and compiler memos and checks
+/// entries. Each step maps the state one-to-one for a given word and the length is mixed in, so
+/// a change to one 8-byte word, or to the length, always changes the hash.
 inline std::uint64_t hash_bytes(std::string_view s, std::uint64_t seed) {
   constexpr std::uint64_t k = 0xff51afd7ed558ccdull;  // odd: multiplying by it is one-to-one
   std::uint64_t h = seed ^ (s.size() * 0x9e3779b97f4a7c15ull);
@@ -408,7 +404,7 @@ XPR_FUNC const CompilerInfo& compiler_info() {
     const std::string memo =
         print.empty() || dir.empty()
             ? std::string()
-            : dir + "/compiler-" + detail::hex16(detail::fnv1a(print)) + ".txt";
+            : dir + "/compiler-" + detail::hex16(detail::hash_bytes(print, 3)) + ".txt";
     // The memo: a header line, the fingerprint, the version, the target. Any mismatch re-probes.
     const std::string header = "xpr compiler probe 1\n";
     if (!memo.empty()) {

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <span>
 #include <string>
 
@@ -14,9 +13,9 @@
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/detail/zero_jvp.hpp"
 #include "xpr/rt/prims/elementwise.hpp"
 #include "xpr/rt/trace.hpp"
-#include "xpr/rt/zeros.hpp"
 
 namespace xpr::rt {
 
@@ -26,11 +25,11 @@ namespace xpr::rt {
 /// abstract_eval: equal dtypes (`Op::accepts`), equal shapes or rank 0; the result is a strong
 /// bool.
 template <class Op>
-class Comparison final : public Primitive {
+class Comparison final : public detail::ZeroJvpPrimitive {
   static_assert(is_comparison_v<Op> && !is_differentiable_v<Op> && Op::arity == 2);
 
  public:
-  constexpr Comparison() : Primitive(Op::name) {}
+  constexpr Comparison() : ZeroJvpPrimitive(Op::name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -45,20 +44,6 @@ class Comparison final : public Primitive {
                                   [](T x, T y) { return Op::number(x, y); });
     });
     return {std::move(out).finish()};
-  }
-
-  /// Comparisons are piecewise constant (`differentiable = false`): the tangent is zero.
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
-                                const Params& params) const override {
-    Arrays out = rt::bind(*this, primals, params);
-    Array zero = zeros_like_aval(out[0].aval());
-    return {std::move(out), {std::move(zero)}};
-  }
-
-  /// With symbolic zeros: the tangent is a symbolic zero, nothing is computed.
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
-                                           const Params& params) const override {
-    return {rt::bind(*this, primals, params), {std::nullopt}};
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
@@ -87,11 +72,11 @@ class Comparison final : public Primitive {
 /// shape; name, dtypes and kernel from `Op`'s struct (core/ops.hpp). Piecewise constant: the
 /// tangent is a symbolic zero.
 template <class Op>
-class Predicate final : public Primitive {
+class Predicate final : public detail::ZeroJvpPrimitive {
   static_assert(Op::arity == 1 && !is_differentiable_v<Op>);
 
  public:
-  constexpr Predicate() : Primitive(Op::name) {}
+  constexpr Predicate() : ZeroJvpPrimitive(Op::name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     if (args.size() != 1)
@@ -108,18 +93,6 @@ class Predicate final : public Primitive {
       }
     });
     return {std::move(out).finish()};
-  }
-
-  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array>,
-                                const Params& params) const override {
-    Arrays out = rt::bind(*this, primals, params);
-    Array zero = zeros_like_aval(out[0].aval());
-    return {std::move(out), {std::move(zero)}};
-  }
-
-  std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals, std::span<const Tangent>,
-                                           const Params& params) const override {
-    return {rt::bind(*this, primals, params), {std::nullopt}};
   }
 
   std::pair<Arrays, BatchDims> batch(std::span<const Array> args, std::span<const BatchDim> dims,
