@@ -51,6 +51,10 @@ template class Elementwise<op::div>;
 template class Elementwise<op::max>;
 template class Elementwise<op::min>;
 template class Elementwise<op::pow>;
+template class Elementwise<op::rem>;
+template class Elementwise<op::and_>;
+template class Elementwise<op::or_>;
+template class Elementwise<op::xor_>;
 // rt/prims/integer_pow.hpp
 template class Elementwise<op::integer_pow>;
 // rt/prims/compare.hpp

@@ -136,12 +136,18 @@ TEST(JitCodegen, EveryUnaryPrimitive) {
              {"ipow", [](const Array& v) { return xpr::integer_pow(v, 5); }},
              {"square", [](const Array& v) { return xpr::square(v * 100000); }},  // wraps
              {"not", [](const Array& v) { return xpr::bitwise_not(v); }},
+             {"and or xor", [](const Array& v) { return ((v & 6) | (v ^ 3)) ^ (v * 7); }},
              {"copy", [](const Array& v) { return xpr::copy(v); }}})
       check_compiled(make_jaxpr(f)(xi), {xi}, name + " " + xi.aval().str());
   }
   Array b = random_array(g, Shape{9}, DType::bool_);
   check_compiled(make_jaxpr([](const Array& v) { return xpr::bitwise_not(v); })(b), {b},
                  "not bool");
+  Array c = random_array(g, Shape{9}, DType::bool_);
+  check_compiled(make_jaxpr([](const Array& v, const Array& w) {
+                   return std::vector<Array>{v & w, v | w, v ^ w, xpr::logical_and(v, ~w)};
+                 })(b, c),
+                 {b, c}, "and or xor bool");
   check_compiled(make_jaxpr([](const Array& v) { return xpr::copy(v); })(b), {b}, "copy bool");
 }
 
@@ -184,6 +190,9 @@ TEST(JitCodegen, EveryBinaryPrimitiveAndComparison) {
       {"eq", [](const Array& x, const Array& y) { return xpr::equal(x, y); }},
       {"ne", [](const Array& x, const Array& y) { return xpr::not_equal(x, y); }},
       {"where", [](const Array& x, const Array& y) { return xpr::where(x < y, x, y * 2); }},
+      {"rem", [](const Array& x, const Array& y) { return xpr::fmod(x, y); }},
+      {"remainder", [](const Array& x, const Array& y) { return x % y; }},
+      {"floor_divide", [](const Array& x, const Array& y) { return xpr::floor_divide(x, y); }},
   };
   for (DType t : {DType::float64, DType::float32, DType::int32, DType::int64})
     for (const auto& [name, f] : fs)
@@ -205,6 +214,13 @@ TEST(JitCodegen, EveryBinaryPrimitiveAndComparison) {
         b = array(std::vector<std::int32_t>{0, 2, -1, -3, 0});
   check_compiled(make_jaxpr([](const Array& p, const Array& q) { return p / q; })(a, b), {a, b},
                  "idiv");
+  // rem of integers: x rem 0 == x and INT_MIN rem -1 == 0, as XLA and the interpreter.
+  ClosedJaxpr irem =
+      make_jaxpr([](const Array& p, const Array& q) { return xpr::fmod(p, q); })(a, b);
+  check_compiled(irem, {a, b}, "irem");
+  EXPECT_EQ(
+      codegen::compile(irem.jaxpr)->run(std::vector<Array>{a, b})[0].to_vector<std::int32_t>(),
+      (std::vector<std::int32_t>{7, -1, 0, 2, 0}));
 }
 
 TEST(JitCodegen, SpecialValuesAndConversions) {
@@ -228,6 +244,53 @@ TEST(JitCodegen, SpecialValuesAndConversions) {
                               astype(v, DType::bool_), v * 2, v + 2147483647};  // wraps as in XLA
   };
   check_compiled(make_jaxpr(h)(i), {i}, "integer conversions");
+}
+
+// As a user writes it: Lennard-Jones energy in a periodic box, the minimum image by Python's `%`
+// (remainder) and a cutoff mask combined with `&`, the masked-out pairs kept finite by the double
+// `where`; forces are `-grad`, jitted both ways, against forces derived by hand.
+TEST(JitCodegen, PeriodicLennardJonesWithRemainderAndMask) {
+  const double L = 4.0, rc2 = 2.5 * 2.5;
+  const std::int64_t n = 6;
+  std::mt19937 g(11);
+  std::uniform_real_distribution<double> u(0.0, L);
+  std::vector<double> pos(static_cast<std::size_t>(n * 3));
+  for (double& p : pos) p = u(g);
+  Array X = xpr::array(pos, Shape{n, 3});
+  auto energy = [=](const Array& x) {
+    Array d = xpr::expand_dims(x, 1) - xpr::expand_dims(x, 0);  // (n, n, 3)
+    d = (d + 0.5 * L) % L - 0.5 * L;                            // minimum image
+    Array r2 = xpr::sum(d * d, 2);
+    Array mask = (r2 < rc2) & (xpr::eye(n) == 0.0);
+    Array inv6 = xpr::integer_pow(1.0 / xpr::where(mask, r2, 1.0), 3);
+    return 0.5 * xpr::sum(xpr::where(mask, 4.0 * (inv6 * inv6 - inv6), 0.0));
+  };
+  // By hand: E = sum over pairs within the cutoff of 4 (r^-12 - r^-6), dE/dr2 = 4 (-6 r2^-7 +
+  // 3 r2^-4), and dE/dx_i = sum_j dE/dr2 · 2 d_ij.
+  double e_hand = 0;
+  std::vector<double> grad_hand(pos.size(), 0.0);
+  auto py_mod = [](double a, double b) { return a - b * std::floor(a / b); };
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      double d[3], r2 = 0;
+      for (int k = 0; k < 3; ++k) {
+        d[k] = py_mod(pos[i * 3 + k] - pos[j * 3 + k] + 0.5 * L, L) - 0.5 * L;
+        r2 += d[k] * d[k];
+      }
+      if (r2 >= rc2) continue;
+      e_hand += 0.5 * 4 * (std::pow(r2, -6) - std::pow(r2, -3));
+      const double de = 4 * (-6 * std::pow(r2, -7) + 3 * std::pow(r2, -4));
+      for (int k = 0; k < 3; ++k) grad_hand[i * 3 + k] += de * 2 * d[k];
+    }
+  auto jitted = xpr::jit(energy);
+  EXPECT_NEAR(jitted(X).item<double>(), e_hand, 1e-9 * std::abs(e_hand));
+  for (const Array& grad : {xpr::jit(xpr::grad(energy))(X), xpr::grad(jitted)(X)}) {
+    std::vector<double> got = grad.to_vector<double>();
+    for (std::size_t k = 0; k < got.size(); ++k)
+      EXPECT_NEAR(got[k], grad_hand[k], 1e-9 * (1 + std::abs(grad_hand[k]))) << k;
+  }
+  check_compiled(make_jaxpr(xpr::grad(energy))(X), {X}, "periodic LJ forces");
 }
 
 // As a user writes it: linear interpolation in a table on a uniform grid, the cell's index from

@@ -1,6 +1,7 @@
-// Tests of rt/prims/binary.hpp: add sub mul div max min pow in every dtype they accept, against
-// C++ arithmetic and std:: functions, over sizes around the SIMD width (body and padded tail), with
-// rank-0 operands in either position; XLA's integer semantics; abstract_eval; every error.
+// Tests of rt/prims/binary.hpp: add sub mul div max min pow rem and or xor in every dtype they
+// accept, against C++ arithmetic and std:: functions, over sizes around the SIMD width (body and
+// padded tail), with rank-0 operands in either position; XLA's integer semantics; abstract_eval;
+// every error.
 #include "xpr/rt/prims/binary.hpp"
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 
 #include <gtest/gtest.h>
 #include <xsimd/xsimd.hpp>
+
+#include "xpr/rt/api_autodiff.hpp"
 
 #include "tests/prims/common.hpp"
 
@@ -309,6 +312,146 @@ TEST(BinaryPrims, WrongNumberOfOperandsIsRejected) {
   Array a = make(DType::float64, Shape{}, {1});
   expect_rejected<xpr::type_error>(rt::add_p, {a}, {"add", "2 operands", "found 1"});
   expect_rejected<xpr::type_error>(rt::add_p, {a, a, a}, {"add", "2 operands", "found 3"});
+}
+
+}  // namespace test_prims_binary
+
+namespace test_prims_binary {
+
+// rem: C's fmod and % for the ordinary cases (the sign of the dividend), XLA's answers where C++
+// has none (x rem 0 == x, INT_MIN rem -1 == 0); floats element by element at every size, so the
+// SIMD body and tail agree with std::fmod, also for quotients far beyond 2^53.
+TEST(BinaryPrims, RemIsTruncatedWithXlaIntegerSemantics) {
+  Array a =
+      make_typed<std::int32_t>({7, -7, 7, -7, 5, std::numeric_limits<std::int32_t>::min(), 0});
+  Array b = make_typed<std::int32_t>({2, 2, -2, -2, 0, -1, 3});
+  EXPECT_EQ(rt::bind1(rt::rem_p, {a, b}).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, -1, 1, -1, 5, 0, 0}));
+  Array al = make_typed<std::int64_t>({-9, std::numeric_limits<std::int64_t>::min()});
+  Array bl = make_typed<std::int64_t>({4, -1});
+  EXPECT_EQ(rt::bind1(rt::rem_p, {al, bl}).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{-1, 0}));
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{13}}) {
+    std::vector<double> x(n), y(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = (i % 2 ? -1.0 : 1.0) * (1e17 + 3.25 * double(i));  // quotients past 2^53
+      y[i] = 0.75 + 0.5 * double(i);
+    }
+    std::vector<double> got =
+        rt::bind1(rt::rem_p, {make_typed(x), make_typed(y)}).to_vector<double>();
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(got[i], std::fmod(x[i], y[i])) << n << " " << i;
+    std::vector<float> xf(x.begin(), x.end()), yf(y.begin(), y.end());
+    std::vector<float> gotf =
+        rt::bind1(rt::rem_p, {make_typed(xf), make_typed(yf)}).to_vector<float>();
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_EQ(gotf[i], std::fmod(xf[i], yf[i])) << n << " " << i;
+  }
+  std::vector<double> z = rt::bind1(rt::rem_p, {make_typed<double>({1.5, -0.0, INFINITY}),
+                                                make_typed<double>({0.0, 2.0, 2.0})})
+                              .to_vector<double>();
+  EXPECT_TRUE(std::isnan(z[0]));
+  EXPECT_TRUE(z[1] == 0.0 && std::signbit(z[1]));
+  EXPECT_TRUE(std::isnan(z[2]));
+  expect_error<xpr::dtype_error>(
+      [&] {
+        (void)rt::bind1(rt::rem_p,
+                        {make(DType::bool_, Shape{1}, {1}), make(DType::bool_, Shape{1}, {1})});
+      },
+      {"rem", "bool"});
+  EXPECT_EQ(rt::find_primitive("rem"), &rt::rem_p);
+}
+
+// and, or, xor: logical of bools, bitwise of integers; floats are refused by name.
+TEST(BinaryPrims, AndOrXorOfBoolsAndIntegers) {
+  Array p = make(DType::bool_, Shape{4}, {1, 1, 0, 0}),
+        q = make(DType::bool_, Shape{4}, {1, 0, 1, 0});
+  EXPECT_EQ(rt::bind1(rt::and_p, {p, q}).to_vector<bool>(),
+            (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(rt::bind1(rt::or_p, {p, q}).to_vector<bool>(),
+            (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(rt::bind1(rt::xor_p, {p, q}).to_vector<bool>(),
+            (std::vector<bool>{false, true, true, false}));
+  Array a = make_typed<std::int32_t>({12, -1, 5, std::numeric_limits<std::int32_t>::min()});
+  Array b = make_typed<std::int32_t>({10, 6, -6, -1});
+  EXPECT_EQ(rt::bind1(rt::and_p, {a, b}).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{8, 6, 0, std::numeric_limits<std::int32_t>::min()}));
+  EXPECT_EQ(rt::bind1(rt::or_p, {a, b}).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{14, -1, -1, -1}));
+  EXPECT_EQ(rt::bind1(rt::xor_p, {a, b}).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{6, -7, -1, std::numeric_limits<std::int32_t>::max()}));
+  Array l = make_typed<std::int64_t>({std::int64_t{1} << 40 | 3}),
+        m = make_typed<std::int64_t>({5});
+  EXPECT_EQ(rt::bind1(rt::and_p, {l, m}).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1}));
+  for (const rt::Primitive* prim :
+       {static_cast<const rt::Primitive*>(&rt::and_p), static_cast<const rt::Primitive*>(&rt::or_p),
+        static_cast<const rt::Primitive*>(&rt::xor_p)}) {
+    expect_error<xpr::dtype_error>(
+        [&] {
+          (void)rt::bind1(
+              *prim, {make(DType::float64, Shape{1}, {1}), make(DType::float64, Shape{1}, {1})});
+        },
+        {prim->name(), "float64", "bool or integer"});
+    EXPECT_EQ(rt::find_primitive(prim->name()), prim);
+  }
+}
+
+// jax.numpy's remainder (Python's %), floor_divide (//), fmod and the logical and bitwise
+// functions and operators, against the values Python gives.
+TEST(BinaryPrims, JaxNumpyRemainderFloorDivideAndLogicalFunctions) {
+  Array x = make_typed<double>({5.5, -5.5, 7.0, -7.0, 7.5}),
+        y = make_typed<double>({2, 2, -3, -3, 2.5});
+  EXPECT_EQ((x % y).to_vector<double>(), (std::vector<double>{1.5, 0.5, -2.0, -1.0, 0.0}));
+  EXPECT_EQ(xpr::remainder(x, y).to_vector<double>(), (x % y).to_vector<double>());
+  EXPECT_EQ(xpr::floor_divide(x, y).to_vector<double>(), (std::vector<double>{2, -3, -3, 2, 3}));
+  EXPECT_EQ(xpr::fmod(x, y).to_vector<double>(), (std::vector<double>{1.5, -1.5, 1.0, -1.0, 0.0}));
+  Array i = make_typed<std::int32_t>({7, -7, 7, -7, 6}),
+        j = make_typed<std::int32_t>({2, 2, -2, -2, 3});
+  EXPECT_EQ((i % j).to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 1, -1, -1, 0}));
+  EXPECT_EQ(xpr::floor_divide(i, j).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{3, -4, -4, 3, 2}));
+  EXPECT_EQ((i % 0).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 0, 0, 0, 0}));  // jnp
+  EXPECT_EQ((i % 3).dtype(), DType::int32);  // a weak C++ integer keeps the array's dtype
+  EXPECT_EQ((x % 2).to_vector<double>(), (std::vector<double>{1.5, 0.5, 1.0, 1.0, 1.5}));
+  // Plain numbers compute at once, with the same meaning.
+  EXPECT_EQ(xpr::remainder(-7, 2), 1);
+  EXPECT_EQ(xpr::floor_divide(-7, 2), -4);
+  EXPECT_EQ(xpr::floor_divide(-5.5, 2.0), -3.0);
+  EXPECT_EQ(xpr::fmod(-7, 2), -1);
+  EXPECT_EQ(xpr::bitwise_xor(6, 3), 5);
+  EXPECT_TRUE(xpr::logical_and(2, -1));
+  // Bitwise operators; logical functions convert to bool first (nonzero is true).
+  EXPECT_EQ((i & 3).to_vector<std::int32_t>(), (std::vector<std::int32_t>{3, 1, 3, 1, 2}));
+  EXPECT_EQ((i | 8).to_vector<std::int32_t>(), (std::vector<std::int32_t>{15, -7, 15, -7, 14}));
+  EXPECT_EQ((i ^ j).to_vector<std::int32_t>(), (std::vector<std::int32_t>{5, -5, -7, 7, 5}));
+  EXPECT_EQ((~i).to_vector<std::int32_t>(), (std::vector<std::int32_t>{-8, 6, -8, 6, -7}));
+  Array mask = (x > 0.0) & (y > 0.0);
+  EXPECT_EQ(mask.to_vector<bool>(), (std::vector<bool>{true, false, false, false, true}));
+  EXPECT_EQ(((x > 0.0) | true).to_vector<bool>(), (std::vector<bool>(5, true)));
+  EXPECT_EQ(xpr::logical_xor(x - 5.5, i).to_vector<bool>(),
+            (std::vector<bool>{true, false, false, false, false}));
+  EXPECT_EQ(xpr::logical_or(make_typed<double>({0.0, 0.0}), 0).to_vector<bool>(),
+            (std::vector<bool>{false, false}));
+  // Floats have no bitwise and: the error names the primitive and the dtype.
+  expect_error<xpr::dtype_error>([&] { (void)(x & y); }, {"and", "float64"});
+}
+
+// Derivatives: d fmod(x, y) = dx - trunc(x / y) dy; remainder adds y where it moved the
+// result, so its dy weight is -floor(x / y). Checked against those closed forms and central
+// differences, in both argument positions.
+TEST(BinaryPrims, GradientsOfFmodAndRemainder) {
+  for (auto [x, y] : std::vector<std::pair<double, double>>{{7.5, 2.0}, {-7.5, 2.0}, {1.3, -0.4}}) {
+    auto [gx, gy] = xpr::grad<0, 1>([](auto a, auto b) { return xpr::fmod(a, b); })(x, y);
+    EXPECT_DOUBLE_EQ(gx.item<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(gy.item<double>(), -std::trunc(x / y));
+    auto [hx, hy] = xpr::grad<0, 1>([](auto a, auto b) { return a % b; })(x, y);
+    EXPECT_DOUBLE_EQ(hx.item<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(hy.item<double>(), -std::floor(x / y));
+    const double h = 1e-6;
+    auto py_mod = [](double a, double b) { return a - b * std::floor(a / b); };
+    EXPECT_NEAR(hy.item<double>(), (py_mod(x, y + h) - py_mod(x, y - h)) / (2 * h), 1e-6);
+  }
+  // floor_divide is piecewise constant: a zero gradient.
+  EXPECT_EQ(xpr::grad([](auto a) { return xpr::floor_divide(a, 2.0); })(3.3).item<double>(), 0.0);
 }
 
 }  // namespace test_prims_binary

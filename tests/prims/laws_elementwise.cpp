@@ -149,6 +149,12 @@ const std::vector<OpRecord>& records() {
     {"copy",             &rt::copy_p,           {},            {any}, {f32, f64, i32}},
     {"is_finite",        &rt::is_finite_p,      {},            {any}},
     {"not",              &rt::not_p,            {},            {whole}, {i32, DType::int64, DType::bool_}},
+    {"and",              &rt::and_p,            {},            {whole, whole}, {i32, DType::int64, DType::bool_}},
+    {"or",               &rt::or_p,             {},            {whole, whole}, {i32, DType::int64, DType::bool_}},
+    {"xor",              &rt::xor_p,            {},            {whole, whole}, {i32, DType::int64, DType::bool_}},
+    // x / y in (1, 3): away from the jumps at integer quotients, where rem has no derivative
+    {"rem",              &rt::rem_p,            {},            {{2.2, 2.8}, {1.0, 1.9}}, {f32, f64}},
+    {"rem_int",          &rt::rem_p,            {},            {whole, {1, 3, false, true}}, {i32, DType::int64}},
   };
   return table;
 }

@@ -281,6 +281,28 @@ struct c_expr<op::div> {
     return "xpr_idiv_" + std::string(dtype_suffix(c.in())) + "(" + c[0] + ", " + c[1] + ")";
   }
 };
+/// rem: the C library's fmod for floats (a GCC builtin: with -fno-math-errno an inline loop, no
+/// libm call), XLA's integer semantics through a helper (`x rem 0 == x`, `INT_MIN rem -1 == 0`).
+template <>
+struct c_expr<op::rem> {
+  static std::string emit(const CCall& c) {
+    if (c.in() == DType::float32) return "__builtin_fmodf(" + c[0] + ", " + c[1] + ")";
+    if (c.in() == DType::float64) return "__builtin_fmod(" + c[0] + ", " + c[1] + ")";
+    return "xpr_irem_" + std::string(dtype_suffix(c.in())) + "(" + c[0] + ", " + c[1] + ")";
+  }
+};
+/// and, or, xor: C's operators, which promote to int, converted back to the operands' type.
+#define XPR_DETAIL_C_BITWISE(NAME, OP)                                          \
+  template <>                                                                   \
+  struct c_expr<op::NAME> {                                                     \
+    static std::string emit(const CCall& c) {                                   \
+      return "static_cast<" + c.type() + ">(" + c[0] + " " OP " " + c[1] + ")"; \
+    }                                                                           \
+  };
+XPR_DETAIL_C_BITWISE(and_, "&")
+XPR_DETAIL_C_BITWISE(or_, "|")
+XPR_DETAIL_C_BITWISE(xor_, "^")
+#undef XPR_DETAIL_C_BITWISE
 template <>
 struct c_expr<op::max> {
   static std::string emit(const CCall& c) {
@@ -888,6 +910,10 @@ XPR_FUNC const std::vector<ElementwiseRow>& elementwise_table() {
       row<op::max>(rt::max_p),
       row<op::min>(rt::min_p),
       row<op::pow>(rt::pow_p, true),
+      row<op::rem>(rt::rem_p),
+      row<op::and_>(rt::and_p),
+      row<op::or_>(rt::or_p),
+      row<op::xor_>(rt::xor_p),
       row<op::integer_pow>(rt::integer_pow_p),
       row<op::eq>(rt::eq_p),
       row<op::ne>(rt::ne_p),
@@ -2022,6 +2048,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     cc.math_used = &math_used_;
     if (e.primitive == &rt::div_p && !cc.floating())
       helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
+    if (e.primitive == &rt::rem_p && !cc.floating())
+      helpers_used_.insert(std::string("irem_") + dtype_suffix(cc.in()));
     if (e.primitive == &rt::convert_element_type_p && core::is_floating(cc.in()) &&
         core::is_integer(cc.out))
       helpers_used_.insert(std::string("cvt_") + dtype_suffix(cc.in()) + "_" +
@@ -2978,6 +3006,12 @@ XPR_FUNC std::string Lowering::preamble() const {
 }
 
 XPR_FUNC std::string Lowering::helper(const std::string& h) {
+  if (h.rfind("irem_", 0) == 0) {
+    std::string t = h == "irem_i32" ? "int" : "long long";
+    // XLA: x rem 0 == x, INT_MIN rem -1 == 0 (C++ leaves both undefined), else C's %.
+    return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
+           " b) { return b == 0 ? a : b == -1 ? static_cast<" + t + ">(0) : a % b; }\n";
+  }
   if (h.rfind("idiv_", 0) == 0) {
     std::string t = h == "idiv_i32" ? "int" : "long long";
     // XLA: x / 0 == -1, INT_MIN / -1 == INT_MIN (wraps, -fwrapv), else truncation.

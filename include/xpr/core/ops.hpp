@@ -106,6 +106,15 @@ struct div;
 struct max;
 struct min;
 struct pow;
+struct rem;
+struct and_;
+struct or_;
+struct xor_;
+struct remainder;
+struct floor_divide;
+struct logical_and;
+struct logical_or;
+struct logical_xor;
 struct integer_pow;
 struct eq;
 struct ne;
@@ -164,6 +173,26 @@ inline constexpr core::function<op::copy> copy{};
 inline constexpr core::function<op::stop_gradient> stop_gradient{};
 inline constexpr core::function<op::max> maximum{};
 inline constexpr core::function<op::min> minimum{};
+/// `jnp.fmod` (`lax.rem`, `rem`): the remainder of division truncated toward zero, with the sign
+/// of the dividend.
+inline constexpr core::function<op::rem> fmod{};
+/// `jnp.remainder` (`jnp.mod`, Python's `%`, the operator `%` on arrays): the remainder of
+/// division rounded toward minus infinity, with the sign of the divisor. Runtime tier only.
+inline constexpr core::function<op::remainder> remainder{};
+inline constexpr core::function<op::remainder> mod{};
+/// `jnp.floor_divide` (Python's `//`): the quotient rounded toward minus infinity. Runtime tier
+/// only.
+inline constexpr core::function<op::floor_divide> floor_divide{};
+/// `jnp.bitwise_and`, `bitwise_or`, `bitwise_xor` (`and`, `or`, `xor`; the operators `& | ^` on
+/// arrays): of bools and integers, logical for bools. Runtime tier only.
+inline constexpr core::function<op::and_> bitwise_and{};
+inline constexpr core::function<op::or_> bitwise_or{};
+inline constexpr core::function<op::xor_> bitwise_xor{};
+/// `jnp.logical_and`, `logical_or`, `logical_xor`: the operands converted to bool (nonzero is
+/// true), then `and`, `or`, `xor`. Runtime tier only.
+inline constexpr core::function<op::logical_and> logical_and{};
+inline constexpr core::function<op::logical_or> logical_or{};
+inline constexpr core::function<op::logical_xor> logical_xor{};
 inline constexpr core::function<op::pow> pow{};
 inline constexpr core::function<op::pow> power{};
 inline constexpr core::function<op::integer_pow> integer_pow{};
@@ -498,6 +527,31 @@ constexpr auto map_number(const T& x, F f) {
     return x.unaryExpr([f](const auto& v) { return f(v); });
   } else {
     return f(x);
+  }
+}
+/// `f` on two numbers, xsimd batches (lane by lane; either may be a number) or Eigen arrays
+/// (element by element; either may be a number).
+template <class A, class B, class F>
+constexpr auto map_number2(const A& a, const B& b, F f) {
+  if constexpr (
+      requires { a.derived(); } && requires { b.derived(); }) {
+    return a.binaryExpr(b, [f](const auto& x, const auto& y) { return f(x, y); });
+  } else if constexpr (requires { a.derived(); }) {
+    using S = typename A::Scalar;
+    return a.unaryExpr([f, b](const S& x) { return static_cast<S>(f(x, static_cast<S>(b))); });
+  } else if constexpr (requires { b.derived(); }) {
+    using S = typename B::Scalar;
+    return b.unaryExpr([f, a](const S& y) { return static_cast<S>(f(static_cast<S>(a), y)); });
+  } else if constexpr (is_arith<A> && is_arith<B>) {
+    return f(a, b);
+  } else {
+    using Batch = std::conditional_t<is_arith<A>, B, A>;
+    using E = typename Batch::value_type;
+    alignas(64) E xs[Batch::size], ys[Batch::size];
+    Batch(a).store_aligned(xs);
+    Batch(b).store_aligned(ys);
+    for (std::size_t i = 0; i < Batch::size; ++i) xs[i] = static_cast<E>(f(xs[i], ys[i]));
+    return Batch::load_aligned(xs);
   }
 }
 }  // namespace detail
@@ -838,6 +892,52 @@ struct pow {
   }
 };
 
+/// rem x y: the remainder of x / y truncated toward zero, with the sign of x (C's `fmod` and `%`;
+/// `lax.rem`, `jnp.fmod`). Integers follow XLA, where C++ leaves them undefined: `x rem 0 == x`
+/// and `INT_MIN rem -1 == 0`. d rem = dx - dy · trunc(x / y), JAX's
+/// `mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y)))))` with its one division bound once
+/// (the compile-time tier would merge the two, and both tiers print the same jvp).
+struct rem {
+  static constexpr std::string_view name = "rem";
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::numeric;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    if constexpr (detail::is_arith<A> && detail::is_arith<B>) {
+      using C = std::common_type_t<A, B>;
+      const C x = static_cast<C>(a), y = static_cast<C>(b);
+      if constexpr (std::is_integral_v<C>) {
+        static_assert(!std::is_same_v<C, bool>, "xpr::fmod: expected numbers, found bools");
+        if (y == C(0)) return x;
+        if constexpr (std::is_signed_v<C>) {
+          if (y == C(-1)) return C(0);
+        }
+        return static_cast<C>(x % y);
+      } else if constexpr (std::is_same_v<C, float>) {
+        return __builtin_fmodf(x, y);  // constexpr in GCC, where std::fmod is not
+      } else {
+        return static_cast<C>(__builtin_fmod(static_cast<double>(x), static_cast<double>(y)));
+      }
+    } else {
+      // Batches and Eigen arrays element by element: xsimd's fmod computes x - trunc(x / y) · y,
+      // which loses the remainder when the quotient is large.
+      return detail::map_number2(a, b, [](const auto& x, const auto& y) { return number(x, y); });
+    }
+  }
+  template <class T>
+  static constexpr T jvp_x(const T& g, const T&, const T&, const T&) {
+    return g;
+  }
+  template <class T>
+  static constexpr T jvp_y(const T& g, const T&, const T& x, const T& y) {
+    const T ng = -g;
+    const T q = x / y;
+    const T s = xpr::sign(q);  // one statement each: operands' order of evaluation is unspecified
+    const T t = xpr::floor(xpr::abs(q));
+    return ng * (s * t);
+  }
+};
+
 /// Identity on values; blocks derivatives in the tracing tiers.
 struct stop_gradient {
   static constexpr std::string_view name = "stop_gradient";
@@ -978,6 +1078,102 @@ struct not_ {
     }
   }
 };
+/// and, or, xor of bools (logical) and integers (bitwise) (`lax.bitwise_and`..., JAX's `and_p`,
+/// `or_p`, `xor_p`; named `and`, `or`, `xor` in jaxprs); no floats. Piecewise constant: no
+/// tangent space (JAX: `defjvp_zero`).
+template <class Derived>
+struct bitwise {
+  static constexpr int arity = 2;
+  static constexpr core::Accepts accepts = core::Accepts::integral;
+  static constexpr bool commutative = true;
+  static constexpr bool differentiable = false;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    if constexpr (detail::is_arith<A> && detail::is_arith<B>) {
+      static_assert(std::is_integral_v<A> && std::is_integral_v<B>,
+                    "xpr::bitwise_and/or/xor: expected integers or bools");
+      using C = std::common_type_t<A, B>;
+      return static_cast<C>(Derived::apply(static_cast<C>(a), static_cast<C>(b)));
+    } else {
+      return Derived::apply(a, b);
+    }
+  }
+};
+struct and_ : bitwise<and_> {
+  static constexpr std::string_view name = "and";
+  template <class A, class B>
+  static constexpr auto apply(const A& a, const B& b) {
+    return a & b;
+  }
+};
+struct or_ : bitwise<or_> {
+  static constexpr std::string_view name = "or";
+  template <class A, class B>
+  static constexpr auto apply(const A& a, const B& b) {
+    return a | b;
+  }
+};
+struct xor_ : bitwise<xor_> {
+  static constexpr std::string_view name = "xor";
+  template <class A, class B>
+  static constexpr auto apply(const A& a, const B& b) {
+    return a ^ b;
+  }
+};
+/// `jnp.logical_and/or/xor(x, y)`: not primitives; the runtime tier converts to bool and binds
+/// `and`, `or`, `xor`.
+template <class Bitwise>
+struct logical {
+  static constexpr std::string_view name = Bitwise::name;
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    return static_cast<bool>(Bitwise::apply(static_cast<bool>(a), static_cast<bool>(b)));
+  }
+};
+struct logical_and : logical<and_> {};
+struct logical_or : logical<or_> {};
+struct logical_xor : logical<xor_> {};
+/// `jnp.remainder(x, y)`: `rem` moved into the divisor's sign (Python's `%`); an integer divisor
+/// of 0 counts as 1, as jnp.remainder replaces it (the result is 0). Not a primitive.
+struct remainder {
+  static constexpr std::string_view name = "remainder";
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    using C = std::common_type_t<A, B>;
+    const C x = static_cast<C>(a);
+    C y = static_cast<C>(b);
+    if constexpr (std::is_integral_v<C>) {
+      if (y == C(0)) y = C(1);
+    }
+    const C r = rem::number(x, y);
+    return r != C(0) && ((r < C(0)) != (y < C(0))) ? static_cast<C>(r + y) : r;
+  }
+};
+/// `jnp.floor_divide(x, y)`: the quotient rounded toward minus infinity (Python's `//`), built as
+/// jax.numpy builds it: for integers `div` (XLA's: `x / 0 == -1`), less one where the signs
+/// differ and `rem` is not 0; for floats CPython's float_divmod (JAX's `_float_divmod`). Not a
+/// primitive.
+struct floor_divide {
+  static constexpr std::string_view name = "floor_divide";
+  template <class A, class B>
+  static constexpr auto number(const A& a, const B& b) {
+    using C = std::common_type_t<A, B>;
+    const C x = static_cast<C>(a), y = static_cast<C>(b);
+    if constexpr (std::is_integral_v<C>) {
+      using U = std::make_unsigned_t<C>;
+      const C q = y == C(0)    ? C(-1)
+                  : y == C(-1) ? static_cast<C>(U(0) - static_cast<U>(x))
+                               : static_cast<C>(x / y);
+      const bool differ = ((x > C(0)) - (x < C(0))) != ((y > C(0)) - (y < C(0)));
+      return differ && rem::number(x, y) != C(0) ? static_cast<C>(static_cast<U>(q) - U(1)) : q;
+    } else {
+      const C m = rem::number(x, y);
+      C d = (x - m) / y;
+      if (m != C(0) && ((y < C(0)) != (m < C(0)))) d = d - C(1);
+      return static_cast<C>(__builtin_round(d));  // lax.round: d is integral but for rounding
+    }
+  }
+};
 /// `jnp.logical_not(x)`: not of `x` converted to bool (nonzero is true). Not a primitive: the
 /// runtime tier binds `ne` (for non-bools) and `not`.
 struct logical_not {
@@ -1103,7 +1299,8 @@ using builtin_elementwise =
     boost::mp11::mp_list<op::neg, op::sin, op::cos, op::tan, op::tanh, op::exp, op::log, op::log1p,
                          op::expm1, op::sqrt, op::rsqrt, op::abs, op::sign, op::logistic,  // unary
                          op::square, op::exp2, op::cbrt, op::erf, op::floor, op::ceil, op::copy,
-                         op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow>;  // binary
+                         op::add, op::sub, op::mul, op::div, op::max, op::min, op::pow,  // binary
+                         op::rem>;
 
 /// The comparisons, in the order of the compile-time tier's `Prim`: each tier derives its
 /// comparison primitives from this list (rt `comparison_p<Op>`, ct `rules::comparison<Op>`).

@@ -162,7 +162,9 @@ inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
 ///  * `divide` is true division: integer and bool operands are promoted to f64 first;
 ///  * `add` and `multiply` of bools are logical or and and (`max`, `min` on bool);
 ///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
-///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first).
+///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first);
+///  * `fmod` of bools is of int32 (`rem` takes numbers); `bitwise_and`, `_or`, `_xor` of floats
+///    are a `dtype_error` naming the dtype.
 template <class Op, class A, class B>
 requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply(Op, const A& a,
                                                                                  const B& b) {
@@ -177,6 +179,9 @@ requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply
   WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
   if constexpr (std::is_same_v<Op, op::div>) {
     if (!core::is_floating(t.dtype)) t.dtype = DType::float64;
+  }
+  if constexpr (std::is_same_v<Op, op::rem>) {
+    if (core::is_bool(t.dtype)) t.dtype = DType::int32;
   }
   if constexpr (std::is_same_v<Op, op::pow>) {
     if (!core::is_floating(t.dtype))
@@ -223,6 +228,70 @@ requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array&
 /// `xpr::stop_gradient(x)`.
 inline Array xpr_apply(op::stop_gradient, const Array& x) { return bind1(stop_gradient_p, {x}); }
 
+namespace detail {
+Array remainder(const Array& x, const Array& y);
+Array floor_divide(const Array& x, const Array& y);
+/// A numeric operand pair for jax.numpy's `remainder` and `floor_divide` (JAX's
+/// `promote_args_numeric`: bools become int32).
+template <class A, class B>
+std::pair<Array, Array> promote_numeric(const A& a, const B& b) {
+  WeakDType t = core::result_type(weak_dtype_of(a), weak_dtype_of(b));
+  if (core::is_bool(t.dtype)) t.dtype = DType::int32;
+  return {promote_to(a, t), promote_to(b, t)};
+}
+/// jax.numpy's logical operators' operand: a bool as it is, anything else `x != 0`.
+template <class A>
+Array to_bool(const A& a) {
+  if constexpr (ArrayArg<A>) {
+    if (core::is_bool(a.dtype())) return a;
+    return a != 0;
+  } else {
+    return promote_to(static_cast<bool>(a), WeakDType{DType::bool_, false});
+  }
+}
+}  // namespace detail
+
+/// `xpr::remainder(x, y)` (`jnp.remainder`, `x % y`): `rem`, then `y` added where the remainder
+/// is nonzero and its sign differs from `y`'s, as jax.numpy binds it.
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array xpr_apply(op::remainder, const A& a, const B& b) {
+  auto [x, y] = detail::promote_numeric(a, b);
+  return detail::remainder(x, y);
+}
+/// `xpr::floor_divide(x, y)` (`jnp.floor_divide`): see op::floor_divide.
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array xpr_apply(op::floor_divide, const A& a, const B& b) {
+  auto [x, y] = detail::promote_numeric(a, b);
+  return detail::floor_divide(x, y);
+}
+/// `xpr::logical_and(x, y)`, `logical_or`, `logical_xor`: `and`, `or`, `xor` of the operands as
+/// bools.
+template <class Bitwise, class A, class B>
+requires detail::ArrayOperands<A, B> Array xpr_apply(op::logical<Bitwise>, const A& a, const B& b) {
+  return xpr_apply(Bitwise{}, detail::to_bool(a), detail::to_bool(b));
+}
+
+/// The operators `& | ^ ~ %` of jax.numpy's arrays: `bitwise_and`, `bitwise_or`, `bitwise_xor`,
+/// `bitwise_not` and `remainder` (Python's `%`, not C++'s: the result has the divisor's sign; C's
+/// remainder is `xpr::fmod`).
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array operator&(const A& a, const B& b) {
+  return xpr_apply(op::and_{}, a, b);
+}
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array operator|(const A& a, const B& b) {
+  return xpr_apply(op::or_{}, a, b);
+}
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array operator^(const A& a, const B& b) {
+  return xpr_apply(op::xor_{}, a, b);
+}
+template <class A, class B>
+requires detail::ArrayOperands<A, B> Array operator%(const A& a, const B& b) {
+  return xpr_apply(op::remainder{}, a, b);
+}
+inline Array operator~(const Array& x) { return xpr_apply(op::not_{}, x); }
+
 }  // namespace xpr::rt
 
 #if XPR_DEFINITIONS
@@ -247,6 +316,41 @@ XPR_FUNC Array bind_broadcasting(const Primitive& prim, std::initializer_list<Ar
       if (a.ndim() != 0) a = broadcast_to(a, out);
   }
   return std::move(rt::bind(prim, args).front());  // qualified: ADL would find std::bind
+}
+
+XPR_FUNC Array remainder(const Array& x, const Array& y0) {
+  // jnp.remainder: an integer divisor of 0 is replaced by 1 (XLA's `x rem 0` is x).
+  const Array y = core::is_integer(y0.dtype()) ? xpr_apply(op::select{}, y0 == 0, 1, y0) : y0;
+  const Array trunc_mod = xpr_apply(op::rem{}, x, y);
+  const Array not_zero = trunc_mod != 0;
+  const Array mod_negative = trunc_mod < 0;  // bound in jax.numpy's order
+  const Array y_negative = y < 0;
+  const Array do_plus = xpr_apply(op::and_{}, mod_negative != y_negative, not_zero);
+  return xpr_apply(op::select{}, do_plus, trunc_mod + y, trunc_mod);
+}
+
+XPR_FUNC Array floor_divide(const Array& x, const Array& y) {
+  if (core::is_integer(x.dtype())) {
+    const Array quotient = bind_broadcasting(elementwise_p<op::div>, {x, y});  // truncating
+    const Array sx = xpr_apply(op::sign{}, x);  // bound in jax.numpy's order
+    const Array sy = xpr_apply(op::sign{}, y);
+    const Array signs_differ = sx != sy;
+    const Array inexact = xpr_apply(op::rem{}, x, y) != 0;
+    const Array select = xpr_apply(op::and_{}, signs_differ, inexact);
+    return xpr_apply(op::select{}, select, quotient - 1, quotient);
+  }
+  // JAX's _float_divmod (CPython's float_divmod).
+  const Array mod = xpr_apply(op::rem{}, x, y);
+  const Array div = (x - mod) / y;
+  const Array mod_nonzero = mod != 0;
+  const Array sy = xpr_apply(op::sign{}, y);
+  const Array smod = xpr_apply(op::sign{}, mod);
+  const Array ind = xpr_apply(op::and_{}, mod_nonzero, sy != smod);
+  const Array d = xpr_apply(op::select{}, ind, div - 1, div);
+  // lax.round's default (away from zero); round_p is named in prims/unary.hpp, a layer above.
+  return bind1(elementwise_p<op::round>, {d},
+               {{std::string(op::round::parameter),
+                 static_cast<std::int64_t>(rounding_method::away_from_zero)}});
 }
 
 }  // namespace xpr::rt::detail

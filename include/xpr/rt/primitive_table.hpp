@@ -60,10 +60,10 @@ const Primitive* find_primitive(std::string_view name);
 namespace xpr::rt {
 
 XPR_FUNC std::span<const Primitive* const> library_primitives() {
-  static constexpr std::array<const Primitive*, 44> others{
+  static constexpr std::array<const Primitive*, 47> others{
       // elementwise but not in the shared list (prims/compare.hpp, integer_pow.hpp, select.hpp...)
       &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &is_finite_p, &integer_pow_p, &round_p, &not_p,
-      &select_n_p, &convert_element_type_p, &stop_gradient_p,
+      &and_p, &or_p, &xor_p, &select_n_p, &convert_element_type_p, &stop_gradient_p,
       // shape, slicing, indexing
       &broadcast_in_dim_p, &transpose_p, &reshape_p, &squeeze_p, &expand_dims_p, &rev_p, &iota_p,
       &slice_p, &pad_p, &dynamic_slice_p, &dynamic_update_slice_p, &concatenate_p, &gather_p,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Compile-time rules of the binary arithmetic primitives: add sub mul div max min pow. Each block
-// holds the primitive's constant folding and its simplifications (x+0, x*1, 0*x, ...). The jvp
-// and the linear ones' transpose are the standard ones, from the primitive's struct in
+// Compile-time rules of the binary arithmetic primitives: add sub mul div max min pow rem. Each
+// block holds the primitive's constant folding and its simplifications (x+0, x*1, 0*x, ...). The
+// jvp and the linear ones' transpose are the standard ones, from the primitive's struct in
 // core/ops.hpp, except div's jvp, which shares its division.
 #pragma once
 
@@ -224,6 +224,14 @@ struct Rules<op::pow> : rules::standard<op::pow> {
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[1].is_one()) return rules::same(x[0], out);
     return {};
+  }
+};
+
+// rem: folded exactly (GCC folds fmod); `rem(x, 1)` is not `x`, so there is nothing to simplify.
+template <>
+struct Rules<op::rem> : rules::standard<op::rem> {
+  static constexpr bool fold(const double* x, std::int64_t, double& r) {
+    XPR_DETAIL_FOLD(__builtin_fmod(x[0], x[1]), r);
   }
 };
 

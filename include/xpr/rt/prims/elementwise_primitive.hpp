@@ -83,7 +83,8 @@ T unary_element(const T& x) {
 /// The element function of a binary primitive, on one element or on an xsimd batch of them.
 /// Where C++ and XLA disagree, XLA wins: signed integer add, sub and mul wrap around (C++ leaves
 /// overflow undefined), integer div truncates with `x / 0 == -1` and `INT_MIN / -1 == INT_MIN`,
-/// and max/min propagate NaN (x86's max instruction does not). pow is the C library's.
+/// integer rem has `x rem 0 == x` and `INT_MIN rem -1 == 0` (op::rem), and max/min propagate NaN
+/// (x86's max instruction does not). pow is the C library's.
 template <class Op, class T>
 T binary_element(const T& a, const T& b) {
   constexpr bool is_max = std::is_same_v<Op, op::max>, is_min = std::is_same_v<Op, op::min>;
@@ -93,6 +94,8 @@ T binary_element(const T& a, const T& b) {
       if (b == T(0)) return T(-1);
       if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
       return static_cast<T>(a / b);
+    } else if constexpr (std::is_same_v<Op, op::rem>) {
+      return Op::number(a, b);  // signed: the unsigned remainder below would differ
     } else if constexpr (is_max) {
       return a < b ? b : a;
     } else if constexpr (is_min) {
