@@ -77,6 +77,7 @@ struct ParamKindTable {
       {"new_dtype", ParamKind::dtype},
       {"dtype", ParamKind::dtype},
       {"preferred_element_type", ParamKind::dtype},
+      {"index_dtype", ParamKind::dtype},
       // Structured tuples.
       {"dimension_numbers", ParamKind::dot_dimension_numbers},
       {"padding_config", ParamKind::padding},

@@ -20,6 +20,7 @@
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
+#include "xpr/rt/prims/argminmax.hpp"
 #include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/reduce.hpp"
 #include "xpr/rt/prims/shape.hpp"
@@ -75,9 +76,21 @@ inline Array min(const Array& x, const AxisArg& axis = {}, bool keepdims = false
 /// mean of nothing is NaN (0 / 0).
 Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
+/// `jnp.argmax(x, axis, keepdims)`: the int32 index of the first largest element along `axis`
+/// (of the flattened array by default; `argmax[axes=(k,) index_dtype=int32]`). NaN counts as the
+/// largest. Throws `shape_error` for an empty axis.
+Array argmax(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
+             bool keepdims = false);
+
+/// `jnp.argmin(x, axis, keepdims)`: the index of the first smallest element, as `argmax`.
+Array argmin(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
+             bool keepdims = false);
+
 }  // namespace xpr::rt
 
 namespace xpr {
+using rt::argmax;
+using rt::argmin;
 using rt::AxisArg;
 using rt::max;
 using rt::mean;
@@ -123,6 +136,35 @@ XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
   Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
   // The count is a C++ number, weakly typed: an f32 mean stays f32.
   return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
+}
+
+namespace detail {
+/// jax.numpy's argmax and argmin: `axis=None` reduces the flattened array (and `keepdims` then
+/// keeps every axis as size 1).
+XPR_FUNC Array arg_reduce(const ArgReduce& prim, const Array& x, std::optional<std::int64_t> axis,
+                          bool keepdims) {
+  std::int64_t a = 0;
+  if (axis) {
+    try {
+      a = static_cast<std::int64_t>(core::canonicalize_axis(*axis, x.ndim()));
+    } catch (const core::index_error& e) {
+      throw core::index_error(prim.name() + ": " + e.what());
+    }
+  }
+  const Array in = axis ? x : ravel(x);
+  Array out = bind1(prim, {in}, {{"axes", Axes{a}}, {"index_dtype", DType::int32}});
+  if (!keepdims) return out;
+  if (axis) return expand_dims(out, a);
+  return reshape(out, Shape(std::vector<std::int64_t>(x.ndim(), 1)));
+}
+}  // namespace detail
+
+XPR_FUNC Array argmax(const Array& x, std::optional<std::int64_t> axis, bool keepdims) {
+  return detail::arg_reduce(argmax_p, x, axis, keepdims);
+}
+
+XPR_FUNC Array argmin(const Array& x, std::optional<std::int64_t> axis, bool keepdims) {
+  return detail::arg_reduce(argmin_p, x, axis, keepdims);
 }
 
 }  // namespace xpr::rt
