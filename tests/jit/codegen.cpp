@@ -872,6 +872,63 @@ TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
   const std::string src = compiled(forces).lower(pos).as_text();
   EXPECT_NE(src.find("if (!(ck0 || ck1)) {"), std::string::npos) << src;
   EXPECT_NE(src.find("double rk"), std::string::npos) << src;
+  // The pair loop gathers and stores each pair's updates (GCC vectorizes it); the scatter-adds
+  // of take's transpose combine them in a loop of their own after it.
+  EXPECT_NE(src.find("#pragma GCC ivdep"), std::string::npos) << src;
+}
+
+TEST(JitCodegen, GatheringLoopsStoreUpdatesThatScattersCombineAfterThem) {
+  // As a user writes a spring network: bonds (i, j) of rest length 1, the energy a sum over the
+  // bonds through vmap, forces by -grad, so a loop over bonds gathers both ends and the
+  // scatter-adds of take's transpose combine its results after it. Bonds in range, a particle
+  // named twice in a row (repeated indices combine in the interpreter's order), a negative index
+  // (counted from the end) and one past the end (filled with NaN, dropped by the scatter).
+  const std::int64_t n = 7;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    p.push_back(0.9 * static_cast<double>(k % 4) + 0.2 * std::cos(static_cast<double>(k)));
+  Array pos = xpr::array(p, Shape{n, 3});
+  auto spring = [](const Array& ri, const Array& rj) {
+    Array d = ri - rj;
+    Array stretch = xpr::sqrt(xpr::sum(d * d)) - 1.0;
+    return 0.5 * stretch * stretch;
+  };
+  using Bonds = std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>>;
+  for (const Bonds& bonds :
+       {Bonds{{0, 1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 6}}, Bonds{{0, 0, 0, 6, 2}, {1, 2, 3, 5, 4}},
+        Bonds{{0, 1, -1, 3}, {2, 2, 4, -7}}, Bonds{{0, 1, 2, 3}, {1, 9, 3, 4}}}) {
+    Array I = xpr::array(bonds.first), J = xpr::array(bonds.second);
+    auto energy = [&](const Array& x) {
+      return xpr::sum(xpr::vmap(spring)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+    };
+    auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+    // The update an argument rather than the loop's own value, beside a gather of the same rows.
+    auto moved = [&](const Array& x, const Array& u) {
+      return std::vector<Array>{x.at(I).add(u * xpr::take(x, J, 0)), xpr::take(x, I, 0) * 2.0};
+    };
+    Array u = xpr::array(std::vector<double>(bonds.first.size() * 3, 0.25),
+                         Shape{static_cast<std::int64_t>(bonds.first.size()), 3});
+    const std::string what = "bonds to " + std::to_string(bonds.second[1]);
+    expect_close(compiled(forces)(pos), forces(pos), what + ", forces");
+    expect_close(compiled(energy)(pos), energy(pos), what + ", energy");
+    const auto got = compiled(moved)(pos, u), want = moved(pos, u);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) expect_close(got[k], want[k], what + ", moved");
+  }
+  Array I = xpr::array(std::vector<std::int32_t>{0, 1}),
+        J = xpr::array(std::vector<std::int32_t>{1, 2});
+  auto energy = [&](const Array& x) {
+    return xpr::sum(xpr::vmap(spring)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+  };
+  auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+  const std::string src = compiled(forces).lower(pos).as_text();
+  const std::size_t loop = src.find("#pragma GCC ivdep");
+  ASSERT_NE(loop, std::string::npos) << src;
+  // The combines (`o[st] = (o[st] + ...)`) come after the gathering loop, not inside it.
+  const std::size_t combine = src.find("[st", loop);
+  ASSERT_NE(combine, std::string::npos) << src;
+  EXPECT_GT(src.rfind("for (long long i0 = 0;", combine), src.find("for (long long i0 = 0;", loop))
+      << src;
 }
 
 TEST(JitCodegen, PairForcesWithPairsOutOfRangeMatchEager) {
