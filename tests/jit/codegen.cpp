@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -875,6 +876,37 @@ TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
   // The pair loop gathers and stores each pair's updates (GCC vectorizes it); the scatter-adds
   // of take's transpose combine them in a loop of their own after it.
   EXPECT_NE(src.find("#pragma GCC ivdep"), std::string::npos) << src;
+}
+
+TEST(JitCodegen, ADivisionOfAReciprocalByItsDenominatorIsASquare) {
+  // (1 / y) / y, which the derivative of 1 / y gives, is computed as (1 / y) * (1 / y): one
+  // division, not two in a row. The product is within an ulp of the quotient, so it equals the
+  // interpreter's result within the tolerance, at every magnitude: huge and tiny (both overflow or
+  // both underflow), subnormal, zeros of both signs, infinities, NaN.
+  const double big = std::ldexp(1.0, 511), small = std::ldexp(1.0, -513);
+  std::vector<double> v = {0.5, -3.0, 1.7, 1e-300, 1e300, 1e-160, 1e160, 1e-154, 5e-324,
+                           0.0, -0.0, big, small,  -big,  1e-30,  1e30,  7.25,   -1e-5};
+  v.push_back(std::numeric_limits<double>::infinity());
+  v.push_back(-std::numeric_limits<double>::infinity());
+  v.push_back(std::numeric_limits<double>::quiet_NaN());
+  auto f = [](const Array& y) {
+    Array r = 1.0 / y;
+    return r / y;
+  };
+  auto df = [](const Array& y) {
+    return xpr::grad([](const Array& x) { return xpr::sum(1.0 / x); })(y);
+  };
+  for (DType t : {DType::float64, DType::float32}) {
+    Array y = astype(xpr::array(v), t);
+    expect_close(compiled(f)(y), f(y), "(1 / y) / y, " + y.aval().str());
+    expect_close(compiled(df)(y), df(y), "grad of 1 / y, " + y.aval().str());
+    const std::string src = compiled(f).lower(y).as_text();
+    EXPECT_EQ(src.find(" / "), src.rfind(" / ")) << src;  // one division
+  }
+  // Not when the numerator is another number, or the denominators differ.
+  auto g = [](const Array& y, const Array& z) { return (2.0 / y) / y + (1.0 / y) / z; };
+  Array y = xpr::array(v), z = xpr::array(std::vector<double>(v.rbegin(), v.rend()));
+  expect_close(compiled(g)(y, z), g(y, z), "2 / y / y and 1 / y / z");
 }
 
 TEST(JitCodegen, GatheringLoopsStoreUpdatesThatScattersCombineAfterThem) {

@@ -2054,6 +2054,25 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   };
   std::unordered_map<std::size_t, const Eqn*> eqn_of;  // this group's vars' equations
   for (const Eqn* e : grp.eqns) eqn_of.emplace(info(e->outputs[0]).id, e);
+  // `r / y` where this group computed `r = 1 / y` (floats): `r * r`. JAX's derivative of `1 / y`
+  // is `(1 / y) / y`, a second division that waits for the first; the product differs from it
+  // by about an ulp (r is 1/y rounded once), within the tolerance of compiled against eager.
+  auto reciprocal_over = [&](const Eqn& e) {
+    if (e.primitive != &rt::div_p || !core::is_floating(e.outputs[0].aval().dtype)) return false;
+    const Var* r = std::get_if<Var>(&e.inputs[0]);
+    const Var* y = std::get_if<Var>(&e.inputs[1]);
+    if (!r || !y || info(*r).group != gi) return false;
+    auto it = eqn_of.find(info(*r).id);
+    if (it == eqn_of.end() || it->second->primitive != &rt::div_p) return false;
+    const Eqn& q = *it->second;
+    const Literal* one = std::get_if<Literal>(&q.inputs[0]);
+    const Var* qy = std::get_if<Var>(&q.inputs[1]);
+    if (!one || !qy || qy->id() != y->id() || one->value.dtype() != e.outputs[0].aval().dtype ||
+        r->aval().shape != y->aval().shape)
+      return false;
+    return one->value.dtype() == DType::float64 ? one->value.item<double>() == 1.0
+                                                : one->value.item<float>() == 1.0F;
+  };
   std::string extra;  // statements a recomputed read needs, before the statement using it
   // Values of a short loop (over x, y, z: a size written as a number) read by a later loop over
   // the same axis in the same row (a pair's difference vector, after the row's reduction): kept
@@ -2339,7 +2358,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     } else {
       std::vector<std::string> args;
       for (const Atom& a : e.inputs) args.push_back(operand(a, at));
-      expr = elementwise_expr(e, args);
+      expr = reciprocal_over(e) ? "(" + args[0] + " * " + args[0] + ")" : elementwise_expr(e, args);
     }
     L.body += extra;
     extra.clear();
