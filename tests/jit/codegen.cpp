@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -935,6 +936,94 @@ TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
   const std::string src = compiled(forces).lower(pos).as_text();
   EXPECT_NE(src.find("if (!(ck0 || ck1)) {"), std::string::npos) << src;
   EXPECT_NE(src.find("double rk"), std::string::npos) << src;
+  // The pair loop gathers and stores each pair's updates (GCC vectorizes it); the scatter-adds
+  // of take's transpose combine them in a loop of their own after it.
+  EXPECT_NE(src.find("#pragma GCC ivdep"), std::string::npos) << src;
+}
+
+TEST(JitCodegen, ADivisionOfAReciprocalByItsDenominatorIsASquare) {
+  // (1 / y) / y, which the derivative of 1 / y gives, is computed as (1 / y) * (1 / y): one
+  // division, not two in a row. The product is within an ulp of the quotient, so it equals the
+  // interpreter's result within the tolerance, at every magnitude: huge and tiny (both overflow or
+  // both underflow), subnormal, zeros of both signs, infinities, NaN.
+  const double big = std::ldexp(1.0, 511), small = std::ldexp(1.0, -513);
+  std::vector<double> v = {0.5, -3.0, 1.7, 1e-300, 1e300, 1e-160, 1e160, 1e-154, 5e-324,
+                           0.0, -0.0, big, small,  -big,  1e-30,  1e30,  7.25,   -1e-5};
+  v.push_back(std::numeric_limits<double>::infinity());
+  v.push_back(-std::numeric_limits<double>::infinity());
+  v.push_back(std::numeric_limits<double>::quiet_NaN());
+  auto f = [](const Array& y) {
+    Array r = 1.0 / y;
+    return r / y;
+  };
+  auto df = [](const Array& y) {
+    return xpr::grad([](const Array& x) { return xpr::sum(1.0 / x); })(y);
+  };
+  for (DType t : {DType::float64, DType::float32}) {
+    Array y = astype(xpr::array(v), t);
+    expect_close(compiled(f)(y), f(y), "(1 / y) / y, " + y.aval().str());
+    expect_close(compiled(df)(y), df(y), "grad of 1 / y, " + y.aval().str());
+    const std::string src = compiled(f).lower(y).as_text();
+    EXPECT_EQ(src.find(" / "), src.rfind(" / ")) << src;  // one division
+  }
+  // Not when the numerator is another number, or the denominators differ.
+  auto g = [](const Array& y, const Array& z) { return (2.0 / y) / y + (1.0 / y) / z; };
+  Array y = xpr::array(v), z = xpr::array(std::vector<double>(v.rbegin(), v.rend()));
+  expect_close(compiled(g)(y, z), g(y, z), "2 / y / y and 1 / y / z");
+}
+
+TEST(JitCodegen, GatheringLoopsStoreUpdatesThatScattersCombineAfterThem) {
+  // As a user writes a spring network: bonds (i, j) of rest length 1, the energy a sum over the
+  // bonds through vmap, forces by -grad, so a loop over bonds gathers both ends and the
+  // scatter-adds of take's transpose combine its results after it. Bonds in range, a particle
+  // named twice in a row (repeated indices combine in the interpreter's order), a negative index
+  // (counted from the end) and one past the end (filled with NaN, dropped by the scatter).
+  const std::int64_t n = 7;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    p.push_back(0.9 * static_cast<double>(k % 4) + 0.2 * std::cos(static_cast<double>(k)));
+  Array pos = xpr::array(p, Shape{n, 3});
+  auto spring = [](const Array& ri, const Array& rj) {
+    Array d = ri - rj;
+    Array stretch = xpr::sqrt(xpr::sum(d * d)) - 1.0;
+    return 0.5 * stretch * stretch;
+  };
+  using Bonds = std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>>;
+  for (const Bonds& bonds :
+       {Bonds{{0, 1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 6}}, Bonds{{0, 0, 0, 6, 2}, {1, 2, 3, 5, 4}},
+        Bonds{{0, 1, -1, 3}, {2, 2, 4, -7}}, Bonds{{0, 1, 2, 3}, {1, 9, 3, 4}}}) {
+    Array I = xpr::array(bonds.first), J = xpr::array(bonds.second);
+    auto energy = [&](const Array& x) {
+      return xpr::sum(xpr::vmap(spring)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+    };
+    auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+    // The update an argument rather than the loop's own value, beside a gather of the same rows.
+    auto moved = [&](const Array& x, const Array& u) {
+      return std::vector<Array>{x.at(I).add(u * xpr::take(x, J, 0)), xpr::take(x, I, 0) * 2.0};
+    };
+    Array u = xpr::array(std::vector<double>(bonds.first.size() * 3, 0.25),
+                         Shape{static_cast<std::int64_t>(bonds.first.size()), 3});
+    const std::string what = "bonds to " + std::to_string(bonds.second[1]);
+    expect_close(compiled(forces)(pos), forces(pos), what + ", forces");
+    expect_close(compiled(energy)(pos), energy(pos), what + ", energy");
+    const auto got = compiled(moved)(pos, u), want = moved(pos, u);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) expect_close(got[k], want[k], what + ", moved");
+  }
+  Array I = xpr::array(std::vector<std::int32_t>{0, 1}),
+        J = xpr::array(std::vector<std::int32_t>{1, 2});
+  auto energy = [&](const Array& x) {
+    return xpr::sum(xpr::vmap(spring)(xpr::take(x, I, 0), xpr::take(x, J, 0)));
+  };
+  auto forces = [&](const Array& x) { return -xpr::grad(energy)(x); };
+  const std::string src = compiled(forces).lower(pos).as_text();
+  const std::size_t loop = src.find("#pragma GCC ivdep");
+  ASSERT_NE(loop, std::string::npos) << src;
+  // The combines (`o[st] = (o[st] + ...)`) come after the gathering loop, not inside it.
+  const std::size_t combine = src.find("[st", loop);
+  ASSERT_NE(combine, std::string::npos) << src;
+  EXPECT_GT(src.rfind("for (long long i0 = 0;", combine), src.find("for (long long i0 = 0;", loop))
+      << src;
 }
 
 TEST(JitCodegen, PairForcesWithPairsOutOfRangeMatchEager) {

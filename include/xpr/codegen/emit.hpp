@@ -1950,6 +1950,24 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       if (in.ndim() != 0 && in.shape != e->outputs[0].aval().shape) flat = false;
     }
   }
+  // A top-level group that gathers, and whose loops combine nothing across their iterations (no
+  // reduction into the same cells, no sum over the outer loop), tells GCC that its outer loop
+  // carries no dependence through memory: it writes each element of its own buffers once (never
+  // an argument's or another group's), which GCC cannot see through the pointers read from b[],
+  // and without which it does not vectorize the gathers. Its fused scatters then combine their
+  // updates, stored by those loops, in a loop nest of their own after them (`split`): a
+  // read-modify-write through indices would keep the whole loop scalar. See docs/codegen.md.
+  bool ivdep = rank > 0 && std::find(top_.begin(), top_.end(), g) != top_.end();
+  bool gathers = false, scatters = false;
+  for (const Eqn* e : grp.eqns) {
+    if (e->primitive == &rt::gather_p) gathers = true;
+    if (is_scatter(e->primitive)) scatters = true;
+    if (sink_reduce(*e)) ivdep = false;
+    if (is_reduce(*e) && e->outputs[0].aval().ndim() == 0) ivdep = false;
+  }
+  ivdep = ivdep && gathers;
+  const bool split = ivdep && scatters;
+  std::vector<std::pair<std::size_t, std::string>> combines;       // split: (depth, statements)
   auto f = [](std::size_t d) { return "f" + std::to_string(d); };  // flat index of S[:d]
   range_checks_.clear();
   range_check_code_.clear();
@@ -1987,6 +2005,9 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   auto close = [&] {
     Level& L = lv[c];
     const std::size_t up = flat ? 0 : c - 1;
+    // Under ivdep, rows kept inside the outer loop are declared in its body, so that each of its
+    // iterations has its own (`kept_rows`).
+    if (up == 0 && ivdep && !flat) L.body = "@rows" + std::to_string(L.inst) + "@\n" + L.body;
     std::string loop;
     if (flat) {
       loop = "for (long long " + f(rank) + " = 0, N = " + count(S) + "; " + f(rank) + " < N; ++" +
@@ -2031,6 +2052,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         for (const Acc& a : L.accs) defs[a.id].pending = 0;
       }
     }
+    if (up == 0 && ivdep) loop = "#pragma GCC ivdep\n" + loop;
     lv[up].body += loop + L.after;
     c = up;
   };
@@ -2060,6 +2082,25 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   };
   std::unordered_map<std::size_t, const Eqn*> eqn_of;  // this group's vars' equations
   for (const Eqn* e : grp.eqns) eqn_of.emplace(info(e->outputs[0]).id, e);
+  // `r / y` where this group computed `r = 1 / y` (floats): `r * r`. JAX's derivative of `1 / y`
+  // is `(1 / y) / y`, a second division that waits for the first; the product differs from it
+  // by about an ulp (r is 1/y rounded once), within the tolerance of compiled against eager.
+  auto reciprocal_over = [&](const Eqn& e) {
+    if (e.primitive != &rt::div_p || !core::is_floating(e.outputs[0].aval().dtype)) return false;
+    const Var* r = std::get_if<Var>(&e.inputs[0]);
+    const Var* y = std::get_if<Var>(&e.inputs[1]);
+    if (!r || !y || info(*r).group != gi) return false;
+    auto it = eqn_of.find(info(*r).id);
+    if (it == eqn_of.end() || it->second->primitive != &rt::div_p) return false;
+    const Eqn& q = *it->second;
+    const Literal* one = std::get_if<Literal>(&q.inputs[0]);
+    const Var* qy = std::get_if<Var>(&q.inputs[1]);
+    if (!one || !qy || qy->id() != y->id() || one->value.dtype() != e.outputs[0].aval().dtype ||
+        r->aval().shape != y->aval().shape)
+      return false;
+    return one->value.dtype() == DType::float64 ? one->value.item<double>() == 1.0
+                                                : one->value.item<float>() == 1.0F;
+  };
   std::string extra;  // statements a recomputed read needs, before the statement using it
   // Values of a short loop (over x, y, z: a size written as a number) read by a later loop over
   // the same axis in the same row (a pair's difference vector, after the row's reduction): kept
@@ -2258,6 +2299,22 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
           stmts = cell + " = " +
                   reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) +
                   ";\n";
+      } else if (split) {
+        // The update is stored where it is computed (its buffer) and combined after the loops.
+        const Var& u = std::get<Var>(e.inputs[2]);
+        VarInfo& ui = info(u);
+        std::string update;
+        if (ui.group == gi && dry_run) {
+          ui.spill = true;
+          update = "0";
+        } else if (ui.group == gi) {
+          update = "o" + std::to_string(ui.id) + "[" + f(at) + "]";
+        } else {
+          update = operand(e.inputs[2], at);
+        }
+        std::string combine;
+        scatter_into(e, update, g, pre, combine);
+        combines.emplace_back(at, std::move(combine));
       } else {
         scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
       }
@@ -2329,7 +2386,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     } else {
       std::vector<std::string> args;
       for (const Atom& a : e.inputs) args.push_back(operand(a, at));
-      expr = elementwise_expr(e, args);
+      expr = reciprocal_over(e) ? "(" + args[0] + " * " + args[0] + ")" : elementwise_expr(e, args);
     }
     L.body += extra;
     extra.clear();
@@ -2340,16 +2397,47 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     store(o, d, L);
   }
   close_to(0);
+  // split: the scatters' combines, in the interpreter's (row-major) order of each scatter's
+  // updates; consecutive scatters of the same depth share a loop nest (they write different
+  // results, none of which the others read).
+  for (std::size_t k = 0; k < combines.size();) {
+    const std::size_t depth = combines[k].first;
+    std::string inner;
+    for (; k < combines.size() && combines[k].first == depth; ++k) inner += combines[k].second;
+    for (std::size_t d = depth; d-- > 0;) {
+      const std::string iv = "i" + std::to_string(d);
+      inner = "for (long long " + iv + " = 0; " + iv + " < " + dim(S[d]) + "; ++" + iv + ") {\n" +
+              indented("const long long " + f(d + 1) + " = " +
+                       (d == 0 ? iv : f(d) + " * " + dim(S[d]) + " + " + iv) + ";\n" + inner) +
+              "}\n";
+    }
+    lv[0].body += inner;
+  }
   std::string body = lv[0].body;
+  std::map<long long, std::string> rows;  // outer loop instance -> the rows it declares
+  bool keep_ivdep = ivdep;
   for (std::size_t id : kept_rows) {
     const Def& df = defs.at(id);
     const Var& v = eqn_of.at(id)->outputs[0];
-    pre += "  " + std::string(c_type(v.aval().dtype)) + " " + row_name(id) + "[" +
-           std::to_string(S[df.depth - 1]) + "];\n";
+    const std::string decl = std::string(c_type(v.aval().dtype)) + " " + row_name(id) + "[" +
+                             std::to_string(S[df.depth - 1]) + "];";
+    if (ivdep && df.depth == 2) {
+      std::string& r = rows[df.parent];
+      r += (r.empty() ? "" : " ") + decl;
+    } else {
+      // A row over the outer loop itself is that loop's own; a row deeper down is shared by the
+      // outer loop's iterations, which then are not independent.
+      if (df.depth > 2) keep_ivdep = false;
+      pre += "  " + decl + "\n";
+    }
     body = replaced(body, "@" + row_name(id) + "@",
                     row_name(id) + "[i" + std::to_string(df.depth - 1) + "] = " + name(v) + ";");
   }
   body = without_lines(body, "@rk");  // the rows nobody reads again
+  for (const auto& [inst, decls] : rows)
+    body = replaced(body, "@rows" + std::to_string(inst) + "@", decls);
+  body = without_lines(body, "@rows");
+  if (!keep_ivdep) body = without_lines(body, "#pragma GCC ivdep");
   if (!range_checks_.empty()) {
     // The clamps of index reads run only when some index is out of range: the loops twice, the
     // first copy without them (GCC then drops the out-of-bounds tests and fills as well).
