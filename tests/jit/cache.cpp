@@ -191,6 +191,23 @@ TEST(JitCache, SecondProcessRunsNoCompilerAtAll) {
   EXPECT_EQ(c.compiles, 0u);
   EXPECT_EQ(c.disk_hits, 2u);
   EXPECT_EQ(lines(), 6);  // probed again: --version and -###
+
+  // A memo cut short (here: its target line lost) is no answer: probed again and rewritten.
+  for (const auto& e : fs::directory_iterator(dir + "/cache"))
+    if (e.path().filename().string().rfind("compiler-", 0) == 0) {
+      std::string text = slurp(e.path().string());
+      text.resize(text.rfind('\n', text.size() - 2) + 1);
+      fs::remove(e.path());
+      std::ofstream(e.path()) << text;
+      fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write);
+    }
+  auto d = run_child(env, dir);
+  ASSERT_EQ(d.status, 0) << d.out << d.err;
+  EXPECT_EQ(d.compiles, 0u);
+  EXPECT_EQ(lines(), 8);
+  auto e = run_child(env, dir);
+  ASSERT_EQ(e.status, 0) << e.out << e.err;
+  EXPECT_EQ(lines(), 8) << "the rewritten memo was not read back";
   fs::remove_all(dir);
 }
 
@@ -397,12 +414,24 @@ TEST(JitCache, FingerprintFollowsPathAndHoldsTheCpuidLeaves) {
   const std::string via_b = d::compiler_fingerprint({name});
   ::setenv("PATH", (a + ":" + c + ":" + b).c_str(), 1);
   const std::string via_c = d::compiler_fingerprint({name});
+  // A directory listed twice is tried once (a login profile run twice repeats PATH entries):
+  // the answer is still the first executable file in PATH order.
+  ::setenv("PATH", (a + ":" + a + ":" + b + ":" + a + ":" + c).c_str(), 1);
+  const std::string repeated_b = d::compiler_fingerprint({name});
+  ::setenv("PATH", (a + "::" + c + ":" + a + ":" + b + ":" + c).c_str(), 1);
+  const std::string repeated_c = d::compiler_fingerprint({name});
   ::setenv("PATH", a.c_str(), 1);
   const std::string none = d::compiler_fingerprint({name});
   ::setenv("PATH", saved.c_str(), 1);
   EXPECT_EQ(via_b.rfind(b + "/" + name + ":", 0), 0u) << via_b;
   EXPECT_EQ(via_c.rfind(c + "/" + name + ":", 0), 0u) << via_c;
   EXPECT_NE(via_b, via_c);
+  EXPECT_EQ(repeated_b, via_b);
+  EXPECT_EQ(repeated_c, via_c);
+  // XPR_CXX's words, as the compiler command is split.
+  EXPECT_EQ(d::split_words("  ccache \tg++  -x\n"),
+            (std::vector<std::string>{"ccache", "g++", "-x"}));
+  EXPECT_EQ(d::split_words(" \t"), std::vector<std::string>{});
   EXPECT_EQ(none, "") << "a compiler that is not found has no fingerprint (it is probed)";
   EXPECT_EQ(d::compiler_fingerprint({b + "/" + name}), via_b);  // a path is taken as it is
   EXPECT_EQ(d::compiler_fingerprint({a + "/sub"}), "");         // a directory is no compiler

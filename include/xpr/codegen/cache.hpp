@@ -144,7 +144,11 @@ XPR_FUNC std::string random_suffix() {
 }
 
 XPR_FUNC std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_LAZY: the kernel is linked with -fno-plt, so each function it calls is a GOT entry
+  // bound while loading in either mode (a missing symbol still fails dlopen); what laziness
+  // defers is libmvec's own 158 PLT slots, which RTLD_NOW bound on every first call (9 of the
+  // ~65 us that loading a kernel and libmvec takes in a new process).
+  void* h = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (!h) return nullptr;
   auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
   auto fn = reinterpret_cast<KernelFn>(::dlsym(h, "xpr_kernel"));
