@@ -139,9 +139,12 @@ std::vector<std::string> compile_command(const std::string& src, const std::stri
 namespace xpr::codegen::detail {
 
 XPR_FUNC std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+  // By hand, not snprintf: printf's code, run for the first time, faulted four pages on every
+  // process's first call (this names the compiler memo and the cache entry).
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4)
+    s[static_cast<std::size_t>(i)] = "0123456789abcdef"[v & 15];
+  return s;
 }
 
 XPR_FUNC int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
