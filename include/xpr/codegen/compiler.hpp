@@ -108,6 +108,11 @@ const std::string& cache_dir();
 /// probe then runs.
 std::string compiler_fingerprint(const std::vector<std::string>& command);
 
+/// XPR_CXX split into words (default `g++`), and `compiler_fingerprint` of it: each computed once
+/// per process (the compiler memo and the kernel index are both named by the fingerprint).
+const std::vector<std::string>& compiler_command();
+const std::string& compiler_print();
+
 /// Runs the compiler twice (`--version`; `-###` to resolve -march=native): about 3.5 ms.
 CompilerInfo probe_compiler(std::vector<std::string> command);
 
@@ -387,6 +392,16 @@ XPR_FUNC std::vector<std::string> split_words(std::string_view s) {
   return words;
 }
 
+XPR_FUNC const std::vector<std::string>& compiler_command() {
+  static const std::vector<std::string> command = split_words(env_or("XPR_CXX", "g++"));
+  return command;
+}
+
+XPR_FUNC const std::string& compiler_print() {
+  static const std::string print = compiler_fingerprint(compiler_command());
+  return print;
+}
+
 XPR_FUNC bool log_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("XPR_LOG");
@@ -421,8 +436,8 @@ XPR_FUNC const CompilerInfo& compiler_info() {
   static const CompilerInfo info = [] {
     // No istringstream here or below: this runs on every process's first call, and stream and
     // locale code run for the first time cost page faults.
-    std::vector<std::string> command = detail::split_words(detail::env_or("XPR_CXX", "g++"));
-    const std::string print = detail::compiler_fingerprint(command);
+    std::vector<std::string> command = detail::compiler_command();
+    const std::string& print = detail::compiler_print();
     const std::string& dir = detail::cache_dir();
     const std::string memo =
         print.empty() || dir.empty()
