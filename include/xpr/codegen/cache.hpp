@@ -98,12 +98,13 @@ std::string compile_to_bytes(const std::string& source, const std::string& paren
 std::shared_ptr<const Library> load_library(const std::string& source);
 
 /// One loaded library per entry key in this process (compiled or loaded once however many
-/// threads ask). `fresh`: the slot was made by this call.
+/// threads ask). `fresh`: the slot was made by this call; with `create` false a missing slot is
+/// not made (null is returned).
 struct LibrarySlot {
   std::once_flag once;
   std::shared_ptr<const Library> lib;
 };
-std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh);
+std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh, bool create = true);
 
 /// The library of the disk cache's entry `key` when it is loaded already or is on disk and passes
 /// its check; null otherwise (nothing is removed or compiled: the caller lowers and takes
@@ -313,10 +314,16 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
   return slot->lib;
 }
 
-XPR_FUNC std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh) {
+XPR_FUNC std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh,
+                                                   bool create) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<LibrarySlot>> slots;
   std::lock_guard<std::mutex> lock(mu);
+  fresh = false;
+  if (!create) {
+    auto it = slots.find(key);
+    return it == slots.end() ? nullptr : it->second;
+  }
   auto& s = slots[key];
   fresh = !s;
   if (!s) s = std::make_shared<LibrarySlot>();
@@ -328,20 +335,17 @@ XPR_FUNC std::shared_ptr<const Library> load_entry(const std::string& key) {
   if (dir.empty() || key.size() != 32 ||
       key.find_first_not_of("0123456789abcdef") != std::string::npos)
     return nullptr;
+  // A key this process has loaded or is loading (another program lowered to the same source) is
+  // left to load_library, whose once answers it; here the slot is made only after a successful
+  // load, so a failed one leaves the key to load_library untouched (which compiles or rebuilds).
   bool fresh = false;
-  std::shared_ptr<LibrarySlot> slot = library_slot(key, fresh);
-  if (!fresh) {  // loaded, or being loaded, by load_library: its answer (null if it failed)
-    std::call_once(slot->once, [] {});
-    if (slot->lib) counters().memory_hits++;
-    return slot->lib;
-  }
-  // Loaded outside the once: a failure here must leave the slot to load_library, which
-  // compiles or rebuilds.
+  if (library_slot(key, fresh, false)) return nullptr;
   const std::string path = dir + "/" + key + ".so";
   std::shared_ptr<Library> lib;
   if (check_entry(path) == Entry::valid) lib = open_library(path, key);
   if (!lib) return nullptr;
-  std::call_once(slot->once, [&] {
+  std::shared_ptr<LibrarySlot> slot = library_slot(key, fresh);
+  std::call_once(slot->once, [&] {  // unless another thread's load_library got there first
     counters().disk_hits++;
     log_line("disk hit " + key + " (indexed)");
     slot->lib = lib;

@@ -106,7 +106,9 @@ class Kernel {
         first_result_[plan_.outputs[p].index] = p;
   }
 
-  /// The generated C++ source.
+  /// The generated C++ source; empty when the kernel was loaded through the disk cache's index
+  /// without lowering (`codegen::lower(jaxpr).source`, or `jit(f).lower(args...).as_text()`,
+  /// gives it).
   const std::string& source() const noexcept { return plan_.source; }
   const Lowered& plan() const noexcept { return plan_; }
 
