@@ -191,6 +191,102 @@ TEST(JitCache, SecondProcessRunsNoCompilerAtAll) {
   EXPECT_EQ(c.compiles, 0u);
   EXPECT_EQ(c.disk_hits, 2u);
   EXPECT_EQ(lines(), 6);  // probed again: --version and -###
+
+  // The kernel index is named by the compiler's fingerprint too: the changed compiler found none
+  // (it lowered and read the memo, which was stale: probed above) and wrote its own.
+  int indexes = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/cache"))
+    indexes += e.path().filename().string().rfind("index-", 0) == 0;
+  EXPECT_EQ(indexes, 4);
+
+  // A memo cut short (here: its target line lost) is no answer: probed again and rewritten. (The
+  // indexes go first: with them the child would not read the memo at all.)
+  for (const auto& e : fs::directory_iterator(dir + "/cache"))
+    if (e.path().filename().string().rfind("index-", 0) == 0) fs::remove(e.path());
+  for (const auto& e : fs::directory_iterator(dir + "/cache"))
+    if (e.path().filename().string().rfind("compiler-", 0) == 0) {
+      std::string text = slurp(e.path().string());
+      text.resize(text.rfind('\n', text.size() - 2) + 1);
+      fs::remove(e.path());
+      std::ofstream(e.path()) << text;
+      fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write);
+    }
+  auto d = run_child(env, dir);
+  ASSERT_EQ(d.status, 0) << d.out << d.err;
+  EXPECT_EQ(d.compiles, 0u);
+  EXPECT_EQ(lines(), 8);
+  auto e = run_child(env, dir);
+  ASSERT_EQ(e.status, 0) << e.out << e.err;
+  EXPECT_EQ(lines(), 8) << "the rewritten memo was not read back";
+  fs::remove_all(dir);
+}
+
+// The kernel index lets a new process load a kernel without lowering its jaxpr. It must never
+// load what it should not: an index cut short or with a changed byte is ignored (the program is
+// lowered and the index rewritten), and an index whose entry is gone compiles the kernel again.
+// (A changed compiler finds no index: SecondProcessRunsNoCompilerAtAll.)
+TEST(JitCache, IndexLoadsWithoutLoweringAndFallsBackWhenStaleOrCorrupt) {
+  std::string dir = fresh_dir("index"), n = nonce();
+  const std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n,
+                                        "XPR_CACHE_DIR=" + dir, "XPR_LOG=1"};
+  auto files = [&](const std::string& prefix, const std::string& ext) {
+    std::vector<fs::path> v;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind(prefix, 0) == 0 && e.path().extension() == ext)
+        v.push_back(e.path());
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto indexed = [](const ChildResult& r) {
+    int k = 0;
+    for (std::size_t at = r.err.find("(indexed)"); at != std::string::npos;
+         at = r.err.find("(indexed)", at + 1))
+      ++k;
+    return k;
+  };
+  auto a = run_child(env, dir);
+  ASSERT_EQ(a.status, 0) << a.out << a.err;
+  EXPECT_EQ(a.compiles, 2u);
+  const auto index = files("index-", ".txt");
+  ASSERT_EQ(index.size(), 2u);
+  for (const fs::path& p : index)
+    EXPECT_EQ(static_cast<unsigned>(fs::status(p).permissions()) & 077u, 0u);
+
+  auto b = run_child(env, dir);
+  ASSERT_EQ(b.status, 0) << b.out << b.err;
+  EXPECT_EQ(b.compiles, 0u);
+  EXPECT_EQ(b.disk_hits, 2u);
+  EXPECT_EQ(indexed(b), 2) << b.err;
+
+  // One index cut short, one with a digit of its plan changed (its hash no longer matches).
+  fs::resize_file(index[0], fs::file_size(index[0]) - 20);
+  {
+    std::string text = slurp(index[1].string());
+    const std::size_t at = text.find_last_of("0123456789", text.rfind('\n', text.size() - 2));
+    ASSERT_NE(at, std::string::npos);
+    text[at] = text[at] == '4' ? '5' : '4';
+    fs::remove(index[1]);
+    std::ofstream(index[1]) << text;
+  }
+  auto c = run_child(env, dir);  // the child checks its results against the interpreter's
+  ASSERT_EQ(c.status, 0) << c.out << c.err;
+  EXPECT_EQ(c.compiles, 0u);
+  EXPECT_EQ(c.disk_hits, 2u);
+  EXPECT_EQ(indexed(c), 0) << c.err;
+  auto d = run_child(env, dir);
+  ASSERT_EQ(d.status, 0) << d.out << d.err;
+  EXPECT_EQ(indexed(d), 2) << "the indexes were not rewritten: " << d.err;
+
+  // The entries the indexes name are gone: compiled again, not loaded from anywhere else.
+  for (const fs::path& p : files("", ".so")) fs::remove(p);
+  auto e = run_child(env, dir);
+  ASSERT_EQ(e.status, 0) << e.out << e.err;
+  EXPECT_EQ(e.compiles, 2u);
+  EXPECT_EQ(e.disk_hits, 0u);
+  auto f = run_child(env, dir);
+  ASSERT_EQ(f.status, 0) << f.out << f.err;
+  EXPECT_EQ(f.compiles, 0u);
+  EXPECT_EQ(indexed(f), 2) << f.err;
   fs::remove_all(dir);
 }
 
@@ -397,12 +493,24 @@ TEST(JitCache, FingerprintFollowsPathAndHoldsTheCpuidLeaves) {
   const std::string via_b = d::compiler_fingerprint({name});
   ::setenv("PATH", (a + ":" + c + ":" + b).c_str(), 1);
   const std::string via_c = d::compiler_fingerprint({name});
+  // A directory listed twice is tried once (a login profile run twice repeats PATH entries):
+  // the answer is still the first executable file in PATH order.
+  ::setenv("PATH", (a + ":" + a + ":" + b + ":" + a + ":" + c).c_str(), 1);
+  const std::string repeated_b = d::compiler_fingerprint({name});
+  ::setenv("PATH", (a + "::" + c + ":" + a + ":" + b + ":" + c).c_str(), 1);
+  const std::string repeated_c = d::compiler_fingerprint({name});
   ::setenv("PATH", a.c_str(), 1);
   const std::string none = d::compiler_fingerprint({name});
   ::setenv("PATH", saved.c_str(), 1);
   EXPECT_EQ(via_b.rfind(b + "/" + name + ":", 0), 0u) << via_b;
   EXPECT_EQ(via_c.rfind(c + "/" + name + ":", 0), 0u) << via_c;
   EXPECT_NE(via_b, via_c);
+  EXPECT_EQ(repeated_b, via_b);
+  EXPECT_EQ(repeated_c, via_c);
+  // XPR_CXX's words, as the compiler command is split.
+  EXPECT_EQ(d::split_words("  ccache \tg++  -x\n"),
+            (std::vector<std::string>{"ccache", "g++", "-x"}));
+  EXPECT_EQ(d::split_words(" \t"), std::vector<std::string>{});
   EXPECT_EQ(none, "") << "a compiler that is not found has no fingerprint (it is probed)";
   EXPECT_EQ(d::compiler_fingerprint({b + "/" + name}), via_b);  // a path is taken as it is
   EXPECT_EQ(d::compiler_fingerprint({a + "/sub"}), "");         // a directory is no compiler

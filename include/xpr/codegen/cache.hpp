@@ -20,6 +20,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -96,6 +97,38 @@ std::string compile_to_bytes(const std::string& source, const std::string& paren
 /// The loaded library for `source`, from memory, disk or the compiler.
 std::shared_ptr<const Library> load_library(const std::string& source);
 
+/// One loaded library per entry key in this process (compiled or loaded once however many
+/// threads ask). `fresh`: the slot was made by this call; with `create` false a missing slot is
+/// not made (null is returned).
+struct LibrarySlot {
+  std::once_flag once;
+  std::shared_ptr<const Library> lib;
+};
+std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh, bool create = true);
+
+/// The library of the disk cache's entry `key` when it is loaded already or is on disk and passes
+/// its check; null otherwise (nothing is removed or compiled: the caller lowers and takes
+/// `load_library`'s path, which rebuilds a corrupt entry).
+std::shared_ptr<const Library> load_entry(const std::string& key);
+
+// The kernel index: a file per traced program (`index-<hash>.txt` beside the entries) that names
+// the entry its lowering compiled to and holds the plan the host needs to call it, so that a new
+// process's first call loads the kernel without lowering the jaxpr or reading the compiler memo.
+// Its name and its first lines hold the index identity: the compiler's fingerprint (the same
+// one the memo is checked against: each word of XPR_CXX resolved on PATH with its inode, size
+// and modification time, and the CPU), the flags, and the identity of the object file holding
+// this code (a rebuilt program may lower differently); then the program's text. A file whose
+// lines differ from those, or whose trailing hash fails, is ignored and rewritten.
+
+/// The identity above; empty when any part of it is unknown (no index is used then).
+const std::string& index_identity();
+
+/// The body stored for `program` (the index's text of a jaxpr), or empty.
+std::string read_index(std::string_view program);
+
+/// Stores `body` for `program` (written under a temporary name, published with rename()).
+void write_index(std::string_view program, std::string_view body);
+
 }  // namespace detail
 
 /// Compiles, memory hits and disk hits of the jit cache in this process so far.
@@ -144,7 +177,11 @@ XPR_FUNC std::string random_suffix() {
 }
 
 XPR_FUNC std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_LAZY: the kernel is linked with -fno-plt, so each function it calls is a GOT entry
+  // bound while loading in either mode (a missing symbol still fails dlopen); what laziness
+  // defers is libmvec's own 158 PLT slots, which RTLD_NOW bound on every first call (9 of the
+  // ~65 us that loading a kernel and libmvec takes in a new process).
+  void* h = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (!h) return nullptr;
   auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
   auto fn = reinterpret_cast<KernelFn>(::dlsym(h, "xpr_kernel"));
@@ -210,23 +247,8 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
   std::string key = hex16(hash_bytes(source, hash_bytes(tool, 1))) +
                     hex16(hash_bytes(source, hash_bytes(tool, 2)));
 
-  struct Slot {
-    std::once_flag once;
-    std::shared_ptr<const Library> lib;
-  };
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<Slot>> slots;
-  std::shared_ptr<Slot> slot;
   bool fresh = false;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& s = slots[key];
-    if (!s) {
-      s = std::make_shared<Slot>();
-      fresh = true;
-    }
-    slot = s;
-  }
+  std::shared_ptr<LibrarySlot> slot = library_slot(key, fresh);
   std::call_once(slot->once, [&] {
     const std::string& dir = cache_dir();
     if (!dir.empty()) {
@@ -290,6 +312,110 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
     log_line("memory hit " + key);
   }
   return slot->lib;
+}
+
+XPR_FUNC std::shared_ptr<LibrarySlot> library_slot(const std::string& key, bool& fresh,
+                                                   bool create) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<LibrarySlot>> slots;
+  std::lock_guard<std::mutex> lock(mu);
+  fresh = false;
+  if (!create) {
+    auto it = slots.find(key);
+    return it == slots.end() ? nullptr : it->second;
+  }
+  auto& s = slots[key];
+  fresh = !s;
+  if (!s) s = std::make_shared<LibrarySlot>();
+  return s;
+}
+
+XPR_FUNC std::shared_ptr<const Library> load_entry(const std::string& key) {
+  const std::string& dir = cache_dir();
+  if (dir.empty() || key.size() != 32 ||
+      key.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return nullptr;
+  // A key this process has loaded or is loading (another program lowered to the same source) is
+  // left to load_library, whose once answers it; here the slot is made only after a successful
+  // load, so a failed one leaves the key to load_library untouched (which compiles or rebuilds).
+  bool fresh = false;
+  if (library_slot(key, fresh, false)) return nullptr;
+  const std::string path = dir + "/" + key + ".so";
+  std::shared_ptr<Library> lib;
+  if (check_entry(path) == Entry::valid) lib = open_library(path, key);
+  if (!lib) return nullptr;
+  std::shared_ptr<LibrarySlot> slot = library_slot(key, fresh);
+  std::call_once(slot->once, [&] {  // unless another thread's load_library got there first
+    counters().disk_hits++;
+    log_line("disk hit " + key + " (indexed)");
+    slot->lib = lib;
+  });
+  return slot->lib;
+}
+
+XPR_FUNC const std::string& index_identity() {
+  static const std::string id = []() -> std::string {
+    const std::string& print = compiler_print();
+    if (print.empty() || cache_dir().empty()) return {};
+    // The object file that holds this function (the program, or libxpr_runtime.so in the
+    // compiled-library mode): its inode, size and modification time.
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&index_identity), &info) == 0) return {};
+    const char* self =
+        info.dli_fname && info.dli_fname[0] == '/' ? info.dli_fname : "/proc/self/exe";
+    struct stat st {};
+    if (::stat(self, &st) != 0) return {};
+    return print + "|" + join(compile_flags()) + "|" + std::to_string(st.st_dev) + ":" +
+           std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return id;
+}
+
+inline constexpr std::string_view index_header = "xpr jit index 1\n";
+inline constexpr std::uint64_t index_seed = 0x5850525f696e6478ull;
+
+// The index's file for `program`, and the text its contents begin with.
+inline std::string index_file(std::string_view program) {
+  std::string head(index_header);
+  head += index_identity();
+  head += '\n';
+  head += program;
+  head += '\n';
+  return cache_dir() + "/index-" + hex16(hash_bytes(head, 1)) + hex16(hash_bytes(head, 2)) + ".txt";
+}
+
+XPR_FUNC std::string read_index(std::string_view program) {
+  if (index_identity().empty()) return {};
+  const std::string text = read_text(index_file(program));
+  // header, identity, program, body, then the hash of all before it (16 hex digits, newline).
+  const std::string_view id = index_identity();
+  const std::size_t head = index_header.size() + id.size() + 1 + program.size() + 1;
+  if (text.size() < head + 17 || text.back() != '\n') return {};
+  const std::string_view all(text);
+  const std::string_view before = all.substr(0, all.size() - 17);
+  if (hex16(hash_bytes(before, index_seed)) != all.substr(all.size() - 17, 16)) return {};
+  if (all.substr(0, index_header.size()) != index_header ||
+      all.substr(index_header.size(), id.size()) != id ||
+      all[index_header.size() + id.size()] != '\n' ||
+      all.substr(index_header.size() + id.size() + 1, program.size()) != program ||
+      all[head - 1] != '\n')
+    return {};
+  return std::string(before.substr(head));
+}
+
+XPR_FUNC void write_index(std::string_view program, std::string_view body) {
+  if (index_identity().empty()) return;
+  std::string text(index_header);
+  text += index_identity();
+  text += '\n';
+  text += program;
+  text += '\n';
+  text += body;
+  text += hex16(hash_bytes(text, index_seed)) + "\n";
+  const std::string path = index_file(program);
+  const std::string tmp = path + "." + random_suffix() + ".tmp";
+  if (!write_file(tmp, text) || ::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 }  // namespace xpr::codegen::detail

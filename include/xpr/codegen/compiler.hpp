@@ -7,6 +7,7 @@
 // never -ffast-math (it links crtfastmath.o, which sets flush-to-zero for the whole process).
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -89,6 +90,9 @@ inline std::string env_or(const char* name, const char* fallback) {
 
 bool log_enabled();
 
+/// `s` split on spaces and tabs (XPR_CXX's words: "ccache g++" works).
+std::vector<std::string> split_words(std::string_view s);
+
 /// A directory is trusted when it is a real directory owned by this user that nobody else may
 /// write (a kernel loaded from it runs in this process).
 bool trusted_dir(const std::string& path);
@@ -103,6 +107,11 @@ const std::string& cache_dir();
 /// and the CPU that -march=native resolves against (cpuid). Empty when any of it is unknown: the
 /// probe then runs.
 std::string compiler_fingerprint(const std::vector<std::string>& command);
+
+/// XPR_CXX split into words (default `g++`), and `compiler_fingerprint` of it: each computed once
+/// per process (the compiler memo and the kernel index are both named by the fingerprint).
+const std::vector<std::string>& compiler_command();
+const std::string& compiler_print();
 
 /// Runs the compiler twice (`--version`; `-###` to resolve -march=native): about 3.5 ms.
 CompilerInfo probe_compiler(std::vector<std::string> command);
@@ -135,9 +144,12 @@ std::vector<std::string> compile_command(const std::string& src, const std::stri
 namespace xpr::codegen::detail {
 
 XPR_FUNC std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+  // By hand, not snprintf: printf's code, run for the first time, faulted four pages on every
+  // process's first call (this names the compiler memo and the cache entry).
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4)
+    s[static_cast<std::size_t>(i)] = "0123456789abcdef"[v & 15];
+  return s;
 }
 
 XPR_FUNC int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
@@ -238,16 +250,22 @@ XPR_FUNC std::string compiler_fingerprint(const std::vector<std::string>& comman
     if (word.find('/') != std::string::npos) {
       if (executable(word)) path = word;
     } else {
-      for (std::size_t b = 0; b <= path_env.size();) {
-        std::size_t e = path_env.find(':', b);
-        if (e == std::string::npos) e = path_env.size();
-        std::string candidate =
-            (e == b ? std::string(".") : path_env.substr(b, e - b)) + "/" + word;
+      // A directory listed twice in PATH (a login shell's profile run twice) answers the same
+      // the second time: stat it once.
+      std::vector<std::string_view> tried;
+      const std::string_view all = path_env;
+      for (std::size_t b = 0; b <= all.size();) {
+        std::size_t e = all.find(':', b);
+        if (e == std::string_view::npos) e = all.size();
+        const std::string_view d = e == b ? std::string_view(".") : all.substr(b, e - b);
+        b = e + 1;
+        if (std::find(tried.begin(), tried.end(), d) != tried.end()) continue;
+        tried.push_back(d);
+        std::string candidate = std::string(d) + "/" + word;
         if (executable(candidate)) {
           path = std::move(candidate);
           break;
         }
-        b = e + 1;
       }
     }
     if (path.empty()) return {};
@@ -364,6 +382,26 @@ XPR_FUNC bool write_file(const std::string& path, const std::string& bytes) {
   return ::close(fd) == 0;
 }
 
+XPR_FUNC std::vector<std::string> split_words(std::string_view s) {
+  std::vector<std::string> words;
+  for (std::size_t b = s.find_first_not_of(" \t\n"); b != std::string_view::npos;) {
+    const std::size_t e = std::min(s.find_first_of(" \t\n", b), s.size());
+    words.emplace_back(s.substr(b, e - b));
+    b = s.find_first_not_of(" \t\n", e);
+  }
+  return words;
+}
+
+XPR_FUNC const std::vector<std::string>& compiler_command() {
+  static const std::vector<std::string> command = split_words(env_or("XPR_CXX", "g++"));
+  return command;
+}
+
+XPR_FUNC const std::string& compiler_print() {
+  static const std::string print = compiler_fingerprint(compiler_command());
+  return print;
+}
+
 XPR_FUNC bool log_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("XPR_LOG");
@@ -396,10 +434,10 @@ XPR_FUNC std::vector<std::string> compile_flags() {
 
 XPR_FUNC const CompilerInfo& compiler_info() {
   static const CompilerInfo info = [] {
-    std::vector<std::string> command;
-    std::istringstream words(detail::env_or("XPR_CXX", "g++"));
-    for (std::string w; words >> w;) command.push_back(w);
-    const std::string print = detail::compiler_fingerprint(command);
+    // No istringstream here or below: this runs on every process's first call, and stream and
+    // locale code run for the first time cost page faults.
+    std::vector<std::string> command = detail::compiler_command();
+    const std::string& print = detail::compiler_print();
     const std::string& dir = detail::cache_dir();
     const std::string memo =
         print.empty() || dir.empty()
@@ -408,14 +446,22 @@ XPR_FUNC const CompilerInfo& compiler_info() {
     // The memo: a header line, the fingerprint, the version, the target. Any mismatch re-probes.
     const std::string header = "xpr compiler probe 1\n";
     if (!memo.empty()) {
-      std::istringstream in(detail::read_text(memo));
-      std::string h, p, version, target;
-      if (std::getline(in, h) && h + "\n" == header && std::getline(in, p) && p == print &&
-          std::getline(in, version) && std::getline(in, target) && !version.empty()) {
+      const std::string text = detail::read_text(memo);
+      std::string_view rest = text;
+      auto line = [&rest](std::string_view& out) {  // std::getline's answer, without a stream
+        if (rest.empty()) return false;
+        const std::size_t e = rest.find('\n');
+        out = rest.substr(0, e);
+        rest = e == std::string_view::npos ? std::string_view() : rest.substr(e + 1);
+        return true;
+      };
+      std::string_view h, p, version, target;
+      if (line(h) && header == std::string(h) + "\n" && line(p) && p == print && line(version) &&
+          line(target) && !version.empty()) {
         CompilerInfo ci;
         ci.command = std::move(command);
-        ci.version = version;
-        ci.target = target;
+        ci.version = std::string(version);
+        ci.target = std::string(target);
         ci.ok = true;
         return ci;
       }

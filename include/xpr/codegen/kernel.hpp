@@ -5,14 +5,19 @@
 // types.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
@@ -101,7 +106,9 @@ class Kernel {
         first_result_[plan_.outputs[p].index] = p;
   }
 
-  /// The generated C++ source.
+  /// The generated C++ source; empty when the kernel was loaded through the disk cache's index
+  /// without lowering (`codegen::lower(jaxpr).source`, or `jit(f).lower(args...).as_text()`,
+  /// gives it).
   const std::string& source() const noexcept { return plan_.source; }
   const Lowered& plan() const noexcept { return plan_; }
 
@@ -129,6 +136,19 @@ class Kernel {
 };
 
 namespace detail {
+
+/// The kernel index's text of `jaxpr` compiled with `options` (docs/codegen.md, "Caches"):
+/// every type, literal bit, primitive and parameter, variables numbered by definition; empty
+/// when the jaxpr holds what it does not spell (a sub-jaxpr, a traced literal, ...): such
+/// programs are lowered on every first call, as before.
+std::string index_program(const rt::Jaxpr& jaxpr, const JitOptions& options);
+
+/// The index body for a kernel: its entry key and the plan without its source; empty when the
+/// plan holds what the text does not spell (literal outputs, check_max_trips equations).
+std::string index_body(const std::string& key, const Lowered& plan);
+
+/// Reads `index_body`'s text back; false when it is not well formed.
+bool parse_index_body(std::string_view body, std::string& key, Lowered& plan);
 
 struct KernelKey {
   rt::Jaxpr jaxpr;  // holds its variables alive, so structural comparison stays valid
@@ -326,6 +346,189 @@ XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want, std::span<c
   }
 }
 
+}  // namespace xpr::codegen
+
+namespace xpr::codegen::detail {
+
+XPR_FUNC std::string index_program(const rt::Jaxpr& jaxpr, const JitOptions& options) {
+  std::string t = options.precise_math ? "P" : "F";
+  std::unordered_map<const void*, std::size_t> numbers;
+  auto word = [&t](std::string_view w) {  // length-prefixed: no text can run into the next
+    t += std::to_string(w.size());
+    t += ':';
+    t += w;
+  };
+  auto aval = [&t](const rt::ShapedArray& a) {
+    t += a.str();
+    t += a.weak_type ? 'w' : 's';
+  };
+  auto define = [&](const rt::Var& v) {
+    numbers.emplace(v.id(), numbers.size());
+    t += 'd';
+    aval(v.aval());
+  };
+  auto atom = [&](const rt::Atom& a) {
+    if (const rt::Var* v = std::get_if<rt::Var>(&a)) {
+      auto it = numbers.find(v->id());
+      if (it == numbers.end()) return false;
+      t += 'v' + std::to_string(it->second);
+      return true;
+    }
+    const rt::Array& x = std::get<rt::Literal>(a).value;
+    if (!x.is_concrete()) return false;
+    t += 'l';
+    aval(x.aval());
+    for (unsigned char c : rt::detail::array_bytes(x)) {
+      t += "0123456789abcdef"[c >> 4];
+      t += "0123456789abcdef"[c & 15];
+    }
+    return true;
+  };
+  auto ints = [&t](const auto& v) {
+    t += '[';
+    for (const auto& i : v) t += std::to_string(static_cast<long long>(i)) + ',';
+    t += ']';
+  };
+  t += "|c";
+  for (const rt::Var& v : jaxpr.constvars) define(v);
+  t += "|i";
+  for (const rt::Var& v : jaxpr.invars) define(v);
+  for (const rt::Eqn& e : jaxpr.eqns) {
+    if (!e.primitive) return {};
+    t += "|e";
+    word(e.primitive->name());
+    word(typeid(*e.primitive).name());
+    for (const rt::Atom& a : e.inputs)
+      if (!atom(a)) return {};
+    for (const auto& [name, value] : e.params) {
+      t += 'p';
+      word(name);
+      if (const bool* b = std::get_if<bool>(&value)) {
+        t += *b ? "b1" : "b0";
+      } else if (const std::int64_t* i = std::get_if<std::int64_t>(&value)) {
+        t += 'i' + std::to_string(*i);
+      } else if (const double* d = std::get_if<double>(&value)) {
+        std::uint64_t bits;
+        std::memcpy(&bits, d, 8);
+        t += 'f' + hex16(bits);
+      } else if (const core::DType* dt = std::get_if<core::DType>(&value)) {
+        t += 't';
+        t += core::short_name(*dt);
+      } else if (const core::Shape* sh = std::get_if<core::Shape>(&value)) {
+        t += 's';
+        ints(sh->dims());
+      } else if (const rt::Axes* ax = std::get_if<rt::Axes>(&value)) {
+        t += 'a';
+        ints(*ax);
+      } else if (const rt::BoolTuple* bt = std::get_if<rt::BoolTuple>(&value)) {
+        t += 'B';
+        ints(*bt);
+      } else if (std::holds_alternative<rt::None>(value)) {
+        t += 'n';
+      } else {
+        return {};  // sub-jaxprs, dimension numbers, ...: not spelled here
+      }
+    }
+    t += 'o';
+    for (const rt::Var& v : e.outputs) define(v);
+  }
+  t += "|o";
+  for (const rt::Atom& a : jaxpr.outvars)
+    if (!atom(a)) return {};
+  return t;
+}
+
+#if defined(__GLIBCXX__) && defined(__x86_64__)
+// A tripwire: a field added to Lowered must be written by index_body and read back by
+// parse_index_body (or make index_body return empty for plans that use it), else a kernel loaded
+// through the index runs with that field defaulted.
+static_assert(sizeof(Lowered) == 176, "Lowered changed: update the kernel index's plan text");
+#endif
+
+XPR_FUNC std::string index_body(const std::string& key, const Lowered& plan) {
+  if (!plan.checks.empty()) return {};
+  std::string b = key + "\n";
+  auto num = [&b](long long v) {
+    b += std::to_string(v);
+    b += ' ';
+  };
+  auto aval = [&](const rt::ShapedArray& a) {
+    num(static_cast<int>(a.dtype));
+    num(a.weak_type);
+    num(static_cast<long long>(a.shape.rank()));
+    for (std::size_t i = 0; i < a.shape.rank(); ++i) num(a.shape[i]);
+  };
+  num(static_cast<long long>(plan.num_args));
+  num(static_cast<long long>(plan.num_consts));
+  num(plan.control);
+  num(static_cast<long long>(plan.kernel_outputs.size()));
+  for (const rt::ShapedArray& a : plan.kernel_outputs) aval(a);
+  num(static_cast<long long>(plan.temps.size()));
+  for (const rt::ShapedArray& a : plan.temps) aval(a);
+  num(static_cast<long long>(plan.outputs.size()));
+  for (const OutputSpec& o : plan.outputs) {
+    if (o.kind == OutputSpec::literal) return {};
+    num(static_cast<int>(o.kind));
+    num(static_cast<long long>(o.index));
+    aval(o.aval);
+  }
+  num(static_cast<long long>(plan.dims.size()));
+  for (long long d : plan.dims) num(d);
+  b += "\n";
+  return b;
+}
+
+XPR_FUNC bool parse_index_body(std::string_view body, std::string& key, Lowered& plan) {
+  const std::size_t nl = body.find('\n');
+  if (nl == std::string_view::npos) return false;
+  key = std::string(body.substr(0, nl));
+  const char* p = body.data() + nl + 1;
+  const char* end = body.data() + body.size();
+  bool ok = true;
+  auto num = [&](long long lo, long long hi) -> long long {
+    long long v = 0;
+    auto r = std::from_chars(p, end, v);
+    if (r.ec != std::errc() || r.ptr == end || *r.ptr != ' ' || v < lo || v > hi) {
+      ok = false;
+      return lo;
+    }
+    p = r.ptr + 1;
+    return v;
+  };
+  constexpr long long big = std::numeric_limits<long long>::max();
+  auto aval = [&]() -> rt::ShapedArray {
+    rt::ShapedArray a;
+    a.dtype = static_cast<core::DType>(num(0, core::num_dtypes - 1));
+    a.weak_type = num(0, 1) != 0;
+    const long long rank = num(0, 64);
+    std::vector<std::int64_t> dims;
+    for (long long i = 0; ok && i < rank; ++i) dims.push_back(num(0, big));
+    if (ok) a.shape = core::Shape(std::move(dims));  // checks the product for overflow
+    return a;
+  };
+  auto count = [&] { return static_cast<std::size_t>(num(0, 1 << 20)); };
+  plan = Lowered{};
+  plan.num_args = count();
+  plan.num_consts = count();
+  plan.control = static_cast<int>(num(-1, 1 << 20));
+  for (std::size_t i = 0, n = count(); ok && i < n; ++i) plan.kernel_outputs.push_back(aval());
+  for (std::size_t i = 0, n = count(); ok && i < n; ++i) plan.temps.push_back(aval());
+  for (std::size_t i = 0, n = count(); ok && i < n; ++i) {
+    OutputSpec o;
+    o.kind = static_cast<OutputSpec::Kind>(num(OutputSpec::kernel_buffer, OutputSpec::constant));
+    o.index = static_cast<std::size_t>(num(0, 1 << 20));
+    o.aval = aval();
+    plan.outputs.push_back(std::move(o));
+  }
+  for (std::size_t i = 0, n = count(); ok && i < n; ++i)
+    plan.dims.push_back(num(std::numeric_limits<long long>::min(), big));
+  return ok && p + 1 == end && *p == '\n';
+}
+
+}  // namespace xpr::codegen::detail
+
+namespace xpr::codegen {
+
 XPR_FUNC std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const JitOptions& options) {
   struct Slot {
     std::once_flag once;
@@ -347,6 +550,24 @@ XPR_FUNC std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const Jit
     slot = s;
   }
   std::call_once(slot->once, [&] {
+    rt::Avals consts;
+    for (const rt::Var& v : jaxpr.constvars) consts.push_back(v.aval());
+    // A program compiled before, by this build, with this compiler, on this CPU: its index names
+    // the entry and the plan, and neither lowering nor the compiler memo runs.
+    const std::string program =
+        detail::index_identity().empty() ? std::string() : detail::index_program(jaxpr, options);
+    if (!program.empty()) {
+      Lowered plan;
+      std::string entry;
+      if (const std::string body = detail::read_index(program);
+          !body.empty() && detail::parse_index_body(body, entry, plan)) {
+        if (auto lib = detail::load_entry(entry)) {
+          slot->kernel = std::make_shared<const Kernel>(std::move(plan), std::move(lib),
+                                                        jaxpr.in_avals(), std::move(consts));
+          return;
+        }
+      }
+    }
     Lowered plan;
     try {
       plan = lower(jaxpr, options);
@@ -355,8 +576,9 @@ XPR_FUNC std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const Jit
       return;
     }
     auto lib = detail::load_library(plan.source);
-    rt::Avals consts;
-    for (const rt::Var& v : jaxpr.constvars) consts.push_back(v.aval());
+    if (!program.empty())
+      if (const std::string body = detail::index_body(lib->key, plan); !body.empty())
+        detail::write_index(program, body);
     slot->kernel = std::make_shared<const Kernel>(std::move(plan), std::move(lib), jaxpr.in_avals(),
                                                   std::move(consts));
   });

@@ -52,9 +52,16 @@ struct std::hash<xpr::rt::ShapedArray> {
 namespace xpr::rt {
 
 XPR_FUNC std::string ShapedArray::str() const {
-  std::ostringstream os;
-  os << dtype << shape;
-  return os.str();
+  // The text of `os << dtype << shape`, without an ostringstream: jit's first call keys its trace
+  // cache on this, and stream code run for the first time in a process costs page faults.
+  std::string s(core::short_name(dtype));
+  s += '[';
+  for (std::size_t i = 0; i < shape.rank(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  s += ']';
+  return s;
 }
 
 }  // namespace xpr::rt

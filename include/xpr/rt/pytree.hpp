@@ -93,7 +93,7 @@ class PyTreeDef {
 
  private:
   // Writes node i and returns the index of the node after its subtree.
-  XPR_MEMBER std::size_t write(std::ostream& os, std::size_t i) const;
+  XPR_MEMBER std::size_t write(std::string& os, std::size_t i) const;
 
   std::vector<Node> nodes_;
 };
@@ -714,45 +714,47 @@ namespace xpr::rt {
 
 XPR_FUNC std::string PyTreeDef::node_str(std::size_t i) const {
   if (i >= nodes_.size()) return "<nothing>";
-  std::ostringstream os;
-  write(os, i);
-  return os.str();
+  std::string s;
+  write(s, i);
+  return s;
 }
 
-XPR_FUNC std::size_t PyTreeDef::write(std::ostream& os, std::size_t i) const {
+// Into a string, not a stream: jit keys its trace cache on this text, and stream code run for
+// the first time in a process costs page faults on every first call.
+XPR_FUNC std::size_t PyTreeDef::write(std::string& os, std::size_t i) const {
   if (nodes_.empty()) return 0;
   const Node& n = nodes_[i];
   std::size_t next = i + 1;
   auto children = [&](const char* sep) {
     for (std::size_t c = 0; c < n.arity; ++c) {
-      if (c) os << sep;
-      if (n.kind == NodeKind::dict) os << '\'' << n.keys[c] << "': ";
+      if (c) os += sep;
+      if (n.kind == NodeKind::dict) os += '\'' + n.keys[c] + "': ";
       next = write(os, next);
     }
   };
   switch (n.kind) {
     case NodeKind::leaf:
-      os << '*';
+      os += '*';
       break;
     case NodeKind::tuple:
-      os << '(';
+      os += '(';
       children(", ");
-      os << (n.arity == 1 ? ",)" : ")");
+      os += n.arity == 1 ? ",)" : ")";
       break;
     case NodeKind::list:
-      os << '[';
+      os += '[';
       children(", ");
-      os << ']';
+      os += ']';
       break;
     case NodeKind::dict:
-      os << '{';
+      os += '{';
       children(", ");
-      os << '}';
+      os += '}';
       break;
     case NodeKind::custom:
-      os << "CustomNode(" << n.name << ", [";
+      os += "CustomNode(" + n.name + ", [";
       children(", ");
-      os << "])";
+      os += "])";
       break;
   }
   return next;
