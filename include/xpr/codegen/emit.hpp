@@ -2052,7 +2052,9 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         for (const Acc& a : L.accs) defs[a.id].pending = 0;
       }
     }
-    if (up == 0 && ivdep) loop = "#pragma GCC ivdep\n" + loop;
+    // GCC's pragma only: clang (XPR_CXX=clang++, or an exported source built by clang) would warn
+    // on it under -Wall, and its loop stays correct unvectorized.
+    if (up == 0 && ivdep) loop = "#if !defined(__clang__)\n#pragma GCC ivdep\n#endif\n" + loop;
     lv[up].body += loop + L.after;
     c = up;
   };
