@@ -247,6 +247,38 @@ TEST(JitCodegen, SpecialValuesAndConversions) {
   check_compiled(make_jaxpr(h)(i), {i}, "integer conversions");
 }
 
+// argmax and argmin compiled against the interpreter: every axis of ranks 1 to 3, every dtype,
+// NaN (the first NaN wins) and ties (the lower index), sizes past the literal-size limit.
+TEST(JitCodegen, ArgmaxAndArgminAlongEveryAxis) {
+  std::mt19937 g(5);
+  for (DType t : {DType::float64, DType::float32, DType::int32, DType::int64, DType::bool_})
+    for (const Shape& s : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4}, Shape{1, 9, 1}}) {
+      Array x = random_array(g, s, t);
+      for (std::int64_t a = 0; a < static_cast<std::int64_t>(s.rank()); ++a) {
+        auto f = [a](const Array& v) {
+          return std::vector<Array>{xpr::argmax(v, a), xpr::argmin(v, a)};
+        };
+        check_compiled(make_jaxpr(f)(x), {x}, "argmax/argmin " + x.aval().str());
+      }
+    }
+  const double nan = std::nan("");
+  Array x = array(std::vector<double>{1.0, 3.0, nan, 3.0, nan, -2.0, -2.0, 0.0}, Shape{2, 4});
+  auto f = [](const Array& v) {
+    return std::vector<Array>{xpr::argmax(v, 1), xpr::argmin(v, 1), xpr::argmax(v, 0),
+                              xpr::argmin(v)};
+  };
+  ClosedJaxpr j = make_jaxpr(f)(x);
+  check_compiled(j, {x}, "argmax/argmin with NaN and ties");
+  Arrays got = codegen::compile(j.jaxpr)->run(std::vector<Array>{x});
+  EXPECT_EQ(got[0].to_vector<std::int32_t>(), (std::vector<std::int32_t>{2, 0}));
+  EXPECT_EQ(got[1].to_vector<std::int32_t>(), (std::vector<std::int32_t>{2, 0}));
+  EXPECT_EQ(got[2].to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 0, 0, 0}));
+  EXPECT_EQ(got[3].item<std::int32_t>(), 2);
+  Array big = random_array(g, Shape{3, 1000}, DType::float64);
+  check_compiled(make_jaxpr([](const Array& v) { return xpr::argmax(v, 1); })(big), {big},
+                 "argmax f64[3,1000]");
+}
+
 // As a user writes it: Lennard-Jones energy in a periodic box, the minimum image by Python's `%`
 // (remainder) and a cutoff mask combined with `&`, the masked-out pairs kept finite by the double
 // `where`; forces are `-grad`, jitted both ways, against forces derived by hand.

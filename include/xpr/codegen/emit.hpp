@@ -34,6 +34,7 @@
 #include "xpr/rt/jaxpr_eval.hpp"
 #include "xpr/rt/jit_options.hpp"
 #include "xpr/rt/loop_iteration_limit.hpp"
+#include "xpr/rt/prims/argminmax.hpp"
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
@@ -953,7 +954,7 @@ XPR_FUNC bool is_standalone(const Primitive* p) {
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
          p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
          p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
-         p == &rt::gather_p || is_scatter(p);
+         p == &rt::gather_p || is_scatter(p) || p == &rt::argmax_p || p == &rt::argmin_p;
 }
 
 XPR_FUNC const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
@@ -2715,6 +2716,45 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
     if (cond.empty()) cond = "true";
     if (oidx.empty()) oidx = "0";
     return s + nest(in.shape, "if (" + cond + ") o[" + oidx + "] = x[j];", "j");
+  }
+  if (p == &rt::argmax_p || p == &rt::argmin_p) {
+    // The interpreter's walk (rt/prims/argminmax.hpp): x as (outer, n, inner), the first extreme
+    // along the middle axis; a NaN after a number wins (`w != w`), ties keep the lower index.
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    const auto a = static_cast<std::size_t>(e.params.get<rt::Axes>("axes")[0]);
+    in_ptr(e.inputs[0], pre, "x");
+    const std::vector<std::int64_t>& d = in.shape.dims();
+    const auto mid = d.begin() + static_cast<std::ptrdiff_t>(a);
+    const std::string xt = c_type(in.dtype);
+    const std::string better = p == &rt::argmax_p ? "v < w" : "w < v";
+    return pre + "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
+           ";\n  const long long N = " + dim(in.shape[a]) +
+           ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) +
+           ";\n"
+           "  for (long long i = 0; i < O; ++i)\n"
+           "    for (long long j = 0; j < I; ++j) {\n"
+           "      const " +
+           xt +
+           "* r = x + i * N * I + j;\n"
+           "      " +
+           xt +
+           " v = r[0];\n"
+           "      long long k = 0;\n"
+           "      for (long long m = 1; m < N; ++m) {\n"
+           "        const " +
+           xt +
+           " w = r[m * I];\n"
+           "        if (v == v && (" +
+           better +
+           " || w != w)) {\n"
+           "          v = w;\n"
+           "          k = m;\n"
+           "        }\n"
+           "      }\n"
+           "      o[i * I + j] = static_cast<" +
+           t +
+           ">(k);\n"
+           "    }\n";
   }
   if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
     return pre + emit_reduce(e);
