@@ -90,6 +90,8 @@ TEST(ArgMinMax, Errors) {
       },
       {"argmin", "axis 2"});
   Array x = xpr::zeros({3});
+  expect_error<xpr::type_error>([] { (void)rt::argmax_p.impl({}, {}); },
+                                {"argmax", "1 operand", "found 0"});
   expect_error<xpr::value_error>(
       [&] {
         (void)rt::bind1(rt::argmax_p, {x}, {{"axes", rt::Axes{}}, {"index_dtype", DType::int32}});

@@ -6,6 +6,7 @@
 // under `vmap` the batch axis goes first and the reduced axis moves right by one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -43,6 +44,7 @@ class ArgReduce final : public detail::ZeroJvpPrimitive {
 
  private:
   XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+  XPR_MEMBER void check_arity(std::size_t n) const;
   bool is_max_;
 };
 
@@ -80,15 +82,19 @@ XPR_FUNC ShapedArray ArgReduce::abstract_eval_one(const ShapedArray& x,
   return {Shape(std::move(dims)), index, false};
 }
 
+XPR_FUNC void ArgReduce::check_arity(std::size_t n) const {
+  if (n != 1) throw core::type_error(name() + " expected 1 operand, found " + std::to_string(n));
+}
+
 XPR_FUNC Avals ArgReduce::abstract_eval(std::span<const ShapedArray> args,
                                         const Params& params) const {
-  if (args.size() != 1)
-    throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
+  check_arity(args.size());
   return {abstract_eval_one(args[0], params)};
 }
 
 XPR_FUNC Arrays ArgReduce::impl(std::span<const Array> args, const Params& params) const {
-  const ShapedArray out = abstract_eval(std::span(&args[0].aval(), 1), params)[0];
+  check_arity(args.size());  // before args[0] is read
+  const ShapedArray out = abstract_eval_one(args[0].aval(), params);
   const Array& x = args[0];
   const auto a = static_cast<std::size_t>(params.get<Axes>("axes")[0]);
   // x as (outer, n, inner): the axis reduced is the middle one.
@@ -132,8 +138,7 @@ XPR_FUNC Arrays ArgReduce::impl(std::span<const Array> args, const Params& param
 XPR_FUNC std::pair<Arrays, BatchDims> ArgReduce::batch(std::span<const Array> args,
                                                        std::span<const BatchDim> dims, std::int64_t,
                                                        const Params& params) const {
-  if (args.size() != 1)
-    throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
+  check_arity(args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
   // Malformed parameters are reported against the per-example shape, as without vmap.
