@@ -5,10 +5,13 @@
 // --gtest_filter=JitChild.Run and XPR_JIT_CHILD naming what to do.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <spawn.h>
 #include <sstream>
@@ -17,6 +20,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -114,6 +118,13 @@ TEST(JitChild, Run) {
       for (std::int64_t i = 0; i < got[0].size(); ++i)
         ASSERT_NEAR(got[0].data<double>()[i], want[0].data<double>()[i],
                     1e-12 * (1 + std::abs(want[0].data<double>()[i])));  // sums reassociate
+    }
+  } else if (m == "max_size_error") {
+    try {
+      (void)codegen::compile(child_jaxprs(c)[0].jaxpr);
+      FAIL() << "expected core::error for XPR_CACHE_MAX_SIZE";
+    } catch (const core::error& e) {
+      std::cout << "ERROR " << e.what() << std::endl;
     }
   } else if (m == "compile_error") {
     try {
@@ -432,6 +443,174 @@ TEST(JitCache, EntryCheckCatchesEveryTruncationAndChangedByte) {
   if (d::check_entry(path) != d::Entry::corrupt) ++missed;
   EXPECT_EQ(missed, 0);
   fs::remove_all(dir);
+}
+
+// XPR_CACHE_MAX_SIZE, read as jax_compilation_cache_max_size is (-1: no limit, 0: no disk
+// cache), in bytes with an optional K, M or G; anything else is an error that names it.
+TEST(JitCache, MaxSizeIsReadFromTheEnvironment) {
+  namespace d = codegen::detail;
+  const char* old = std::getenv("XPR_CACHE_MAX_SIZE");
+  const std::string saved = old ? old : "";
+  ::unsetenv("XPR_CACHE_MAX_SIZE");
+  EXPECT_EQ(d::cache_max_size(), std::int64_t{1} << 30);
+  const std::pair<const char*, std::int64_t> good[] = {
+      {"0", 0},
+      {"-1", -1},
+      {"4096", 4096},
+      {"3k", 3 << 10},
+      {"5M", 5 << 20},
+      {"2G", std::int64_t{2} << 30},
+      {"0K", 0},
+      {"007", 7},
+      {"8589934591G", std::numeric_limits<std::int64_t>::max() - ((std::int64_t{1} << 30) - 1)}};
+  for (const auto& [text, bytes] : good) {
+    ::setenv("XPR_CACHE_MAX_SIZE", text, 1);
+    EXPECT_EQ(d::cache_max_size(), bytes) << text;
+  }
+  for (const char* text : {"abc", "1T", "-2", "1.5G", "1KB", "K", " 1", "1 ", "8589934592G",
+                           "99999999999999999999", "-0"}) {
+    ::setenv("XPR_CACHE_MAX_SIZE", text, 1);
+    try {
+      (void)d::cache_max_size();
+      ADD_FAILURE() << "accepted '" << text << "'";
+    } catch (const core::error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("XPR_CACHE_MAX_SIZE"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("'") + text + "'"), std::string::npos) << what;
+    }
+  }
+  if (old)
+    ::setenv("XPR_CACHE_MAX_SIZE", saved.c_str(), 1);
+  else
+    ::unsetenv("XPR_CACHE_MAX_SIZE");
+}
+
+// Eviction removes the least recently used of the cache's own files (the later of access and
+// modification time) until the rest fit, temporary files of dead writers once a day old, and
+// nothing else.
+TEST(JitCache, EvictionRemovesLeastRecentlyUsedFilesUntilTheRestFit) {
+  namespace d = codegen::detail;
+  const std::string dir = fresh_dir("evict");
+  const std::string h32 = "0123456789abcdef0123456789abcde", h16 = "0123456789abcde";
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  // name, size, access time and modification time in hours before now
+  struct F {
+    std::string name;
+    std::size_t size;
+    int atime_h, mtime_h;
+  };
+  const std::vector<F> files = {
+      {h32 + "1.so", 1000, 50, 60},  // used 50 h ago
+      {h32 + "2.so", 2000, 90, 10},  // written 10 h ago, not read since
+      {h32 + "3.so", 3000, 1, 70},   // read an hour ago
+      {"index-" + h32 + "4.txt", 400, 80, 80},
+      {"compiler-" + h16 + "5.txt", 500, 30, 40},
+      {"notes.txt", 100000, 500, 500},            // not the cache's: never counted nor removed
+      {"index-" + h32 + "X.txt", 600, 500, 500},  // not a hex name: not the cache's
+      {"." + h32 + "6.1-2-3.tmp", 700, 48, 48},   // a dead writer's
+      {"." + h32 + "7.1-2-3.tmp", 800, 1, 1},     // a writer's at work
+  };
+  auto make = [&] {
+    for (const F& f : files) {
+      const std::string p = dir + "/" + f.name;
+      std::ofstream(p, std::ios::binary) << std::string(f.size, 'x');
+      struct timespec t[2] = {{now - f.atime_h * 3600, 0}, {now - f.mtime_h * 3600, 0}};
+      ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), t, 0), 0);
+    }
+  };
+  auto present = [&] {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(dir)) v.push_back(e.path().filename().string());
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto without = [&](std::vector<std::string> gone) {
+    std::vector<std::string> v;
+    for (const F& f : files)
+      if (std::find(gone.begin(), gone.end(), f.name) == gone.end()) v.push_back(f.name);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const std::string dead = files[7].name;
+  make();
+  EXPECT_EQ(d::evict(dir, -1).removed, 0u);  // no limit: not even temporary files are looked at
+  EXPECT_EQ(present(), without({}));
+  // 6900 bytes counted; the order of use: index (80 h), entry 1 (50), memo (30), entry 2 (10),
+  // entry 3 (1).
+  EXPECT_EQ(d::evict(dir, 6900).removed, 1u);  // fits: only the dead writer's file goes
+  EXPECT_EQ(present(), without({dead}));
+  make();
+  EXPECT_EQ(d::evict(dir, 6500).removed, 2u);  // the index (400) is enough
+  EXPECT_EQ(present(), without({dead, files[3].name}));
+  make();
+  const auto third = d::evict(dir, 5400);  // index, entry 1 and the memo
+  EXPECT_EQ(third.removed, 4u);
+  EXPECT_EQ(third.held, 5000);
+  EXPECT_EQ(present(), without({dead, files[3].name, files[0].name, files[4].name}));
+  make();
+  EXPECT_EQ(d::evict(dir, 0).removed, 6u);  // everything of the cache's
+  EXPECT_EQ(present(), without({dead, files[0].name, files[1].name, files[2].name, files[3].name,
+                                files[4].name}));
+  EXPECT_EQ(d::evict(dir + "/none", 0).removed, 0u);  // a missing directory: nothing to do
+  fs::remove_all(dir);
+}
+
+// Across processes: a limit keeps the directory within it while every result stays right; 0
+// keeps no disk cache (each process compiles); a malformed value is an error naming the variable.
+TEST(JitCache, MaxSizeBoundsTheDirectoryAcrossProcesses) {
+  const std::string n = nonce();
+  auto cache_bytes = [](const std::string& d) {
+    std::uintmax_t total = 0;
+    std::size_t count = 0;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.is_regular_file() && e.path().filename().string().rfind("child.", 0) != 0) {
+        total += e.file_size();
+        ++count;
+      }
+    return std::pair{total, count};
+  };
+  const std::string free_dir = fresh_dir("maxfree");
+  auto a = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + free_dir},
+                     free_dir);
+  ASSERT_EQ(a.status, 0) << a.out << a.err;
+  const auto [unbounded, files] = cache_bytes(free_dir);
+  ASSERT_EQ(files, 5u) << "two entries, two index files and the compiler memo";
+
+  const std::string tight = fresh_dir("maxtight");
+  const std::string limit = std::to_string(unbounded - 1);
+  const std::vector<std::string> env = {"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n,
+                                        "XPR_CACHE_DIR=" + tight, "XPR_CACHE_MAX_SIZE=" + limit,
+                                        "XPR_LOG=1"};
+  for (int run = 0; run < 3; ++run) {  // each child checks its results against the interpreter
+    auto r = run_child(env, tight);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const auto [bytes, count] = cache_bytes(tight);
+    EXPECT_LE(bytes, unbounded - 1) << "run " << run;
+    EXPECT_LT(count, 5u) << "run " << run;
+    if (run == 0) {
+      EXPECT_NE(r.err.find("xpr jit: evicted "), std::string::npos) << r.err;
+    }
+  }
+
+  const std::string none = fresh_dir("maxzero");
+  for (int run = 0; run < 2; ++run) {
+    auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + n, "XPR_CACHE_DIR=" + none,
+                        "XPR_CACHE_MAX_SIZE=0"},
+                       none);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.compiles, 2u) << "run " << run;
+    EXPECT_EQ(r.disk_hits, 0u);
+    EXPECT_EQ(cache_bytes(none).second, 0u);
+  }
+
+  auto bad = run_child({"XPR_JIT_CHILD=max_size_error", "XPR_JIT_NONCE=" + n,
+                        "XPR_CACHE_DIR=" + none, "XPR_CACHE_MAX_SIZE=lots"},
+                       none);
+  ASSERT_EQ(bad.status, 0) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("ERROR XPR_CACHE_MAX_SIZE: expected a size in bytes"), std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.out.find("found 'lots'"), std::string::npos) << bad.out;
+  for (const std::string& d : {free_dir, tight, none}) fs::remove_all(d);
 }
 
 // hash_bytes, which checks entries and names them: a change to any one byte, or to the length,

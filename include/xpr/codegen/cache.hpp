@@ -273,7 +273,9 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
       std::string bytes = with_trailer(compile_to_bytes(source, dir, key));
       std::string tmp = dir + "/." + key + "." + random_suffix() + ".tmp";
       if (write_file(tmp, bytes) && ::rename(tmp.c_str(), path.c_str()) == 0) {
-        if (auto lib = open_library(path, key)) {
+        auto lib = open_library(path, key);
+        cache_wrote(static_cast<std::int64_t>(bytes.size()), true);  // may remove this entry too
+        if (lib) {
           slot->lib = lib;
           return;
         }
@@ -416,6 +418,7 @@ XPR_FUNC void write_index(std::string_view program, std::string_view body) {
   const std::string path = index_file(program);
   const std::string tmp = path + "." + random_suffix() + ".tmp";
   if (!write_file(tmp, text) || ::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  cache_wrote(static_cast<std::int64_t>(text.size()), false);
 }
 
 }  // namespace xpr::codegen::detail

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <spawn.h>
 #include <sstream>
 #include <string>
@@ -38,6 +40,7 @@
 #endif
 
 #include "xpr/core/config.hpp"
+#include "xpr/core/error.hpp"
 
 extern char** environ;
 
@@ -101,6 +104,33 @@ bool trusted_dir(const std::string& path);
 /// with mode 0700; empty (memory-only cache) when it cannot be created, is not writable, or is not
 /// trusted.
 const std::string& cache_dir();
+
+/// XPR_CACHE_MAX_SIZE: the most bytes the disk cache may hold (a number, optionally followed by
+/// K, M or G for KiB, MiB or GiB; -1 for no limit; 0 keeps no disk cache at all). 1 GiB when it
+/// is unset. Throws core::error naming the variable when it is not of that form.
+std::int64_t cache_max_size();
+
+// Eviction (XPR_CACHE_MAX_SIZE, `cache_max_size`): the directory's entries, index files and
+// compiler memos are counted, and the least recently used are removed until the rest fit.
+// "Used" is the later of the access and modification times: reading a file (each load reads its
+// entry whole) moves its access time on Linux's default `relatime` mounts at most once a day, so
+// this is least-recently-used at a day's granularity at no cost on the load path; under `noatime`
+// it is oldest-written first. Removing a file a process has loaded is harmless (its mapping
+// stays); one removed between another process's check and its dlopen is compiled again there.
+// Temporary files of writers that died are removed once a day old.
+struct Eviction {
+  std::size_t removed = 0;  // files
+  std::int64_t held = 0;    // bytes of the cache's files left
+};
+Eviction evict(const std::string& dir, std::int64_t limit);
+
+/// Called after this process wrote `bytes` into the cache directory. Reading the directory costs
+/// about 2 us per file (0.1 s for 60000 kernels), so it is read when this process has written
+/// more than the room the last reading left, and otherwise only on a slow path (`may_read`: a
+/// compile, a compiler probe), never first by an index file's write (the first call of a rebuilt
+/// program whose kernels are on disk). The directory is within the limit when a process that
+/// compiled has returned; a process that only wrote index files may leave it above by those.
+void cache_wrote(std::int64_t bytes, bool may_read);
 
 /// What a compiler probe's answer depends on: each word of the command resolved on PATH, with its
 /// device, inode, size and modification time (an upgraded or re-pointed compiler changes them),
@@ -203,8 +233,133 @@ XPR_FUNC bool trusted_dir(const std::string& path) {
   return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
 
+XPR_FUNC std::int64_t cache_max_size() {
+  // JAX's jax_compilation_cache_max_size has the same -1 and 0; its default is no limit, but
+  // JAX's disk cache is off until a directory is chosen and this one is on by default, and each
+  // rebuild of a program writes new index files: a bound keeps an old cache from filling a disk.
+  const char* e = std::getenv("XPR_CACHE_MAX_SIZE");
+  if (!e || !*e) return std::int64_t{1} << 30;
+  const std::string_view v(e);
+  if (v == "-1") return -1;
+  std::int64_t n = 0;
+  std::size_t i = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (n > (INT64_MAX - 9) / 10) {
+      i = 0;  // too large: reported below as not a size
+      break;
+    }
+    n = n * 10 + (v[i] - '0');
+  }
+  int shift = 0;
+  if (i > 0 && i + 1 == v.size()) {
+    switch (v[i] | 0x20) {
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      default:
+        i = 0;
+    }
+    if (i > 0) ++i;
+  }
+  if (i == 0 || i != v.size() || n > (INT64_MAX >> shift))
+    throw core::error(
+        "XPR_CACHE_MAX_SIZE: expected a size in bytes (digits, optionally followed "
+        "by K, M or G), or -1 for no limit; found '" +
+        std::string(v.substr(0, 64)) + "'");
+  return n << shift;
+}
+
+XPR_FUNC Eviction evict(const std::string& dir, std::int64_t limit) {
+  Eviction out;
+  if (limit < 0 || dir.empty()) return out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  auto hex = [](std::string_view s) {
+    return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  };
+  auto ends = [](std::string_view s, std::string_view tail) {
+    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+  };
+  struct File {
+    std::string name;
+    std::int64_t size;
+    struct timespec used;
+  };
+  std::vector<File> files;
+  std::int64_t& total = out.held;
+  std::size_t& removed = out.removed;
+  const auto now = std::chrono::system_clock::now();
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    const bool entry = n.size() == 35 && ends(n, ".so") && hex(n.substr(0, 32));
+    const bool index =
+        n.size() == 42 && n.substr(0, 6) == "index-" && ends(n, ".txt") && hex(n.substr(6, 32));
+    const bool memo =
+        n.size() == 29 && n.substr(0, 9) == "compiler-" && ends(n, ".txt") && hex(n.substr(9, 16));
+    // Written under a temporary name, then renamed: `.<key>.<suffix>.tmp` and `.so`, and the
+    // index's and memo's `<name>.<suffix>.tmp`.
+    const bool temp =
+        (n.size() > 1 && n[0] == '.' && (ends(n, ".tmp") || ends(n, ".so"))) ||
+        ((n.substr(0, 6) == "index-" || n.substr(0, 9) == "compiler-") && ends(n, ".tmp"));
+    if (!entry && !index && !memo && !temp) continue;  // not ours (or a kept failed build)
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (temp) {
+      const auto written = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+      if (now - written > std::chrono::hours(24) && ::unlinkat(::dirfd(d), e->d_name, 0) == 0)
+        ++removed;
+      continue;
+    }
+    const struct timespec used =
+        st.st_atim.tv_sec > st.st_mtim.tv_sec ||
+                (st.st_atim.tv_sec == st.st_mtim.tv_sec && st.st_atim.tv_nsec > st.st_mtim.tv_nsec)
+            ? st.st_atim
+            : st.st_mtim;
+    files.push_back({std::string(n), static_cast<std::int64_t>(st.st_size), used});
+    total += static_cast<std::int64_t>(st.st_size);
+  }
+  if (total > limit) {
+    std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+      return a.used.tv_sec != b.used.tv_sec     ? a.used.tv_sec < b.used.tv_sec
+             : a.used.tv_nsec != b.used.tv_nsec ? a.used.tv_nsec < b.used.tv_nsec
+                                                : a.name < b.name;
+    });
+    for (const File& f : files) {
+      if (total <= limit) break;
+      // Gone already (another process evicting) counts as removed from the total too.
+      if (::unlinkat(::dirfd(d), f.name.c_str(), 0) == 0) ++removed;
+      total -= f.size;
+    }
+    if (log_enabled())
+      std::cerr << "xpr jit: evicted " << removed << " files; the cache holds " << total
+                << " of at most " << limit << " bytes\n";
+  }
+  ::closedir(d);
+  return out;
+}
+
+XPR_FUNC void cache_wrote(std::int64_t bytes, bool may_read) {
+  const std::int64_t limit = cache_max_size();
+  const std::string& dir = cache_dir();
+  if (limit < 0 || dir.empty()) return;
+  static std::mutex mu;
+  static std::optional<std::int64_t> room;  // none until this process first reads the directory
+  std::lock_guard<std::mutex> lock(mu);
+  if (room) *room -= bytes;
+  if (room ? *room >= 0 : !may_read) return;
+  room = limit - evict(dir, limit).held;
+}
+
 XPR_FUNC const std::string& cache_dir() {
   static const std::string dir = [] {
+    if (cache_max_size() == 0) return std::string();  // no disk cache: as JAX's max size 0
     std::string d;
     if (const char* e = std::getenv("XPR_CACHE_DIR"); e && *e) {
       d = e;
@@ -473,6 +628,7 @@ XPR_FUNC const CompilerInfo& compiler_info() {
       const std::string text = header + print + "\n" + ci.version + "\n" + ci.target + "\n";
       if (!detail::write_file(tmp, text) || ::rename(tmp.c_str(), memo.c_str()) != 0)
         std::remove(tmp.c_str());
+      detail::cache_wrote(static_cast<std::int64_t>(text.size()), true);
     }
     return ci;
   }();
