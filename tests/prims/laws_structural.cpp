@@ -1,6 +1,6 @@
 // Laws of the rules of the structural primitives (reduce.hpp, dot_general.hpp, slicing.hpp,
-// iota.hpp), over one table of op records in float32 and float64: jvp against central finite
-// differences, vmap against the loop for every batch axis placement (including not_mapped
+// iota.hpp, cumsum.hpp), over one table of op records in float32 and float64: jvp against central
+// finite differences, vmap against the loop for every batch axis placement (including not_mapped
 // operands and batched or unbatched start indices), vmap of jvp and jvp of vmap for reduce_sum
 // and dot_general, and the Jacobian of a matrix product by vmap of jvp against its closed form.
 #include <cstdint>
@@ -73,6 +73,10 @@ const std::vector<Record>& records() {
     {"reduce_max_two", &rt::reduce_max_p, {{"axes", Axes{0, 2}}}, reals({Shape{2, 3, 2}})},
     {"reduce_min_first", &rt::reduce_min_p, {{"axes", Axes{0}}}, reals({Shape{3, 2}})},
     {"reduce_min_all", &rt::reduce_min_p, {{"axes", Axes{0, 1}}}, reals({Shape{2, 3}})},
+    {"cumsum_first", &rt::cumsum_p, {{"axis", std::int64_t{0}}, {"reverse", false}},
+     reals({Shape{3, 2}})},
+    {"cumsum_middle_reverse", &rt::cumsum_p, {{"axis", std::int64_t{1}}, {"reverse", true}},
+     reals({Shape{2, 3, 2}})},
     {"dot_general_matmul", &rt::dot_general_p, dn({1}, {0}, {}, {}),
      reals({Shape{2, 3}, Shape{3, 4}})},
     {"dot_general_batched", &rt::dot_general_p, dn({2}, {1}, {0}, {0}),

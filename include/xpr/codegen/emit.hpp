@@ -38,6 +38,7 @@
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/cumsum.hpp"
 #include "xpr/rt/prims/dot_general.hpp"
 #include "xpr/rt/prims/gather.hpp"
 #include "xpr/rt/prims/integer_pow.hpp"
@@ -954,7 +955,8 @@ XPR_FUNC bool is_standalone(const Primitive* p) {
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
          p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
          p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
-         p == &rt::gather_p || is_scatter(p) || p == &rt::argmax_p || p == &rt::argmin_p;
+         p == &rt::gather_p || is_scatter(p) || p == &rt::argmax_p || p == &rt::argmin_p ||
+         p == &rt::cumsum_p;
 }
 
 XPR_FUNC const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
@@ -2755,6 +2757,32 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
            t +
            ">(k);\n"
            "    }\n";
+  }
+  if (p == &rt::cumsum_p) {
+    // The interpreter's sums (rt/prims/cumsum.hpp): x as (outer, n, inner), each element the
+    // previous running sum plus its own, from 0 (so -0.0 first gives +0.0, as XLA's does); a row
+    // at a time, so the inner loop runs over contiguous elements and vectorizes.
+    const ShapedArray& in = aval_of(e.inputs[0]);
+    const auto a = static_cast<std::size_t>(e.params.get<std::int64_t>("axis"));
+    const bool reverse = e.params.get<bool>("reverse");
+    in_ptr(e.inputs[0], pre, "x");
+    const std::vector<std::int64_t>& d = in.shape.dims();
+    const auto mid = d.begin() + static_cast<std::ptrdiff_t>(a);
+    return pre + "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
+           ";\n  const long long N = " + dim(in.shape[a]) +
+           ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) +
+           ";\n"
+           "  for (long long i = 0; i < O; ++i)\n"
+           "    for (long long m = 0; m < N; ++m) {\n"
+           "      const long long r = i * N * I + (" +
+           (reverse ? "N - 1 - m" : "m") +
+           ") * I;\n"
+           "      const long long q = r " +
+           (reverse ? "+" : "-") +
+           " I;\n"
+           "      for (long long j = 0; j < I; ++j)\n"
+           "        o[r + j] = static_cast<" +
+           t + ">((m == 0 ? static_cast<" + t + ">(0) : o[q + j]) + x[r + j]);\n" + "    }\n";
   }
   if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
     return pre + emit_reduce(e);

@@ -22,6 +22,7 @@
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/prims/argminmax.hpp"
 #include "xpr/rt/prims/convert.hpp"
+#include "xpr/rt/prims/cumsum.hpp"
 #include "xpr/rt/prims/reduce.hpp"
 #include "xpr/rt/prims/shape.hpp"
 #include "xpr/rt/trace.hpp"
@@ -86,12 +87,18 @@ Array argmax(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
 Array argmin(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
              bool keepdims = false);
 
+/// `jnp.cumsum(x, axis)`: the running sum along `axis` (negative counts from the end); with no
+/// axis, of the flattened array. Bools count in int32, as `xpr::sum` does. `reverse` sums from the
+/// last element (`lax.cumsum(x, axis, reverse=True)`).
+Array cumsum(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bool reverse = false);
+
 }  // namespace xpr::rt
 
 namespace xpr {
 using rt::argmax;
 using rt::argmin;
 using rt::AxisArg;
+using rt::cumsum;
 using rt::max;
 using rt::mean;
 using rt::min;
@@ -165,6 +172,20 @@ XPR_FUNC Array argmax(const Array& x, std::optional<std::int64_t> axis, bool kee
 
 XPR_FUNC Array argmin(const Array& x, std::optional<std::int64_t> axis, bool keepdims) {
   return detail::arg_reduce(argmin_p, x, axis, keepdims);
+}
+
+XPR_FUNC Array cumsum(const Array& x, std::optional<std::int64_t> axis, bool reverse) {
+  std::int64_t a = 0;
+  if (axis) {
+    try {
+      a = static_cast<std::int64_t>(core::canonicalize_axis(*axis, x.ndim()));
+    } catch (const core::index_error& e) {
+      throw core::index_error(std::string("cumsum: ") + e.what());
+    }
+  }
+  Array in = axis ? x : ravel(x);
+  if (core::is_bool(in.dtype())) in = convert_element_type(in, DType::int32);
+  return bind1(cumsum_p, {in}, {{"axis", a}, {"reverse", reverse}});
 }
 
 }  // namespace xpr::rt
