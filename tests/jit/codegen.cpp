@@ -279,18 +279,20 @@ TEST(JitCodegen, ArgmaxAndArgminAlongEveryAxis) {
                  "argmax f64[3,1000]");
 }
 
-// cumsum compiled against the interpreter: every axis of ranks 1 to 3, both directions, every
-// number dtype (integers wrap as in XLA), and a cumulative trapezoid integral as a user writes it.
-TEST(JitCodegen, CumsumAlongEveryAxisBothWays) {
+// The cumulative reductions compiled against the interpreter: every axis of ranks 1 to 3, both
+// directions, every number dtype (integers wrap as in XLA), NaN carried by cummax, and a
+// cumulative trapezoid integral as a user writes it.
+TEST(JitCodegen, CumulativeReductionsAlongEveryAxisBothWays) {
   std::mt19937 g(6);
   for (DType t : {DType::float64, DType::float32, DType::int32, DType::int64})
     for (const Shape& s : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4}, Shape{1, 9, 1}, Shape{2, 0}}) {
       Array x = random_array(g, s, t);
       for (std::int64_t a = 0; a < static_cast<std::int64_t>(s.rank()); ++a) {
         auto f = [a](const Array& v) {
-          return std::vector<Array>{xpr::cumsum(v, a), xpr::cumsum(v, a, true)};
+          return std::vector<Array>{xpr::cumsum(v, a), xpr::cumsum(v, a, true), xpr::cumprod(v, a),
+                                    xpr::cummax(v, a, true), xpr::cummin(v, a)};
         };
-        check_compiled(make_jaxpr(f)(x), {x}, "cumsum " + x.aval().str());
+        check_compiled(make_jaxpr(f)(x), {x}, "cumulative " + x.aval().str());
       }
     }
   Array wrap = xpr::array({2147483647, 1, -5});
@@ -298,6 +300,15 @@ TEST(JitCodegen, CumsumAlongEveryAxisBothWays) {
   Arrays got = codegen::compile(make_jaxpr(w)(wrap).jaxpr)->run(std::vector<Array>{wrap});
   EXPECT_EQ(got[0].to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{2147483647, -2147483647 - 1, 2147483643}));
+  Array nan = xpr::array({1.0, std::nan(""), 5.0, -1.0});
+  auto mx = [](const Array& u) {
+    return std::vector<Array>{xpr::cummax(u), xpr::cummin(u, 0, true)};
+  };
+  Arrays nans = codegen::compile(make_jaxpr(mx)(nan).jaxpr)->run(std::vector<Array>{nan});
+  EXPECT_EQ(nans[0].to_vector<double>()[0], 1.0);
+  EXPECT_TRUE(std::isnan(nans[0].to_vector<double>()[3]));
+  EXPECT_TRUE(std::isnan(nans[1].to_vector<double>()[0]));
+  EXPECT_EQ(nans[1].to_vector<double>()[2], -1.0);
   // The running integral of cos on [0, pi/2] by the trapezoid rule, and its derivative with
   // respect to the samples: both compiled, against sin and the closed form of the weights.
   const int n = 201;

@@ -1,8 +1,9 @@
 // Laws of the rules of the structural primitives (reduce.hpp, dot_general.hpp, slicing.hpp,
-// iota.hpp, cumsum.hpp), over one table of op records in float32 and float64: jvp against central
-// finite differences, vmap against the loop for every batch axis placement (including not_mapped
-// operands and batched or unbatched start indices), vmap of jvp and jvp of vmap for reduce_sum
-// and dot_general, and the Jacobian of a matrix product by vmap of jvp against its closed form.
+// iota.hpp, cumsum.hpp, cumulative.hpp), over one table of op records in float32 and float64: jvp
+// against central finite differences, vmap against the loop for every batch axis placement
+// (including not_mapped operands and batched or unbatched start indices), vmap of jvp and jvp of
+// vmap for reduce_sum and dot_general, and the Jacobian of a matrix product by vmap of jvp against
+// its closed form.
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -14,6 +15,7 @@
 
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/api_transformations.hpp"
+#include "xpr/rt/cumulative.hpp"
 
 #include "tests/laws/laws.hpp"
 
@@ -76,6 +78,12 @@ const std::vector<Record>& records() {
     {"cumsum_first", &rt::cumsum_p, {{"axis", std::int64_t{0}}, {"reverse", false}},
      reals({Shape{3, 2}})},
     {"cumsum_middle_reverse", &rt::cumsum_p, {{"axis", std::int64_t{1}}, {"reverse", true}},
+     reals({Shape{2, 3, 2}})},
+    {"cumprod_last", &rt::cumprod_p, {{"axis", std::int64_t{1}}, {"reverse", false}},
+     reals({Shape{2, 5}})},
+    {"cummax_first_reverse", &rt::cummax_p, {{"axis", std::int64_t{0}}, {"reverse", true}},
+     reals({Shape{4, 2}})},
+    {"cummin_middle", &rt::cummin_p, {{"axis", std::int64_t{1}}, {"reverse", false}},
      reals({Shape{2, 3, 2}})},
     {"dot_general_matmul", &rt::dot_general_p, dn({1}, {0}, {}, {}),
      reals({Shape{2, 3}, Shape{3, 4}})},

@@ -206,10 +206,10 @@ TEST(Scan, Rk4CheckpointBoundsResidualMemory) {
 
 // ---- cumulative sums and products -------------------------------------------------------------
 
-Array cumsum(Array xs) {
+Array scan_cumsum(Array xs) {
   return xpr::scan([](Array c, Array x) { return std::pair{c + x, c + x}; }, 0.0, xs).second;
 }
-Array cumprod(Array xs) {
+Array scan_cumprod(Array xs) {
   return xpr::scan([](Array c, Array x) { return std::pair{c * x, c * x}; }, 1.0, xs).second;
 }
 Array prod(Array xs) {
@@ -224,14 +224,18 @@ Array prod(Array xs) {
 TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
   Array xs = xpr::array({1.5, -2.0, 0.5, 3.0});
   const std::vector<double> x = values(xs);
-  EXPECT_EQ(values(cumsum(xs)), (std::vector<double>{1.5, -0.5, 0.0, 3.0}));
+  EXPECT_EQ(values(scan_cumsum(xs)), (std::vector<double>{1.5, -0.5, 0.0, 3.0}));
   // d cumsum_i / d x_j = [j <= i].
-  std::vector<double> js = values(xpr::jacrev(cumsum)(xs));
+  std::vector<double> js = values(xpr::jacrev(scan_cumsum)(xs));
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(js[i * 4 + j], j <= i ? 1.0 : 0.0);
   // d cumprod_i / d x_j = prod_{k <= i, k != j} x_k for j <= i.
-  std::vector<double> jp = values(xpr::jacrev(cumprod)(xs));
-  std::vector<double> jf = values(xpr::jacfwd(cumprod)(xs));
+  std::vector<double> jp = values(xpr::jacrev(scan_cumprod)(xs));
+  std::vector<double> jf = values(xpr::jacfwd(scan_cumprod)(xs));
+  // The cumprod primitive (its derivative through associative_scan), both modes.
+  auto primitive = [](const Array& v) { return xpr::cumprod(v); };
+  std::vector<double> pp = values(xpr::jacrev(primitive)(xs));
+  std::vector<double> pf = values(xpr::jacfwd(primitive)(xs));
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 4; ++j) {
       double want = 0;
@@ -242,6 +246,8 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
       }
       EXPECT_DOUBLE_EQ(jp[i * 4 + j], want) << i << "," << j;
       EXPECT_DOUBLE_EQ(jf[i * 4 + j], want) << i << "," << j;
+      EXPECT_DOUBLE_EQ(pp[i * 4 + j], want) << i << "," << j;
+      EXPECT_DOUBLE_EQ(pf[i * 4 + j], want) << i << "," << j;
     }
   // The hessian of the product: prod_{k != i, j} x_k off the diagonal, 0 on it.
   std::vector<double> h = values(xpr::hessian(prod)(xs));

@@ -29,6 +29,7 @@
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/core/ops.hpp"
+#include "xpr/rt/cumulative.hpp"
 #include "xpr/rt/interp/partial_eval.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
@@ -38,7 +39,6 @@
 #include "xpr/rt/prims/binary.hpp"
 #include "xpr/rt/prims/compare.hpp"
 #include "xpr/rt/prims/convert.hpp"
-#include "xpr/rt/prims/cumsum.hpp"
 #include "xpr/rt/prims/dot_general.hpp"
 #include "xpr/rt/prims/gather.hpp"
 #include "xpr/rt/prims/integer_pow.hpp"
@@ -956,7 +956,7 @@ XPR_FUNC bool is_standalone(const Primitive* p) {
          p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
          p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
          p == &rt::gather_p || is_scatter(p) || p == &rt::argmax_p || p == &rt::argmin_p ||
-         p == &rt::cumsum_p;
+         dynamic_cast<const rt::CumulativeReduction*>(p) != nullptr;
 }
 
 XPR_FUNC const rt::ClosedJaxpr* inlinable_body(const Eqn& e) {
@@ -2758,16 +2758,36 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
            ">(k);\n"
            "    }\n";
   }
-  if (p == &rt::cumsum_p) {
-    // The interpreter's sums (rt/prims/cumsum.hpp): x as (outer, n, inner), each element the
-    // previous running sum plus its own, from 0 (so -0.0 first gives +0.0, as XLA's does); a row
-    // at a time, so the inner loop runs over contiguous elements and vectorizes.
+  if (const auto* cum = dynamic_cast<const rt::CumulativeReduction*>(p)) {
+    // The interpreter's walk (rt/prims/cumsum.hpp): x as (outer, n, inner), each element the
+    // previous running value combined with its own by the interpreter's expression (sums from 0,
+    // so -0.0 first gives +0.0 as XLA's does; max and min carry a NaN; -fwrapv wraps integers);
+    // a row at a time, so the inner loop runs over contiguous elements and vectorizes.
     const ShapedArray& in = aval_of(e.inputs[0]);
     const auto a = static_cast<std::size_t>(e.params.get<std::int64_t>("axis"));
     const bool reverse = e.params.get<bool>("reverse");
     in_ptr(e.inputs[0], pre, "x");
     const std::vector<std::int64_t>& d = in.shape.dims();
     const auto mid = d.begin() + static_cast<std::ptrdiff_t>(a);
+    std::string next;  // the new running value from `p` (the previous one) and `v`
+    switch (cum->kind()) {
+      case rt::Cumulative::sum:
+        next = "m == 0 ? v : p + v";
+        break;
+      case rt::Cumulative::prod:
+        next = "m == 0 ? v : p * v";
+        break;
+      case rt::Cumulative::max:
+        next = "m == 0 ? v : p != p ? p : v != v ? v : v > p ? v : p";
+        break;
+      case rt::Cumulative::min:
+        next = "m == 0 ? v : p != p ? p : v != v ? v : v < p ? v : p";
+        break;
+    }
+    // Sums start from 0: the first is 0 + v.
+    const std::string first = cum->kind() == rt::Cumulative::sum
+                                  ? "static_cast<" + t + ">(static_cast<" + t + ">(0) + x[r + j])"
+                                  : "x[r + j]";
     return pre + "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
            ";\n  const long long N = " + dim(in.shape[a]) +
            ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) +
@@ -2780,9 +2800,12 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
            "      const long long q = r " +
            (reverse ? "+" : "-") +
            " I;\n"
-           "      for (long long j = 0; j < I; ++j)\n"
+           "      for (long long j = 0; j < I; ++j) {\n"
+           "        const " +
+           t + " v = m == 0 ? " + first + " : x[r + j];\n        const " + t +
+           " p = m == 0 ? v : o[q + j];\n"
            "        o[r + j] = static_cast<" +
-           t + ">((m == 0 ? static_cast<" + t + ">(0) : o[q + j]) + x[r + j]);\n" + "    }\n";
+           t + ">(" + next + ");\n" + "      }\n    }\n";
   }
   if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
     return pre + emit_reduce(e);

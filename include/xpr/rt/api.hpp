@@ -10,6 +10,7 @@
 #include "xpr/rt/checkpoint.hpp"
 #include "xpr/rt/cond.hpp"
 #include "xpr/rt/creation.hpp"
+#include "xpr/rt/cumulative.hpp"
 #include "xpr/rt/custom_derivatives.hpp"
 #include "xpr/rt/fori_loop.hpp"
 #include "xpr/rt/indexing.hpp"

@@ -92,6 +92,13 @@ Array argmin(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
 /// last element (`lax.cumsum(x, axis, reverse=True)`).
 Array cumsum(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bool reverse = false);
 
+namespace detail {
+/// The cumulative primitive `p` bound as jax.numpy binds it: axis=None flattens; bools count in
+/// int32 for sums and products.
+Array bind_cumulative(const CumulativeReduction& p, const Array& x,
+                      std::optional<std::int64_t> axis, bool reverse);
+}  // namespace detail
+
 }  // namespace xpr::rt
 
 namespace xpr {
@@ -174,18 +181,26 @@ XPR_FUNC Array argmin(const Array& x, std::optional<std::int64_t> axis, bool kee
   return detail::arg_reduce(argmin_p, x, axis, keepdims);
 }
 
-XPR_FUNC Array cumsum(const Array& x, std::optional<std::int64_t> axis, bool reverse) {
+namespace detail {
+XPR_FUNC Array bind_cumulative(const CumulativeReduction& p, const Array& x,
+                               std::optional<std::int64_t> axis, bool reverse) {
   std::int64_t a = 0;
   if (axis) {
     try {
       a = static_cast<std::int64_t>(core::canonicalize_axis(*axis, x.ndim()));
     } catch (const core::index_error& e) {
-      throw core::index_error(std::string("cumsum: ") + e.what());
+      throw core::index_error(p.name() + ": " + e.what());
     }
   }
   Array in = axis ? x : ravel(x);
-  if (core::is_bool(in.dtype())) in = convert_element_type(in, DType::int32);
-  return bind1(cumsum_p, {in}, {{"axis", a}, {"reverse", reverse}});
+  const bool counts = p.kind() == Cumulative::sum || p.kind() == Cumulative::prod;
+  if (counts && core::is_bool(in.dtype())) in = convert_element_type(in, DType::int32);
+  return bind1(p, {in}, {{"axis", a}, {"reverse", reverse}});
+}
+}  // namespace detail
+
+XPR_FUNC Array cumsum(const Array& x, std::optional<std::int64_t> axis, bool reverse) {
+  return detail::bind_cumulative(cumsum_p, x, axis, reverse);
 }
 
 }  // namespace xpr::rt

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// The cumsum primitive (`lax.cumsum`): cumsum[axis=k reverse=False](x) is the running sum of `x`
-// along axis k, from its first element, or from its last with reverse=True. As in JAX it is
-// linear; its transpose is the cumulative sum the other way (`_cumsum_transpose_rule`), and under
-// `vmap` the axis moves past the batch axis (which stays where it is).
+// The cumulative reductions' shared rules, and the cumsum primitive (`lax.cumsum`):
+// cumsum[axis=k reverse=False](x) is the running sum of `x` along axis k, from its first element,
+// or from its last with reverse=True. As in JAX it is linear; its transpose is the cumulative sum
+// the other way (`_cumsum_transpose_rule`). Every cumulative reduction (cumsum here; cumprod,
+// cummax and cummin in rt/cumulative.hpp, whose derivatives need the transformations) keeps the
+// operand's type, and under `vmap` its axis moves past the batch axis (which stays where it is).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -25,12 +28,20 @@
 
 namespace xpr::rt {
 
-/// cumsum[axis reverse](x): element j of the result is the sum of the elements of `x` at
-/// positions i with i_k <= j_k (i_k >= j_k when `reverse`) and i_d = j_d on every other axis d,
-/// added in that order. Same type as `x`, which must be a number type (not bool).
-class Cumsum final : public Primitive {
+/// Which running reduction a cumulative primitive computes.
+enum class Cumulative { sum, prod, max, min };
+
+/// The rules every cumulative reduction shares (JAX's `_cumred_*` rules): cumulative[axis
+/// reverse](x) has the type of `x` (a number type, not bool), and its element j combines, in
+/// order, the elements of `x` at positions i with i_k <= j_k (i_k >= j_k when `reverse`) and
+/// i_d = j_d on every other axis d. Sums start from 0 (as XLA's reduce_window from its identity,
+/// so a leading -0.0 sums to +0.0); max and min propagate NaN; integers wrap around.
+class CumulativeReduction : public Primitive {
  public:
-  constexpr Cumsum() : Primitive("cumsum") {}
+  constexpr CumulativeReduction(std::string_view name, Cumulative kind)
+      : Primitive(name), kind_(kind) {}
+
+  Cumulative kind() const { return kind_; }
 
   XPR_MEMBER Arrays impl(std::span<const Array> args, const Params& params) const override;
 
@@ -38,6 +49,24 @@ class Cumsum final : public Primitive {
     detail::check_one_operand(name(), args.size());
     return {abstract_eval_one(args[0], params)};
   }
+
+  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
+                                                std::span<const BatchDim> dims, std::int64_t,
+                                                const Params& params) const override;
+
+ protected:
+  ~CumulativeReduction() = default;  // constinit objects: not destroyed through a base pointer
+
+  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
+
+ private:
+  Cumulative kind_;
+};
+
+/// cumsum[axis reverse](x): the running sum.
+class Cumsum final : public CumulativeReduction {
+ public:
+  constexpr Cumsum() : CumulativeReduction("cumsum", Cumulative::sum) {}
 
   /// Linear: the tangent's running sum.
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
@@ -49,13 +78,6 @@ class Cumsum final : public Primitive {
   /// The adjoint of a running sum from the front is the running sum from the back.
   XPR_MEMBER Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
                                   const Params& params) const override;
-
-  XPR_MEMBER std::pair<Arrays, BatchDims> batch(std::span<const Array> args,
-                                                std::span<const BatchDim> dims, std::int64_t,
-                                                const Params& params) const override;
-
- private:
-  XPR_MEMBER ShapedArray abstract_eval_one(const ShapedArray& x, const Params& params) const;
 };
 
 inline constinit const Cumsum cumsum_p{};
@@ -66,7 +88,8 @@ inline constinit const Cumsum cumsum_p{};
 
 namespace xpr::rt {
 
-XPR_FUNC ShapedArray Cumsum::abstract_eval_one(const ShapedArray& x, const Params& params) const {
+XPR_FUNC ShapedArray CumulativeReduction::abstract_eval_one(const ShapedArray& x,
+                                                            const Params& params) const {
   const std::int64_t a = params.get<std::int64_t>("axis");
   (void)params.get<bool>("reverse");  // present and a bool
   const auto r = static_cast<std::int64_t>(x.ndim());
@@ -81,13 +104,13 @@ XPR_FUNC ShapedArray Cumsum::abstract_eval_one(const ShapedArray& x, const Param
   return x;
 }
 
-XPR_FUNC Arrays Cumsum::impl(std::span<const Array> args, const Params& params) const {
+XPR_FUNC Arrays CumulativeReduction::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());  // before args[0] is read
   const ShapedArray out = abstract_eval_one(args[0].aval(), params);
   const Array& x = args[0];
   const auto a = static_cast<std::size_t>(params.get<std::int64_t>("axis"));
   const bool reverse = params.get<bool>("reverse");
-  // x as (outer, n, inner): the running sum runs along the middle axis.
+  // x as (outer, n, inner): the running reduction runs along the middle axis.
   std::int64_t outer = 1, inner = 1;
   for (std::size_t i = 0; i < a; ++i) outer *= x.shape()[i];
   for (std::size_t i = a + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
@@ -96,6 +119,22 @@ XPR_FUNC Arrays Cumsum::impl(std::span<const Array> args, const Params& params) 
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
+      // jit emits the same expressions (codegen/emit.hpp), so compiled results equal these.
+      auto combine = [this](T acc, T v) -> T {
+        using U = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                              std::type_identity<T>>::type;
+        switch (kind_) {
+          case Cumulative::sum:
+            return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v));
+          case Cumulative::prod:
+            return static_cast<T>(static_cast<U>(acc) * static_cast<U>(v));
+          case Cumulative::max:
+            return acc != acc ? acc : v != v ? v : v > acc ? v : acc;
+          case Cumulative::min:
+            return acc != acc ? acc : v != v ? v : v < acc ? v : acc;
+        }
+        return acc;
+      };
       const T* p = x.data<T>();
       T* o = b.data<T>();
       for (std::int64_t u = 0; u < outer; ++u)
@@ -104,12 +143,7 @@ XPR_FUNC Arrays Cumsum::impl(std::span<const Array> args, const Params& params) 
           T s = T(0);
           for (std::int64_t j = 0; j < n; ++j) {
             const std::int64_t at = base + (reverse ? n - 1 - j : j) * inner;
-            if constexpr (std::is_integral_v<T>) {
-              using U = std::make_unsigned_t<T>;  // wraps around, as XLA's
-              s = static_cast<T>(static_cast<U>(s) + static_cast<U>(p[at]));
-            } else {
-              s = s + p[at];
-            }
+            s = j == 0 && kind_ != Cumulative::sum ? p[at] : combine(s, p[at]);
             o[at] = s;
           }
         }
@@ -126,9 +160,10 @@ XPR_FUNC Cotangents Cumsum::transpose(std::span<const Cotangent> cts,
   return {detail::fit_cotangent(bind1(*this, {*cts[0]}, flipped), aval_of(args[0]))};
 }
 
-XPR_FUNC std::pair<Arrays, BatchDims> Cumsum::batch(std::span<const Array> args,
-                                                    std::span<const BatchDim> dims, std::int64_t,
-                                                    const Params& params) const {
+XPR_FUNC std::pair<Arrays, BatchDims> CumulativeReduction::batch(std::span<const Array> args,
+                                                                 std::span<const BatchDim> dims,
+                                                                 std::int64_t,
+                                                                 const Params& params) const {
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];

@@ -1,8 +1,10 @@
-// Tests of rt/prims/cumsum.hpp and jax.numpy's cumsum: values against sums done by hand along
-// every axis and both ways, integers wrapping as in XLA, bools counted in int32, the jaxpr as JAX
-// prints it, errors; vmap against the loop; reverse mode against the closed form (the adjoint is
-// the running sum the other way) and the vjp/jvp identity; and a user's loop over a time series.
-#include "xpr/rt/prims/cumsum.hpp"
+// Tests of the cumulative reductions (rt/prims/cumsum.hpp, rt/cumulative.hpp) and
+// associative_scan: values against running sums, products, maxima and minima done by hand along
+// every axis and both ways, integers wrapping as in XLA, bools counted in int32, NaN, the jaxpr as
+// JAX prints it, errors; vmap against the loop; reverse mode against closed forms (the adjoint of
+// cumsum is the running sum the other way; cumprod's gradient through a zero) and the vjp/jvp
+// identity; and a user's loop over a time series.
+#include "xpr/rt/cumulative.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -17,7 +19,7 @@
 
 #include "tests/prims/common.hpp"
 
-namespace test_prims_cumsum {
+namespace test_prims_cumulative {
 
 using test_prims_common::expect_error;
 using xpr::Array;
@@ -203,4 +205,121 @@ TEST(Cumsum, PathFromVelocitiesAndItsSensitivities) {
   }
 }
 
-}  // namespace test_prims_cumsum
+// cumprod, cummax, cummin: values by hand, NaN carried forward, integers wrapping, bools.
+TEST(CumulativeScan, ProductsMaximaMinimaByHand) {
+  Array m = xpr::array({{1.0, -2.0, 3.0, 0.5}, {4.0, 5.0, 0.0, 2.0}});
+  EXPECT_EQ(v(xpr::cumprod(m, 1)), (std::vector<double>{1, -2, -6, -3, 4, 20, 0, 0}));
+  EXPECT_EQ(v(xpr::cumprod(m, 1, true)), (std::vector<double>{-3, -3, 1.5, 0.5, 0, 0, 0, 2}));
+  EXPECT_EQ(v(xpr::cumprod(m, 0)), (std::vector<double>{1, -2, 3, 0.5, 4, -10, 0, 1}));
+  EXPECT_EQ(v(xpr::cummax(m, 1)), (std::vector<double>{1, 1, 3, 3, 4, 5, 5, 5}));
+  EXPECT_EQ(v(xpr::cummax(m, 1, true)), (std::vector<double>{3, 3, 3, 0.5, 5, 5, 2, 2}));
+  EXPECT_EQ(v(xpr::cummin(m, -1)), (std::vector<double>{1, -2, -2, -2, 4, 4, 0, 0}));
+  EXPECT_EQ(v(xpr::cummin(m, 0, true)), (std::vector<double>{1, -2, 0, 0.5, 4, 5, 0, 2}));
+  EXPECT_EQ(v(xpr::cummax(m)), (std::vector<double>{1, 1, 3, 3, 4, 5, 5, 5}));  // flattened
+  const double nan = std::nan("");
+  const std::vector<double> mx = v(xpr::cummax(xpr::array({1.0, nan, 5.0})));
+  EXPECT_EQ(mx[0], 1.0);
+  EXPECT_TRUE(std::isnan(mx[1]) && std::isnan(mx[2]));
+  const std::vector<double> mn = v(xpr::cummin(xpr::array({nan, -1.0})));
+  EXPECT_TRUE(std::isnan(mn[0]) && std::isnan(mn[1]));
+  EXPECT_EQ(xpr::cumprod(xpr::array({65536, 65536, 3})).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{65536, 0, 0}));  // 2^32 wraps to 0
+  EXPECT_EQ(xpr::cumprod(xpr::array({true, true, false})).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 1, 0}));
+  EXPECT_EQ(xpr::cummax(xpr::array({std::int64_t{-3}, std::int64_t{7}, std::int64_t{2}}))
+                .to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{-3, 7, 7}));
+  std::ostringstream s;
+  s << xpr::make_jaxpr([](const Array& x) { return xpr::cummin(x, 0, true); })(m);
+  EXPECT_EQ(s.str(),
+            "{ lambda ; a:f64[2,4]. let b:f64[2,4] = cummin[axis=0 reverse=True] a in (b,) }");
+  expect_error<xpr::dtype_error>(
+      [] {
+        (void)xpr::cummax(xpr::array({true, false}));
+      },
+      {"cummax", "expected a number type, found bool"});
+  expect_error<xpr::index_error>([&] { (void)xpr::cumprod(m, 2); },
+                                 {"cumprod", "axis 2 is out of bounds"});
+}
+
+// associative_scan with any associative elementwise function, as lax.associative_scan: every
+// length from 0 to 17 (odd and even halves at every depth), both directions, against the loop.
+TEST(CumulativeScan, AssociativeScanIsTheRunningCombination) {
+  auto add = [](const Array& a, const Array& b) { return a + b; };
+  for (std::int64_t n = 0; n <= 17; ++n)
+    for (bool reverse : {false, true}) {
+      Array x = xpr::reshape(xpr::arange(static_cast<double>(2 * n)) * 0.5 - 1.0, Shape{2, n});
+      EXPECT_EQ(v(xpr::associative_scan(add, x, reverse, 1)), v(xpr::cumsum(x, 1, reverse)))
+          << n << (reverse ? " reverse" : "");
+      EXPECT_EQ(v(xpr::associative_scan(xpr::maximum, x, reverse, -1)),
+                v(xpr::cummax(x, 1, reverse)));
+    }
+  expect_error<xpr::index_error>(
+      [&] { (void)xpr::associative_scan(add, xpr::ones({3}), false, 1); },
+      {"associative_scan", "axis 1"});
+}
+
+// Derivatives (JAX's rule: the jvp of the associative scan): cumprod through a zero, where
+// dividing by the element would fail, against the closed form; cummax picks the tangent of the
+// element that holds the maximum; the vjp/jvp identity; vmap of grad against the loop.
+TEST(CumulativeScan, DerivativesThroughZerosAndTheMaximum) {
+  Array x = xpr::array({2.0, 0.0, 3.0, -1.0, 0.5});
+  // d/dx_k sum_j prod_{i<=j} x_i = sum_{j>=k} prod_{i<=j, i!=k} x_i
+  const std::vector<double> xs = v(x);
+  std::vector<double> want(5, 0.0);
+  for (std::size_t k = 0; k < 5; ++k)
+    for (std::size_t j = k; j < 5; ++j) {
+      double p = 1.0;
+      for (std::size_t i = 0; i <= j; ++i)
+        if (i != k) p *= xs[i];
+      want[k] += p;
+    }
+  EXPECT_EQ(v(xpr::grad([](const Array& u) { return xpr::sum(xpr::cumprod(u)); })(x)), want);
+  // Reversed: d/dx_k sum_j prod_{i>=j} x_i.
+  std::vector<double> back(5, 0.0);
+  for (std::size_t k = 0; k < 5; ++k)
+    for (std::size_t j = 0; j <= k; ++j) {
+      double p = 1.0;
+      for (std::size_t i = j; i < 5; ++i)
+        if (i != k) p *= xs[i];
+      back[k] += p;
+    }
+  EXPECT_EQ(v(xpr::grad([](const Array& u) { return xpr::sum(xpr::cumprod(u, 0, true)); })(x)),
+            back);
+  Array w = xpr::array({1.0, 10.0, 100.0, 1000.0, 10000.0});
+  Array y = xpr::array({1.0, 3.0, 2.0, 5.0, 4.0});  // maxima held by elements 0, 1, 1, 3, 3
+  EXPECT_EQ(v(xpr::grad([&](const Array& u) { return xpr::sum(w * xpr::cummax(u)); })(y)),
+            (std::vector<double>{1, 110, 0, 11000, 0}));
+  EXPECT_EQ(v(xpr::grad([&](const Array& u) { return xpr::sum(w * xpr::cummin(-u)); })(y)),
+            (std::vector<double>{-1, -110, 0, -11000, 0}));
+  std::mt19937 g(9);
+  std::normal_distribution<double> d;
+  auto random = [&] {
+    std::vector<double> r(12);
+    for (double& e : r) e = d(g);
+    return xpr::reshape(xpr::array(r), Shape{3, 4});
+  };
+  for (const auto* p : {&rt::cumprod_p, &rt::cummax_p, &rt::cummin_p}) {
+    auto f = [p](const Array& u) {
+      return rt::bind1(*p, {u}, {{"axis", std::int64_t{1}}, {"reverse", true}}) * 2.0;
+    };
+    Array t = random(), ct = random(), at = random();
+    auto [y1, jt] = xpr::jvp(f, at, t);
+    auto [y2, pullback] = xpr::vjp(f, at);
+    Array jct = std::get<0>(pullback(ct));
+    EXPECT_NEAR(xpr::sum(ct * jt).item<double>(), xpr::sum(jct * t).item<double>(), 1e-12)
+        << p->name();
+    EXPECT_EQ(v(y1), v(f(at))) << p->name();  // the primal of the jvp: the same values
+    (void)y2;
+    // vmap of grad over the rows against grad of each row.
+    auto row_loss = [p](const Array& r) {
+      return xpr::sum(
+          xpr::sin(rt::bind1(*p, {r}, {{"axis", std::int64_t{0}}, {"reverse", false}})));
+    };
+    const Array batched = xpr::vmap(xpr::grad(row_loss))(at);
+    for (std::int64_t k = 0; k < 3; ++k)
+      EXPECT_EQ(v(batched(k)), v(xpr::grad(row_loss)(at(k)))) << p->name() << " row " << k;
+  }
+}
+
+}  // namespace test_prims_cumulative
