@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "xpr/codegen/execute.hpp"
+#include "xpr/codegen/entry.hpp"
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
@@ -649,6 +649,8 @@ using rt::Lowered;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
+// The code generator itself: lowering, the compiler driver, the caches (codegen/entry.hpp).
+#include "xpr/codegen/execute.hpp"
 
 namespace xpr::rt::detail {
 
