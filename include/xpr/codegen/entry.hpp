@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
-// The code generator as the runtime tier calls it (rt/jit.hpp): declarations only. The lowering
-// (codegen/emit.hpp), the compiler driver and the caches (codegen/compiler.hpp, cache.hpp) are
-// the definitions' business: codegen/execute.hpp includes them, and rt/jit.hpp includes it only
-// with the definitions, so a unit compiled with XPR_COMPILED_LIB parses none of them.
+// The code generator as the runtime tier and its users call it (rt/jit.hpp,
+// `xpr::jit_cache_stats`): declarations only. The lowering (codegen/emit.hpp), the compiler driver
+// and the caches (codegen/compiler.hpp, cache.hpp) are the definitions' business:
+// codegen/execute.hpp includes them, and rt/jit.hpp includes it only with the definitions, so a
+// unit compiled with XPR_COMPILED_LIB parses none of them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "xpr/core/config.hpp"
+#include "xpr/core/error.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/jit_options.hpp"
@@ -21,6 +24,21 @@ namespace xpr::codegen {
 using rt::JitOptions;
 
 class Kernel;  // codegen/kernel.hpp
+
+/// Raised when no compiler works (XPR_CXX names none): jit interprets instead.
+struct no_compiler_error : core::error {
+  using core::error::error;
+};
+
+/// What the jit cache did in this process.
+struct JitCacheStats {
+  std::uint64_t compiles = 0;     // kernels built by running the compiler
+  std::uint64_t memory_hits = 0;  // kernels found already loaded in this process
+  std::uint64_t disk_hits = 0;    // kernels loaded from the disk cache
+};
+
+/// Compiles, memory hits and disk hits of the jit cache in this process so far.
+JitCacheStats jit_cache_stats();
 
 /// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
 /// where it interprets instead: `interpreter` always; `automatic` when the jaxpr holds a primitive
@@ -47,3 +65,8 @@ std::string lower_to_source(const rt::Jaxpr& jaxpr, const JitOptions& options = 
 std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const JitOptions& options = {});
 
 }  // namespace xpr::codegen
+
+namespace xpr {
+using codegen::jit_cache_stats;
+using codegen::JitCacheStats;
+}  // namespace xpr
