@@ -19,6 +19,11 @@
 
 #include "xpr/codegen/compiler.hpp"
 #include "xpr/core/config.hpp"
+#if XPR_DEFINITIONS
+// The code generator (the lowering the definitions below export); first, as before the
+// compiled-library split: header-only, parsing it before rt/api.hpp allocates 4 MB less.
+#include "xpr/codegen/emit.hpp"
+#endif
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/jaxpr_parse.hpp"
@@ -109,16 +114,14 @@ int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }  // namespace xpr::aot
 
 #if XPR_DEFINITIONS
-// The exporter's machinery: the code generator (lowering), its compiler driver, and the plan
-// types; a unit compiled with XPR_COMPILED_LIB sees only the entry points above.
+// The exporter's machinery: the plan types and the code generator (codegen/emit.hpp, included
+// above); a unit compiled with XPR_COMPILED_LIB sees only the entry points above.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "xpr/codegen/emit.hpp"
 
 namespace xpr::aot::detail {
 
