@@ -23,6 +23,11 @@
 #include <vector>
 
 #include "xpr/codegen/entry.hpp"
+#if XPR_DEFINITIONS
+// The code generator itself (lowering, the compiler driver, the caches): only the definitions
+// below use it; the declarations need codegen/entry.hpp.
+#include "xpr/codegen/execute.hpp"
+#endif
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
@@ -649,8 +654,6 @@ using rt::Lowered;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
-// The code generator itself: lowering, the compiler driver, the caches (codegen/entry.hpp).
-#include "xpr/codegen/execute.hpp"
 
 namespace xpr::rt::detail {
 
