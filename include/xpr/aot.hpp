@@ -5,27 +5,25 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
-#include <sys/stat.h>
 #include <tuple>
-#include <unistd.h>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "xpr/codegen/compiler.hpp"
-#include "xpr/codegen/emit.hpp"
 #include "xpr/core/config.hpp"
+#if XPR_DEFINITIONS
+// The code generator (the lowering the definitions below export); first, as before the
+// compiled-library split: header-only, parsing it before rt/api.hpp allocates 4 MB less.
+#include "xpr/codegen/emit.hpp"
+#endif
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/jaxpr_parse.hpp"
@@ -57,6 +55,76 @@ struct Exported {
 
 namespace detail {
 
+/// The exported function's name becomes a C symbol, two file names and a namespace: only a plain
+/// C identifier that no C or C++ rule reserves is accepted.
+void check_name(std::string_view name);
+
+/// `export_source`'s work once `f` is flattened: the plan (`plan_from_example`) exported.
+Exported export_flat(const rt::FlatFunction& f, const rt::Avals& avals,
+                     const std::filesystem::path& dir, const std::string& name, const Options& o);
+
+}  // namespace detail
+
+/// Writes `dir/name.h` and `dir/name.cpp`: `f` traced at `example_args` (a std::tuple of its
+/// arguments, or the one argument) and lowered to C++ with a plain C entry point
+/// `int name(const T* in0, ..., T* out0, ..., long long n0, ...)` documented in the header.
+/// The sizes of the example other than 0 and 1 are parameters (equal sizes are one parameter)
+/// when the code generated at other sizes is the same, else the function works for the
+/// example's sizes only and takes none. `name` must be a C identifier (`value_error`); throws
+/// `not_implemented_error` for a primitive code generation does not cover. See examples/aot.cpp.
+template <class F, class Args>
+Exported export_source(F f, const Args& example_args, const std::filesystem::path& dir,
+                       const std::string& name, const Options& options = {}) {
+  detail::check_name(name);
+  auto run = [&](const auto&... args) {
+    using Tuple = std::tuple<std::remove_cvref_t<decltype(args)>...>;
+    auto [leaves, def] = rt::tree_flatten(std::forward_as_tuple(args...));
+    rt::Avals avals;
+    for (const rt::Array& a : leaves) avals.push_back(a.aval());
+    std::optional<rt::PyTreeDef> out_def;
+    rt::FlatFunction flat = rt::detail::flat_function<F, Tuple>(f, def, out_def);
+    return detail::export_flat(flat, avals, dir, name, options);
+  };
+  if constexpr (requires { std::tuple_size<Args>::value; })
+    return std::apply(run, example_args);
+  else
+    return run(example_args);
+}
+
+/// `export_source` for a closed jaxpr (e.g. from `parse_jaxpr`). `types` (one per invar, like
+/// "f64[n,3]"; empty: the invars' own types) may name dimensions: equal names are one size
+/// parameter, and the export fails with `value_error` unless the code is the same whatever the
+/// sizes. Without names, the invars' sizes are treated as an example, as `export_source(f, ...)`
+/// treats its example arguments.
+Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
+                       const std::filesystem::path& dir, const std::string& name,
+                       const Options& options = {});
+
+/// Builds `dir/name.cpp` (written by `export_source`) into `dir/libname.so` with the compiler of
+/// `jit` (XPR_CXX, default g++) and returns its path. Throws `compile_error` with the compiler's
+/// log when it fails.
+std::filesystem::path compile_library(const std::filesystem::path& dir, const std::string& name,
+                                      const Options& options = {});
+
+/// `xprc`: compiles a jaxpr text file (xpr's printer's syntax or JAX's) into `name.h`/`name.cpp`
+/// (and `libname.so` with --shared). `args` are the command line without the program name.
+/// Returns the exit status: 0 success, 2 a usage error, 1 any other error (said on `err`).
+int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace xpr::aot
+
+#if XPR_DEFINITIONS
+// The exporter's machinery: the plan types and the code generator (codegen/emit.hpp, included
+// above); a unit compiled with XPR_COMPILED_LIB sees only the entry points above.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace xpr::aot::detail {
+
 using core::DType;
 using rt::Array;
 using rt::Arrays;
@@ -65,10 +133,6 @@ using rt::ShapedArray;
 // ---- names ---------------------------------------------------------------------------------
 
 bool is_c_keyword(std::string_view s);
-
-/// The exported function's name becomes a C symbol, two file names and a namespace: only a plain
-/// C identifier that no C or C++ rule reserves is accepted.
-void check_name(std::string_view name);
 
 // ---- types given as text: f64[n,3] ----------------------------------------------------------
 
@@ -253,57 +317,7 @@ inline rt::FlatFunction jaxpr_function(const rt::ClosedJaxpr& j) {
       [&j](std::span<const Array> in) -> Arrays { return eval_any_shape(j.jaxpr, j.consts, in); };
 }
 
-}  // namespace detail
-
-/// Writes `dir/name.h` and `dir/name.cpp`: `f` traced at `example_args` (a std::tuple of its
-/// arguments, or the one argument) and lowered to C++ with a plain C entry point
-/// `int name(const T* in0, ..., T* out0, ..., long long n0, ...)` documented in the header.
-/// The sizes of the example other than 0 and 1 are parameters (equal sizes are one parameter)
-/// when the code generated at other sizes is the same, else the function works for the
-/// example's sizes only and takes none. `name` must be a C identifier (`value_error`); throws
-/// `not_implemented_error` for a primitive code generation does not cover. See examples/aot.cpp.
-template <class F, class Args>
-Exported export_source(F f, const Args& example_args, const std::filesystem::path& dir,
-                       const std::string& name, const Options& options = {}) {
-  detail::check_name(name);
-  auto run = [&](const auto&... args) {
-    using Tuple = std::tuple<std::remove_cvref_t<decltype(args)>...>;
-    auto [leaves, def] = rt::tree_flatten(std::forward_as_tuple(args...));
-    rt::Avals avals;
-    for (const rt::Array& a : leaves) avals.push_back(a.aval());
-    std::optional<rt::PyTreeDef> out_def;
-    rt::FlatFunction flat = rt::detail::flat_function<F, Tuple>(f, def, out_def);
-    return detail::export_plan(detail::plan_from_example(flat, avals, options), dir, name);
-  };
-  if constexpr (requires { std::tuple_size<Args>::value; })
-    return std::apply(run, example_args);
-  else
-    return run(example_args);
-}
-
-/// `export_source` for a closed jaxpr (e.g. from `parse_jaxpr`). `types` (one per invar, like
-/// "f64[n,3]"; empty: the invars' own types) may name dimensions: equal names are one size
-/// parameter, and the export fails with `value_error` unless the code is the same whatever the
-/// sizes. Without names, the invars' sizes are treated as an example, as `export_source(f, ...)`
-/// treats its example arguments.
-Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
-                       const std::filesystem::path& dir, const std::string& name,
-                       const Options& options = {});
-
-/// Builds `dir/name.cpp` (written by `export_source`) into `dir/libname.so` with the compiler of
-/// `jit` (XPR_CXX, default g++) and returns its path. Throws `compile_error` with the compiler's
-/// log when it fails.
-std::filesystem::path compile_library(const std::filesystem::path& dir, const std::string& name,
-                                      const Options& options = {});
-
-/// `xprc`: compiles a jaxpr text file (xpr's printer's syntax or JAX's) into `name.h`/`name.cpp`
-/// (and `libname.so` with --shared). `args` are the command line without the program name.
-/// Returns the exit status: 0 success, 2 a usage error, 1 any other error (said on `err`).
-int run_xprc(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-
-}  // namespace xpr::aot
-
-#if XPR_DEFINITIONS
+}  // namespace xpr::aot::detail
 
 namespace xpr::aot::detail {
 
@@ -904,6 +918,12 @@ XPR_FUNC Plan plan_from_example(const rt::FlatFunction& f, const rt::Avals& aval
   std::string why;
   if (std::optional<Plan> plan = try_polymorphic(f, p, o, why)) return std::move(*plan);
   return fixed_plan(f, avals, o);
+}
+
+XPR_FUNC Exported export_flat(const rt::FlatFunction& f, const rt::Avals& avals,
+                              const std::filesystem::path& dir, const std::string& name,
+                              const Options& o) {
+  return export_plan(plan_from_example(f, avals, o), dir, name);
 }
 
 XPR_FUNC Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,

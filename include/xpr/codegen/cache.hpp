@@ -26,17 +26,11 @@
 #include <unordered_map>
 
 #include "xpr/codegen/compiler.hpp"
+#include "xpr/codegen/entry.hpp"
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 
 namespace xpr::codegen {
-
-/// What the jit cache did in this process.
-struct JitCacheStats {
-  std::uint64_t compiles = 0;     // kernels built by running the compiler
-  std::uint64_t memory_hits = 0;  // kernels found already loaded in this process
-  std::uint64_t disk_hits = 0;    // kernels loaded from the disk cache
-};
 
 /// The kernel a shared object exports.
 using KernelFn = void (*)(void* const*, const long long*, const void*);
@@ -46,11 +40,6 @@ struct Library {
   void* handle = nullptr;
   KernelFn fn = nullptr;
   std::string key;
-};
-
-/// Raised when no compiler works (XPR_CXX names none): jit interprets instead.
-struct no_compiler_error : core::error {
-  using core::error::error;
 };
 
 namespace detail {
@@ -131,18 +120,7 @@ void write_index(std::string_view program, std::string_view body);
 
 }  // namespace detail
 
-/// Compiles, memory hits and disk hits of the jit cache in this process so far.
-inline JitCacheStats jit_cache_stats() {
-  auto& c = detail::counters();
-  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
-}
-
 }  // namespace xpr::codegen
-
-namespace xpr {
-using codegen::jit_cache_stats;
-using codegen::JitCacheStats;
-}  // namespace xpr
 
 #if XPR_DEFINITIONS
 
@@ -422,4 +400,12 @@ XPR_FUNC void write_index(std::string_view program, std::string_view body) {
 }
 
 }  // namespace xpr::codegen::detail
+namespace xpr::codegen {
+
+XPR_FUNC JitCacheStats jit_cache_stats() {
+  auto& c = detail::counters();
+  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
+}
+
+}  // namespace xpr::codegen
 #endif  // XPR_DEFINITIONS

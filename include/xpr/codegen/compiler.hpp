@@ -7,42 +7,15 @@
 // never -ffast-math (it links crtfastmath.o, which sets flush-to-zero for the whole process).
 #pragma once
 
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <mutex>
-#include <optional>
-#include <spawn.h>
-#include <sstream>
 #include <string>
 #include <string_view>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#if defined(__GLIBC__) && __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>  // glibc >= 2.33: the cpuid leaves read at startup
-#endif
-#endif
 
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
-
-extern char** environ;
 
 namespace xpr::codegen {
 
@@ -170,6 +143,35 @@ std::vector<std::string> compile_command(const std::string& src, const std::stri
 }  // namespace xpr::codegen
 
 #if XPR_DEFINITIONS
+// What the definitions use: processes, files, the CPU (a unit compiled with XPR_COMPILED_LIB
+// parses none of it).
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <spawn.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#if defined(__GLIBC__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>  // glibc >= 2.33: the cpuid leaves read at startup
+#endif
+#endif
+
+extern char** environ;
 
 namespace xpr::codegen::detail {
 

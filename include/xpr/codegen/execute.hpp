@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "xpr/codegen/entry.hpp"
 #include "xpr/codegen/kernel.hpp"
 #include "xpr/core/config.hpp"
 #include "xpr/rt/jaxpr_eval.hpp"
@@ -19,36 +20,6 @@ namespace xpr::codegen {
 namespace detail {
 void warn_no_compiler_once(const std::string& why);
 }  // namespace detail
-
-/// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
-/// where it interprets instead: `interpreter` always; `automatic` when the jaxpr holds a primitive
-/// codegen does not cover (docs/codegen.md lists them) or when no compiler works (said once on
-/// stderr). Under `compiled` every failure is let through (`compile_error`,
-/// `not_implemented_error` naming an uncovered primitive, a missing compiler). A compiler that
-/// rejects the generated code is a bug in the generator, so it is `compile_error` under every
-/// backend. `jit` keeps the result per input signature, so a repeat call skips this lookup.
-std::shared_ptr<const Kernel> kernel_for(const rt::Jaxpr& jaxpr, const JitOptions& options = {});
-
-/// Runs `jaxpr` on `args` (with `consts` the values of its constvars) through `kernel_for`'s
-/// kernel, or the interpreter where it gives none or an argument is traced (under `compiled`, a
-/// traced argument is a `type_error`).
-std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const rt::Array> consts,
-                               std::span<const rt::Array> args, const JitOptions& options = {});
-
-/// The signature `pjit`'s impl calls: `jaxpr.consts` are the constvars' values.
-inline std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr, std::span<const rt::Array> args,
-                                      const JitOptions& options = {}) {
-  return execute(jaxpr.jaxpr, jaxpr.consts, args, options);
-}
-
-/// The C++ source `jaxpr` lowers to (what `jit(f).lower(args...).as_text()` shows). Throws
-/// `not_implemented_error` for a primitive codegen does not cover.
-inline std::string lower_to_source(const rt::Jaxpr& jaxpr, const JitOptions& options = {}) {
-  return lower(jaxpr, options).source;
-}
-inline std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const JitOptions& options = {}) {
-  return lower_to_source(jaxpr.jaxpr, options);
-}
 
 }  // namespace xpr::codegen
 
@@ -94,6 +65,20 @@ XPR_FUNC std::vector<rt::Array> execute(const rt::Jaxpr& jaxpr, std::span<const 
   }
   if (std::shared_ptr<const Kernel> k = kernel_for(jaxpr, options)) return k->run(args, consts);
   return rt::eval_jaxpr(jaxpr, consts, args);
+}
+
+XPR_FUNC std::vector<rt::Array> execute(const rt::ClosedJaxpr& jaxpr,
+                                        std::span<const rt::Array> args,
+                                        const JitOptions& options) {
+  return execute(jaxpr.jaxpr, jaxpr.consts, args, options);
+}
+
+XPR_FUNC std::string lower_to_source(const rt::Jaxpr& jaxpr, const JitOptions& options) {
+  return lower(jaxpr, options).source;
+}
+
+XPR_FUNC std::string lower_to_source(const rt::ClosedJaxpr& jaxpr, const JitOptions& options) {
+  return lower_to_source(jaxpr.jaxpr, options);
 }
 
 }  // namespace xpr::codegen

@@ -57,6 +57,48 @@ enum class ParamKind : std::uint8_t {
   bools,                  ///< `(False, True)` as BoolTuple
 };
 
+/// How the parser reads the parameter `name` (`axes` -> Axes, `shape` -> Shape, `new_dtype` ->
+/// DType, ...); ParamKind::inferred for names not in the table. Any parameter may be `None`.
+ParamKind param_kind(std::string_view name);
+
+/// Declares how parameters named `name` are read, for user-defined primitives whose parameters
+/// the syntax alone does not determine (a Shape rather than Axes, say).
+void register_param_kind(std::string name, ParamKind kind);
+
+// ---------------------------------------------------------------------------------------------
+// Public entry points
+// ---------------------------------------------------------------------------------------------
+
+/// Reads a jaxpr from JAX's text syntax, keeping its constvars as variables (their values are not
+/// in the text): pass the values to `eval_jaxpr(jaxpr, consts, args)`. Throws `parse_error`
+/// (with 1-based line and column) for malformed text and `type_error` for an equation whose
+/// declared result types are not what its primitive computes. See docs/jaxpr.md.
+Jaxpr parse_open_jaxpr(std::string_view text);
+
+/// Reads a closed jaxpr: `consts` are the values of its constvars, in order (none when the text
+/// has none); throws `type_error` when they do not match the constvars' number and types.
+/// See examples/jaxpr_text.cpp.
+ClosedJaxpr parse_jaxpr(std::string_view text, std::vector<Array> consts = {});
+
+}  // namespace xpr::rt
+
+namespace xpr {
+using rt::param_kind;
+using rt::ParamKind;
+using rt::parse_jaxpr;
+using rt::parse_open_jaxpr;
+using rt::register_param_kind;
+}  // namespace xpr
+
+#if XPR_DEFINITIONS
+
+namespace xpr::rt {
+
+// The parser's machinery: only the definitions use it (a unit compiled with XPR_COMPILED_LIB
+// parses none of it).
+
+// ---- the table of parameter kinds, the lexer, the parser ------------------------------------
+
 namespace detail {
 struct ParamKindTable {
   std::mutex mutex;
@@ -112,17 +154,6 @@ inline ParamKindTable& param_kind_table() {
 
 }  // namespace detail
 
-/// How the parser reads the parameter `name` (`axes` -> Axes, `shape` -> Shape, `new_dtype` ->
-/// DType, ...); ParamKind::inferred for names not in the table. Any parameter may be `None`.
-ParamKind param_kind(std::string_view name);
-
-/// Declares how parameters named `name` are read, for user-defined primitives whose parameters
-/// the syntax alone does not determine (a Shape rather than Axes, say).
-void register_param_kind(std::string name, ParamKind kind);
-
-// ---------------------------------------------------------------------------------------------
-// Lexer
-// ---------------------------------------------------------------------------------------------
 namespace detail::parse {
 
 struct Token {
@@ -312,36 +343,9 @@ class Parser {
 
 }  // namespace detail::parse
 
-// ---------------------------------------------------------------------------------------------
-// Public entry points
-// ---------------------------------------------------------------------------------------------
-
-/// Reads a jaxpr from JAX's text syntax, keeping its constvars as variables (their values are not
-/// in the text): pass the values to `eval_jaxpr(jaxpr, consts, args)`. Throws `parse_error`
-/// (with 1-based line and column) for malformed text and `type_error` for an equation whose
-/// declared result types are not what its primitive computes. See docs/jaxpr.md.
-inline Jaxpr parse_open_jaxpr(std::string_view text) {
+XPR_FUNC Jaxpr parse_open_jaxpr(std::string_view text) {
   return detail::parse::Parser(text).toplevel();
 }
-
-/// Reads a closed jaxpr: `consts` are the values of its constvars, in order (none when the text
-/// has none); throws `type_error` when they do not match the constvars' number and types.
-/// See examples/jaxpr_text.cpp.
-ClosedJaxpr parse_jaxpr(std::string_view text, std::vector<Array> consts = {});
-
-}  // namespace xpr::rt
-
-namespace xpr {
-using rt::param_kind;
-using rt::ParamKind;
-using rt::parse_jaxpr;
-using rt::parse_open_jaxpr;
-using rt::register_param_kind;
-}  // namespace xpr
-
-#if XPR_DEFINITIONS
-
-namespace xpr::rt {
 
 XPR_FUNC ParamKind param_kind(std::string_view name) {
   auto& t = detail::param_kind_table();

@@ -22,7 +22,12 @@
 #include <utility>
 #include <vector>
 
+#include "xpr/codegen/entry.hpp"
+#if XPR_DEFINITIONS
+// The code generator itself (lowering, the compiler driver, the caches): only the definitions
+// below use it; the declarations need codegen/entry.hpp.
 #include "xpr/codegen/execute.hpp"
+#endif
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/api_transformations.hpp"
