@@ -153,18 +153,23 @@ XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
 }
 
 namespace detail {
+/// The one axis a jax.numpy function reduces along: `axis` against `rank` (negative counts from
+/// the end), 0 when there is none (the caller flattens); an index_error naming `fn` otherwise.
+XPR_FUNC std::int64_t one_axis(const std::string& fn, std::optional<std::int64_t> axis,
+                               std::size_t rank) {
+  if (!axis) return 0;
+  try {
+    return static_cast<std::int64_t>(core::canonicalize_axis(*axis, rank));
+  } catch (const core::index_error& e) {
+    throw core::index_error(fn + ": " + e.what());
+  }
+}
+
 /// jax.numpy's argmax and argmin: `axis=None` reduces the flattened array (and `keepdims` then
 /// keeps every axis as size 1).
 XPR_FUNC Array arg_reduce(const ArgReduce& prim, const Array& x, std::optional<std::int64_t> axis,
                           bool keepdims) {
-  std::int64_t a = 0;
-  if (axis) {
-    try {
-      a = static_cast<std::int64_t>(core::canonicalize_axis(*axis, x.ndim()));
-    } catch (const core::index_error& e) {
-      throw core::index_error(prim.name() + ": " + e.what());
-    }
-  }
+  const std::int64_t a = one_axis(prim.name(), axis, x.ndim());
   const Array in = axis ? x : ravel(x);
   Array out = bind1(prim, {in}, {{"axes", Axes{a}}, {"index_dtype", DType::int32}});
   if (!keepdims) return out;
@@ -184,14 +189,7 @@ XPR_FUNC Array argmin(const Array& x, std::optional<std::int64_t> axis, bool kee
 namespace detail {
 XPR_FUNC Array bind_cumulative(const CumulativeReduction& p, const Array& x,
                                std::optional<std::int64_t> axis, bool reverse) {
-  std::int64_t a = 0;
-  if (axis) {
-    try {
-      a = static_cast<std::int64_t>(core::canonicalize_axis(*axis, x.ndim()));
-    } catch (const core::index_error& e) {
-      throw core::index_error(p.name() + ": " + e.what());
-    }
-  }
+  const std::int64_t a = one_axis(p.name(), axis, x.ndim());
   Array in = axis ? x : ravel(x);
   const bool counts = p.kind() == Cumulative::sum || p.kind() == Cumulative::prod;
   if (counts && core::is_bool(in.dtype())) in = convert_element_type(in, DType::int32);
