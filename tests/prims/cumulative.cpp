@@ -29,6 +29,14 @@ namespace rt = xpr::rt;
 
 std::vector<double> v(const Array& x) { return xpr::astype(x, DType::float64).to_vector<double>(); }
 
+/// A 3x4 f64 array of standard normal draws.
+Array normal_3x4(std::mt19937& g) {
+  std::normal_distribution<double> d;
+  std::vector<double> r(12);
+  for (double& e : r) e = d(g);
+  return xpr::reshape(xpr::array(r), Shape{3, 4});
+}
+
 TEST(Cumsum, RunningSumsAlongEveryAxisBothWays) {
   Array m = xpr::array({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
   EXPECT_EQ(v(xpr::cumsum(m)), (std::vector<double>{1, 3, 6, 10, 15, 21}));  // flattened
@@ -158,12 +166,7 @@ TEST(Cumsum, ReverseModeIsTheRunningSumTheOtherWay) {
           << "axis " << a << " reverse " << reverse;
     }
   std::mt19937 g(3);
-  std::normal_distribution<double> d;
-  auto random = [&] {
-    std::vector<double> r(12);
-    for (double& e : r) e = d(g);
-    return xpr::reshape(xpr::array(r), Shape{3, 4});
-  };
+  auto random = [&g] { return normal_3x4(g); };
   for (bool reverse : {false, true}) {
     auto f = [reverse](const Array& y) { return xpr::cumsum(y, 0, reverse) * 2.0; };
     Array t = random(), ct = random(), at = random();
@@ -293,12 +296,7 @@ TEST(CumulativeScan, DerivativesThroughZerosAndTheMaximum) {
   EXPECT_EQ(v(xpr::grad([&](const Array& u) { return xpr::sum(w * xpr::cummin(-u)); })(y)),
             (std::vector<double>{-1, -110, 0, -11000, 0}));
   std::mt19937 g(9);
-  std::normal_distribution<double> d;
-  auto random = [&] {
-    std::vector<double> r(12);
-    for (double& e : r) e = d(g);
-    return xpr::reshape(xpr::array(r), Shape{3, 4});
-  };
+  auto random = [&g] { return normal_3x4(g); };
   for (const auto* p : {&rt::cumprod_p, &rt::cummax_p, &rt::cummin_p}) {
     auto f = [p](const Array& u) {
       return rt::bind1(*p, {u}, {{"axis", std::int64_t{1}}, {"reverse", true}}) * 2.0;

@@ -505,6 +505,9 @@ class Lowering {
   /// compiled kernel, are the same for inputs that differ only in sizes), else the number.
   XPR_MEMBER std::string dim(std::int64_t d) const;
   XPR_MEMBER std::string count(const core::Shape& s) const;
+  /// `const long long O, N, I`: `shape` as (outer, n, inner) around `axis`, the walk of the
+  /// interpreter's argmax and cumulative reductions.
+  XPR_MEMBER std::string outer_n_inner(const core::Shape& shape, std::size_t axis) const;
   /// The row-major stride of dimension `i` of `s`.
   XPR_MEMBER std::string stride(const core::Shape& s, std::size_t i) const;
 
@@ -1105,6 +1108,14 @@ XPR_FUNC std::string Lowering::dim(std::int64_t d) const {
   for (const auto& [v, k] : dim_symbols_)
     if (v == d) return "n[" + std::to_string(k) + "]";
   return std::to_string(d) + "LL";
+}
+
+XPR_FUNC std::string Lowering::outer_n_inner(const core::Shape& shape, std::size_t axis) const {
+  const std::vector<std::int64_t>& d = shape.dims();
+  const auto mid = d.begin() + static_cast<std::ptrdiff_t>(axis);
+  return "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
+         ";\n  const long long N = " + dim(shape[axis]) +
+         ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) + ";\n";
 }
 
 XPR_FUNC std::string Lowering::count(const core::Shape& s) const {
@@ -2725,14 +2736,9 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
     const ShapedArray& in = aval_of(e.inputs[0]);
     const auto a = static_cast<std::size_t>(e.params.get<rt::Axes>("axes")[0]);
     in_ptr(e.inputs[0], pre, "x");
-    const std::vector<std::int64_t>& d = in.shape.dims();
-    const auto mid = d.begin() + static_cast<std::ptrdiff_t>(a);
     const std::string xt = c_type(in.dtype);
     const std::string better = p == &rt::argmax_p ? "v < w" : "w < v";
-    return pre + "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
-           ";\n  const long long N = " + dim(in.shape[a]) +
-           ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) +
-           ";\n"
+    return pre + outer_n_inner(in.shape, a) +
            "  for (long long i = 0; i < O; ++i)\n"
            "    for (long long j = 0; j < I; ++j) {\n"
            "      const " +
@@ -2759,53 +2765,57 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
            "    }\n";
   }
   if (const auto* cum = dynamic_cast<const rt::CumulativeReduction*>(p)) {
-    // The interpreter's walk (rt/prims/cumsum.hpp): x as (outer, n, inner), each element the
-    // previous running value combined with its own by the interpreter's expression (sums from 0,
-    // so -0.0 first gives +0.0 as XLA's does; max and min carry a NaN; -fwrapv wraps integers);
-    // a row at a time, so the inner loop runs over contiguous elements and vectorizes.
+    // The interpreter's walk (rt/prims/cumsum.hpp): x as (outer, n, inner), the first row as it
+    // starts (sums from 0, so -0.0 gives +0.0 as XLA's does), then each row the previous running
+    // value `p` combined with its element `v` by the interpreter's expression (max and min carry
+    // a NaN; -fwrapv wraps integers). A row at a time, so the inner loop runs over contiguous
+    // elements and vectorizes.
     const ShapedArray& in = aval_of(e.inputs[0]);
     const auto a = static_cast<std::size_t>(e.params.get<std::int64_t>("axis"));
     const bool reverse = e.params.get<bool>("reverse");
     in_ptr(e.inputs[0], pre, "x");
-    const std::vector<std::int64_t>& d = in.shape.dims();
-    const auto mid = d.begin() + static_cast<std::ptrdiff_t>(a);
-    std::string next;  // the new running value from `p` (the previous one) and `v`
+    std::string combine;
     switch (cum->kind()) {
       case rt::Cumulative::sum:
-        next = "m == 0 ? v : p + v";
+        combine = "p + v";
         break;
       case rt::Cumulative::prod:
-        next = "m == 0 ? v : p * v";
+        combine = "p * v";
         break;
       case rt::Cumulative::max:
-        next = "m == 0 ? v : p != p ? p : v != v ? v : v > p ? v : p";
+        combine = "p != p ? p : v != v ? v : v > p ? v : p";
         break;
       case rt::Cumulative::min:
-        next = "m == 0 ? v : p != p ? p : v != v ? v : v < p ? v : p";
+        combine = "p != p ? p : v != v ? v : v < p ? v : p";
         break;
     }
-    // Sums start from 0: the first is 0 + v.
-    const std::string first = cum->kind() == rt::Cumulative::sum
-                                  ? "static_cast<" + t + ">(static_cast<" + t + ">(0) + x[r + j])"
-                                  : "x[r + j]";
-    return pre + "  const long long O = " + count(core::Shape(std::vector(d.begin(), mid))) +
-           ";\n  const long long N = " + dim(in.shape[a]) +
-           ";\n  const long long I = " + count(core::Shape(std::vector(mid + 1, d.end()))) +
+    const std::string start =
+        cum->kind() == rt::Cumulative::sum ? "static_cast<" + t + ">(0) + x[r + j]" : "x[r + j]";
+    const std::string row = std::string("i * N * I + (") + (reverse ? "N - 1 - m" : "m") + ") * I";
+    return pre + outer_n_inner(in.shape, a) +
+           "  for (long long i = 0; i < O && N > 0; ++i) {\n"
+           "    {\n"
+           "      const long long m = 0, r = " +
+           row +
            ";\n"
-           "  for (long long i = 0; i < O; ++i)\n"
-           "    for (long long m = 0; m < N; ++m) {\n"
-           "      const long long r = i * N * I + (" +
-           (reverse ? "N - 1 - m" : "m") +
-           ") * I;\n"
-           "      const long long q = r " +
-           (reverse ? "+" : "-") +
+           "      for (long long j = 0; j < I; ++j) o[r + j] = static_cast<" +
+           t + ">(" + start +
+           ");\n"
+           "    }\n"
+           "    for (long long m = 1; m < N; ++m) {\n"
+           "      const long long r = " +
+           row + ", q = r " + (reverse ? "+" : "-") +
            " I;\n"
            "      for (long long j = 0; j < I; ++j) {\n"
            "        const " +
-           t + " v = m == 0 ? " + first + " : x[r + j];\n        const " + t +
-           " p = m == 0 ? v : o[q + j];\n"
+           t +
+           " p = o[q + j], v = x[r + j];\n"
            "        o[r + j] = static_cast<" +
-           t + ">(" + next + ");\n" + "      }\n    }\n";
+           t + ">(" + combine +
+           ");\n"
+           "      }\n"
+           "    }\n"
+           "  }\n";
   }
   if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
     return pre + emit_reduce(e);
