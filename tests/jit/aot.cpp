@@ -29,14 +29,23 @@ using namespace xpr;
 namespace fs = std::filesystem;
 using xpr::rt::Arrays;
 
-/// A fresh empty directory under the build's temporary directory.
-inline fs::path fresh_dir(const std::string& tag) {
-  std::string tmpl = (fs::temp_directory_path() / ("xpr-aot-" + tag + "-XXXXXX")).string();
-  std::vector<char> t(tmpl.begin(), tmpl.end());
-  t.push_back('\0');
-  EXPECT_NE(::mkdtemp(t.data()), nullptr);
-  return fs::path(t.data());
-}
+/// A fresh empty directory under the system's temporary directory, removed with what the test
+/// wrote into it when the test ends (a loaded library stays mapped after its file is gone).
+struct ScratchDir : fs::path {
+  explicit ScratchDir(const std::string& tag) {
+    std::string tmpl = (fs::temp_directory_path() / ("xpr-aot-" + tag + "-XXXXXX")).string();
+    std::vector<char> t(tmpl.begin(), tmpl.end());
+    t.push_back('\0');
+    EXPECT_NE(::mkdtemp(t.data()), nullptr);
+    fs::path::operator=(t.data());
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(*this, ec);
+  }
+};
 
 inline std::set<std::string> listing(const fs::path& dir) {
   std::set<std::string> names;
@@ -104,7 +113,7 @@ inline Array ramp(const Shape& s, double scale = 0.1, double offset = -0.3,
 
 TEST(Aot, ElementwiseIsSizePolymorphicAndEqualsEager) {
   auto f = [](const Array& x, const Array& y) { return xpr::sin(x) * y + xpr::exp(x * y); };
-  fs::path dir = fresh_dir("elementwise");
+  const ScratchDir dir("elementwise");
   aot::Exported e = aot::export_source(f, std::tuple{ramp({5}), ramp({5}, 0.2)}, dir, "fe");
   EXPECT_EQ(e.declaration,
             "int fe(const double* in0, const double* in1, double* out0, long long n0)");
@@ -123,7 +132,7 @@ TEST(Aot, GradOfAFunctionEqualsEager) {
     return xpr::sum(xpr::tanh(w * x) * w) + xpr::sum(w * w) * 0.5;
   };
   auto g = xpr::grad(loss);
-  fs::path dir = fresh_dir("grad");
+  const ScratchDir dir("grad");
   aot::Exported e = aot::export_source(g, std::tuple{ramp({4, 3}), ramp({4, 3}, 0.3)}, dir, "g");
   ASSERT_EQ(e.size_examples, (std::vector<long long>{4, 3}));
   CallFn fn = load(aot::compile_library(dir, "g"), "g");
@@ -148,7 +157,7 @@ TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
                         std::tuple{a + 1.0, Array(1.0)});
     return std::get<0>(state);
   };
-  fs::path dir = fresh_dir("loops");
+  const ScratchDir dir("loops");
   aot::export_source(newton, std::tuple{ramp({6}, 0.3, 0.5)}, dir, "newton");
   CallFn fn = load(aot::compile_library(dir, "newton"), "newton");
   for (long long n : {6LL, 1LL, 40LL}) {
@@ -162,7 +171,7 @@ TEST(Aot, LoopsRunWithoutTheHostsIterationLimit) {
     return xpr::fori_loop(
         0, 100, [](const Array&, const Array& x) { return x - 0.01 * x; }, x0);
   };
-  fs::path dir2 = fresh_dir("euler");
+  const ScratchDir dir2("euler");
   aot::export_source(euler, std::tuple{ramp({3})}, dir2, "euler");
   CallFn fe = load(aot::compile_library(dir2, "euler"), "euler");
   Arrays args{ramp({3})};
@@ -176,7 +185,7 @@ TEST(Aot, DotUsesTheExportedGemm) {
                               xpr::matmul(a, xpr::transpose(c)),
                               xpr::dot_general(b, b, {{0}, {0}, {}, {}})};
   };
-  fs::path dir = fresh_dir("dot");
+  const ScratchDir dir("dot");
   aot::Exported e = aot::export_source(
       f, std::tuple{ramp({3, 4}), ramp({4, 5}, 0.2), ramp({5, 4}, 0.05)}, dir, "mm");
   ASSERT_EQ(e.size_examples, (std::vector<long long>{3, 4, 5}));
@@ -194,7 +203,7 @@ TEST(Aot, DotUsesTheExportedGemm) {
 TEST(Aot, SizeDependentCodeTakesNoSizes) {
   // The reshape's target sizes are constants of the program: the export is for [2, 6] only.
   auto f = [](const Array& x) { return xpr::sum(xpr::reshape(x, {3, 4}), 0) * 2.0; };
-  fs::path dir = fresh_dir("fixed");
+  const ScratchDir dir("fixed");
   aot::Exported e = aot::export_source(f, ramp({2, 6}), dir, "fx");
   EXPECT_EQ(e.declaration, "int fx(const double* in0, double* out0)");
   EXPECT_TRUE(e.size_names.empty());
@@ -208,7 +217,7 @@ TEST(Aot, ConstantsScalarsAndPassThroughOutputs) {
   auto f = [c](const Array& x, const Array& s) {
     return std::vector<Array>{x * c + s, x, xpr::sum(x) * s};
   };
-  fs::path dir = fresh_dir("consts");
+  const ScratchDir dir("consts");
   aot::Exported e = aot::export_source(f, std::tuple{ramp({3}), 2.0}, dir, "fc");
   EXPECT_TRUE(e.size_names.empty());  // x * c ties x to c's fixed size
   CallFn fn = load(aot::compile_library(dir, "fc"), "fc");
@@ -218,7 +227,7 @@ TEST(Aot, ConstantsScalarsAndPassThroughOutputs) {
 
 TEST(Aot, SizesAreCheckedAtRunTime) {
   auto f = [](const Array& x) { return xpr::exp(x) + 1.0; };
-  fs::path dir = fresh_dir("sizes");
+  const ScratchDir dir("sizes");
   aot::export_source(f, ramp({4}), dir, "fs");
   CallFn fn = load(aot::compile_library(dir, "fs"), "fs");
   double x = 0, y = 0;
@@ -233,7 +242,7 @@ TEST(Aot, SizesAreCheckedAtRunTime) {
 }
 
 TEST(Aot, NamesMustBeCIdentifiers) {
-  fs::path dir = fresh_dir("names");
+  const ScratchDir dir("names");
   auto f = [](const Array& x) { return x * 2.0; };
   for (const char* bad : {"", "a;b", "../evil", "x\ny", "int", "1abc", "__x", "_Cap", "a b",
                           "xpr_kernel", "a\"b", "a__b", "f/g"}) {
@@ -251,7 +260,7 @@ TEST(Aot, JaxprWithNamedSizes) {
       "    e:f64[3] = mul c d\n"
       "  in (e,) }";
   ClosedJaxpr j = parse_jaxpr(text);
-  fs::path dir = fresh_dir("named");
+  const ScratchDir dir("named");
   aot::Exported e = aot::export_source(j, {"f64[n]", "f64[n,k]"}, dir, "fj");
   EXPECT_EQ(e.size_names, (std::vector<std::string>{"n", "k"}));
   CallFn fn = load(aot::compile_library(dir, "fj"), "fj");
@@ -280,7 +289,7 @@ inline int xprc(const std::vector<std::string>& args, std::string* err_text = nu
 }
 
 TEST(Xprc, UsageErrorsAndExitCodes) {
-  fs::path dir = fresh_dir("xprc");
+  const ScratchDir dir("xprc");
   const fs::path in = dir / "f.jaxpr";
   std::ofstream(in)
       << "{ lambda ; a:f32[4]. let b:f32[4] = cos a; c:f32[4] = mul b 2.0:f32[] in (c,) }";
@@ -331,7 +340,7 @@ TEST(Xprc, JaxCustomDerivativeCalls) {
           "      num_consts=0\n      out_trees=<function <lambda> at 0x7f3c>\n"
           "      symbolic_zeros=False\n    ]",
   };
-  fs::path dir = fresh_dir("jax-custom");
+  const ScratchDir dir("jax-custom");
   int k = 0;
   for (const std::string& call : calls) {
     const std::string text = "{ lambda ; a:f32[3]. let\n    b:f32[3] = " + call +
@@ -367,7 +376,7 @@ TEST(Xprc, JaxCustomDerivativeCalls) {
 
 #ifdef XPR_XPRC_PATH
 TEST(Xprc, TheInstalledToolRuns) {
-  fs::path dir = fresh_dir("xprc-tool");
+  const ScratchDir dir("xprc-tool");
   std::ofstream(dir / "f.jaxpr") << "{ lambda ; a:f64[3]. let b:f64[3] = neg a in (b,) }";
   const std::string cmd = std::string(XPR_XPRC_PATH) + " " + (dir / "f.jaxpr").string() +
                           " --name neg3 --out " + (dir / "o").string() + " > " +
@@ -452,7 +461,7 @@ inline std::vector<std::string> mutations(std::mt19937& g) {
 
 TEST(AotFuzz, MutatedJaxprsFailCleanlyOrMatchTheInterpreter) {
   std::mt19937 g(20261127);
-  fs::path parent = fresh_dir("fuzz");
+  const ScratchDir parent("fuzz");
   int compiled = 0, refused = 0;
   int k = 0;
   for (const std::string& text : mutations(g)) {
