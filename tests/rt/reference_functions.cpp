@@ -98,6 +98,27 @@ TEST(ReferenceFunctions, Reductions) {
   EXPECT_EQ(values(xpr::max(m, 1)), (std::vector<double>{2, 4}));
   EXPECT_EQ(values(xpr::min(m, 0)), (std::vector<double>{1, 2}));
   EXPECT_EQ(scalar(xpr::mean(m)), 2.5);
+  EXPECT_EQ(values(xpr::argmax(m, 1)), (std::vector<double>{1, 1}));
+  EXPECT_EQ(values(xpr::argmin(m)), (std::vector<double>{0}));
+  EXPECT_EQ(values(xpr::cumsum(m, 0)), (std::vector<double>{1, 2, 4, 6}));
+  EXPECT_EQ(values(xpr::cumprod(m, 1, true)), (std::vector<double>{2, 2, 12, 4}));
+  EXPECT_EQ(values(xpr::cummax(xpr::array({1.0, 3.0, 2.0}))), (std::vector<double>{1, 3, 3}));
+  EXPECT_EQ(values(xpr::cummin(xpr::array({3.0, 1.0, 2.0}))), (std::vector<double>{3, 1, 1}));
+  EXPECT_EQ(values(xpr::associative_scan([](const Array& x, const Array& y) { return x + y; },
+                                         xpr::array({1.0, 2.0, 3.0}))),
+            (std::vector<double>{1, 3, 6}));
+}
+
+TEST(ReferenceFunctions, NeuralNetwork) {
+  EXPECT_DOUBLE_EQ(scalar(xpr::logaddexp(1.0, 1.0)), 1.0 + std::log(2.0));
+  EXPECT_EQ(values(xpr::nn::relu(xpr::array({-1.0, 2.0}))), (std::vector<double>{0, 2}));
+  EXPECT_DOUBLE_EQ(scalar(xpr::nn::softplus(Array(0.0))), std::log(2.0));
+  EXPECT_DOUBLE_EQ(scalar(xpr::nn::sigmoid(Array(0.0))), 0.5);
+  Array m = xpr::array({{0.0, 0.0}, {1.0, 1.0}});
+  EXPECT_DOUBLE_EQ(values(xpr::nn::logsumexp(m, 1))[1], 1.0 + std::log(2.0));
+  EXPECT_EQ(xpr::nn::logsumexp(m, {}, true).shape(), (Shape{1, 1}));
+  EXPECT_EQ(values(xpr::nn::softmax(m)), (std::vector<double>{0.5, 0.5, 0.5, 0.5}));
+  EXPECT_DOUBLE_EQ(values(xpr::nn::log_softmax(m, 0))[0], -std::log1p(std::exp(1.0)));
 }
 
 TEST(ReferenceFunctions, ShapesAndDtypes) {

@@ -19,6 +19,7 @@
 #include "xpr/rt/jaxpr_parse.hpp"
 #include "xpr/rt/jaxpr_print.hpp"
 #include "xpr/rt/jit.hpp"
+#include "xpr/rt/nn.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
