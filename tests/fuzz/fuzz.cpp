@@ -61,8 +61,10 @@ const std::vector<std::string>& hand_written_corpus() {
       "    d:f32[3,4] = cumsum[axis=0 reverse=True] c; e:i32[5] = cumsum[axis=0 reverse=False] b;\n"
       "    f:f32[3,4] = cumprod[axis=1 reverse=True] d; g:f32[3,4] = cummax[axis=0 reverse=False] "
       "f;\n"
-      "    h:i32[5] = cummin[axis=0 reverse=True] e\n"
-      "  in (g, h) }",
+      "    h:i32[5] = cummin[axis=0 reverse=True] e; i:f32[3,4] = cumlogsumexp[axis=1 "
+      "reverse=False] "
+      "g\n"
+      "  in (i, h) }",
       "{ lambda ; a:i32[4] b:i32[4]. let c:i32[4] = add a b; d:i32[4] = mul c b;\n"
       "    e:i32[4] = div d a; f:i32[4] = sub e 2147483647:i32[]; g:i32[4] = neg f;\n"
       "    h:i32[4] = integer_pow[y=3] g; i:i32[4] = abs h; j:i32[4] = sign i\n  in (j,) }",

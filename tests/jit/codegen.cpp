@@ -280,7 +280,8 @@ TEST(JitCodegen, ArgmaxAndArgminAlongEveryAxis) {
 }
 
 // The cumulative reductions compiled against the interpreter: every axis of ranks 1 to 3, both
-// directions, every number dtype (integers wrap as in XLA), NaN carried by cummax, and a
+// directions, every number dtype (integers wrap as in XLA; cumlogsumexp of floats, also where
+// exp overflows), NaN carried by cummax, and a
 // cumulative trapezoid integral as a user writes it.
 TEST(JitCodegen, CumulativeReductionsAlongEveryAxisBothWays) {
   std::mt19937 g(6);
@@ -293,6 +294,11 @@ TEST(JitCodegen, CumulativeReductionsAlongEveryAxisBothWays) {
                                     xpr::cummax(v, a, true), xpr::cummin(v, a)};
         };
         check_compiled(make_jaxpr(f)(x), {x}, "cumulative " + x.aval().str());
+        if (!xpr::core::is_floating(t)) continue;
+        auto lse = [a](const Array& v) {
+          return std::vector<Array>{xpr::cumlogsumexp(v, a), xpr::cumlogsumexp(v * 300.0, a, true)};
+        };
+        check_compiled(make_jaxpr(lse)(x), {x}, "cumlogsumexp " + x.aval().str());
       }
     }
   Array wrap = xpr::array({2147483647, 1, -5});

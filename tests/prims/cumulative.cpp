@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -245,6 +246,63 @@ TEST(CumulativeScan, ProductsMaximaMinimaByHand) {
                                  {"cumprod", "axis 2 is out of bounds"});
 }
 
+// cumlogsumexp: the running log-sum-exp against a loop of logaddexp in long double, where exp
+// overflows in double (values near 1000), -inf elements, both directions, f32; its gradient
+// against the closed form d/dx_k sum_j w_j out_j = sum_{j >= k} w_j exp(x_k - out_j); errors.
+TEST(CumulativeScan, CumlogsumexpAgainstTheRunningLogSumExp) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto running = [](const std::vector<double>& x, bool reverse) {
+    std::vector<double> out(x.size());
+    long double s = 0;
+    for (std::size_t m = 0; m < x.size(); ++m) {
+      const std::size_t i = reverse ? x.size() - 1 - m : m;
+      const long double e = x[i];
+      const long double hi = m == 0 || s < e ? e : s, lo = m == 0 ? e : s < e ? s : e;
+      s = m == 0 || std::isinf(lo) ? hi : hi + std::log1p(std::exp(lo - hi));
+      out[i] = static_cast<double>(s);
+    }
+    return out;
+  };
+  const std::vector<double> xs{1000.0, 999.5, -inf, 1001.0, -3.0, 1000.0};
+  for (bool reverse : {false, true}) {
+    const std::vector<double> got = v(xpr::cumlogsumexp(xpr::array(xs), 0, reverse));
+    const std::vector<double> want = running(xs, reverse);
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 4e-16 * std::abs(want[i])) << i << (reverse ? " reverse" : "");
+  }
+  EXPECT_EQ(v(xpr::cumlogsumexp(xpr::array({-inf, -inf, 0.0}))),
+            (std::vector<double>{-inf, -inf, 0.0}));
+  // Along axis 1 of a matrix; f32 keeps its dtype.
+  Array m = xpr::array({{0.0, 0.0, 0.0}, {1.0, 2.0, 3.0}});
+  const std::vector<double> rows = v(xpr::cumlogsumexp(m, 1));
+  EXPECT_NEAR(rows[2], std::log(3.0), 1e-15);
+  EXPECT_NEAR(rows[5], std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), 1e-15);
+  Array f = xpr::cumlogsumexp(xpr::astype(m, xpr::float32), 1);
+  EXPECT_EQ(f.dtype(), xpr::float32);
+  EXPECT_NEAR(v(f)[2], std::log(3.0), 1e-6);
+  // The gradient of a weighted sum, as a user's log-likelihood over a sequence.
+  const std::vector<double> x0{0.5, -1.0, 2.0, 0.25};
+  const std::vector<double> w{1.0, -2.0, 0.5, 3.0};
+  const std::vector<double> out = running(x0, false);
+  std::vector<double> want(4, 0.0);
+  for (std::size_t k = 0; k < 4; ++k)
+    for (std::size_t j = k; j < 4; ++j) want[k] += w[j] * std::exp(x0[k] - out[j]);
+  const Array g = xpr::grad([&](const Array& u) {
+    return xpr::sum(xpr::array(w) * xpr::cumlogsumexp(u));
+  })(xpr::array(x0));
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(v(g)[k], want[k], 1e-14) << k;
+  std::ostringstream s;
+  s << xpr::make_jaxpr([](const Array& x) { return xpr::cumlogsumexp(x, 0, true); })(m);
+  EXPECT_EQ(s.str(),
+            "{ lambda ; a:f64[2,3]. let\n    b:f64[2,3] = cumlogsumexp[axis=0 reverse=True] a\n"
+            "  in (b,) }");
+  expect_error<xpr::dtype_error>(
+      [] {
+        (void)xpr::cumlogsumexp(xpr::array({1, 2}));
+      },
+      {"cumlogsumexp", "expected a floating dtype, found int32"});
+}
+
 // associative_scan with any associative elementwise function, as lax.associative_scan: every
 // length from 0 to 17 (odd and even halves at every depth), both directions, against the loop.
 TEST(CumulativeScan, AssociativeScanIsTheRunningCombination) {
@@ -297,7 +355,7 @@ TEST(CumulativeScan, DerivativesThroughZerosAndTheMaximum) {
             (std::vector<double>{-1, -110, 0, -11000, 0}));
   std::mt19937 g(9);
   auto random = [&g] { return normal_3x4(g); };
-  for (const auto* p : {&rt::cumprod_p, &rt::cummax_p, &rt::cummin_p}) {
+  for (const auto* p : {&rt::cumprod_p, &rt::cummax_p, &rt::cummin_p, &rt::cumlogsumexp_p}) {
     auto f = [p](const Array& u) {
       return rt::bind1(*p, {u}, {{"axis", std::int64_t{1}}, {"reverse", true}}) * 2.0;
     };

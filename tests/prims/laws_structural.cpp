@@ -85,6 +85,8 @@ const std::vector<Record>& records() {
      reals({Shape{4, 2}})},
     {"cummin_middle", &rt::cummin_p, {{"axis", std::int64_t{1}}, {"reverse", false}},
      reals({Shape{2, 3, 2}})},
+    {"cumlogsumexp_last_reverse", &rt::cumlogsumexp_p, {{"axis", std::int64_t{1}}, {"reverse", true}},
+     reals({Shape{2, 4}})},
     {"dot_general_matmul", &rt::dot_general_p, dn({1}, {0}, {}, {}),
      reals({Shape{2, 3}, Shape{3, 4}})},
     {"dot_general_batched", &rt::dot_general_p, dn({2}, {1}, {0}, {0}),

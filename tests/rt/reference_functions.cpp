@@ -104,6 +104,7 @@ TEST(ReferenceFunctions, Reductions) {
   EXPECT_EQ(values(xpr::cumprod(m, 1, true)), (std::vector<double>{2, 2, 12, 4}));
   EXPECT_EQ(values(xpr::cummax(xpr::array({1.0, 3.0, 2.0}))), (std::vector<double>{1, 3, 3}));
   EXPECT_EQ(values(xpr::cummin(xpr::array({3.0, 1.0, 2.0}))), (std::vector<double>{3, 1, 1}));
+  EXPECT_DOUBLE_EQ(values(xpr::cumlogsumexp(xpr::array({0.0, 0.0})))[1], std::log(2.0));
   EXPECT_EQ(values(xpr::associative_scan([](const Array& x, const Array& y) { return x + y; },
                                          xpr::array({1.0, 2.0, 3.0}))),
             (std::vector<double>{1, 3, 6}));

@@ -2788,6 +2788,17 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
       case rt::Cumulative::min:
         combine = "p != p ? p : v != v ? v : v < p ? v : p";
         break;
+      case rt::Cumulative::logsumexp: {
+        // logaddexp, as the interpreter's kernel: floats only (abstract_eval checked it).
+        CCall c;
+        c.arg_dtypes = {in.dtype};
+        c.out = in.dtype;
+        c.math_used = &math_used_;
+        const std::string fabs = in.dtype == DType::float32 ? "__builtin_fabsf" : "__builtin_fabs";
+        combine = "(p - v) != (p - v) ? p + v : (p > v ? p : v) + " +
+                  c.math("log1p", c.math("exp", "-" + fabs + "(p - v)"));
+        break;
+      }
     }
     const std::string start =
         cum->kind() == rt::Cumulative::sum ? "static_cast<" + t + ">(0) + x[r + j]" : "x[r + j]";

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// cumprod, cummax and cummin (`lax.cumprod`, `lax.cummax`, `lax.cummin`) and
-// `lax.associative_scan`. Their evaluation, types and batching are cumsum's (rt/prims/cumsum.hpp,
-// `CumulativeReduction`); their derivative is JAX's `_cumulative_jvp_rule`: the jvp of the same
-// reduction written as a parallel prefix scan (`associative_scan` of `mul`, `max` or `min`, made of
-// strided slices, pads and concatenations), whose linear part reverse mode then transposes. The
-// rule runs a transformation, so this file sits above rt/transformations.hpp (docs/design.md,
-// "Layering").
+// cumprod, cummax, cummin and cumlogsumexp (`lax.cumprod`, `lax.cummax`, `lax.cummin`,
+// `lax.cumlogsumexp`) and `lax.associative_scan`. Their evaluation, types and batching are cumsum's
+// (rt/prims/cumsum.hpp, `CumulativeReduction`); their derivative is JAX's `_cumulative_jvp_rule`:
+// the jvp of the same reduction written as a parallel prefix scan (`associative_scan` of `mul`,
+// `max`, `min` or `logaddexp` (rt/nn.hpp, included by the definitions only), made of strided
+// slices, pads and concatenations), whose linear part reverse mode then transposes. The rule runs a
+// transformation, so this file sits above rt/transformations.hpp (docs/design.md, "Layering").
 #pragma once
 
 #include <algorithm>
@@ -41,7 +41,8 @@ namespace xpr::rt {
 template <class F>
 Array associative_scan(F&& fn, const Array& x, bool reverse = false, std::int64_t axis = 0);
 
-/// cumprod, cummax, cummin [axis reverse]: the running product, maximum, minimum.
+/// cumprod, cummax, cummin, cumlogsumexp [axis reverse]: the running product, maximum, minimum,
+/// log of the sum of exponentials.
 class CumulativeScan final : public CumulativeReduction {
  public:
   using CumulativeReduction::CumulativeReduction;
@@ -55,6 +56,7 @@ class CumulativeScan final : public CumulativeReduction {
 inline constinit const CumulativeScan cumprod_p{"cumprod", Cumulative::prod};
 inline constinit const CumulativeScan cummax_p{"cummax", Cumulative::max};
 inline constinit const CumulativeScan cummin_p{"cummin", Cumulative::min};
+inline constinit const CumulativeScan cumlogsumexp_p{"cumlogsumexp", Cumulative::logsumexp};
 
 /// `jnp.cumprod(x, axis)`: the running product along `axis` (of the flattened array by default;
 /// bools count in int32), from the last element with `reverse` (`lax.cumprod`).
@@ -67,6 +69,11 @@ Array cummax(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bo
 
 /// `lax.cummin(x, axis, reverse)`: the running minimum, as `cummax`.
 Array cummin(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bool reverse = false);
+
+/// `lax.cumlogsumexp(x, axis, reverse)`: the running `log(sum(exp(x)))`, each step a `logaddexp`
+/// (so large values do not overflow); floating dtypes only.
+Array cumlogsumexp(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
+                   bool reverse = false);
 
 namespace detail {
 /// `x` along `axis` from `start` below `limit` by `stride` (`slicing.slice_in_dim`).
@@ -111,12 +118,15 @@ Array associative_scan(F&& fn, const Array& x, bool reverse, std::int64_t axis) 
 
 namespace xpr {
 using rt::associative_scan;
+using rt::cumlogsumexp;
 using rt::cummax;
 using rt::cummin;
 using rt::cumprod;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
+
+#include "xpr/rt/nn.hpp"
 
 namespace xpr::rt {
 
@@ -153,9 +163,16 @@ XPR_FUNC std::pair<Arrays, Arrays> CumulativeScan::jvp(std::span<const Array> pr
   const Cumulative k = kind();
   FlatFunction scan = [k, axis, reverse](std::span<const Array> xs) -> Arrays {
     auto combine = [k](const Array& u, const Array& v) {
-      return k == Cumulative::prod  ? u * v
-             : k == Cumulative::max ? xpr::maximum(u, v)
-                                    : xpr::minimum(u, v);
+      switch (k) {
+        case Cumulative::prod:
+          return u * v;
+        case Cumulative::max:
+          return xpr::maximum(u, v);
+        case Cumulative::min:
+          return xpr::minimum(u, v);
+        default:
+          return logaddexp(u, v);
+      }
     };
     return {associative_scan(combine, xs[0], reverse, axis)};
   };
@@ -176,6 +193,10 @@ XPR_FUNC Array cummax(const Array& x, std::optional<std::int64_t> axis, bool rev
 
 XPR_FUNC Array cummin(const Array& x, std::optional<std::int64_t> axis, bool reverse) {
   return detail::bind_cumulative(cummin_p, x, axis, reverse);
+}
+
+XPR_FUNC Array cumlogsumexp(const Array& x, std::optional<std::int64_t> axis, bool reverse) {
+  return detail::bind_cumulative(cumlogsumexp_p, x, axis, reverse);
 }
 
 }  // namespace xpr::rt

@@ -3,10 +3,12 @@
 // cumsum[axis=k reverse=False](x) is the running sum of `x` along axis k, from its first element,
 // or from its last with reverse=True. As in JAX it is linear; its transpose is the cumulative sum
 // the other way (`_cumsum_transpose_rule`). Every cumulative reduction (cumsum here; cumprod,
-// cummax and cummin in rt/cumulative.hpp, whose derivatives need the transformations) keeps the
-// operand's type, and under `vmap` its axis moves past the batch axis (which stays where it is).
+// cummax, cummin and cumlogsumexp in rt/cumulative.hpp, whose derivatives need the
+// transformations) keeps the operand's type, and under `vmap` its axis moves past the batch axis
+// (which stays where it is).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -29,13 +31,14 @@
 namespace xpr::rt {
 
 /// Which running reduction a cumulative primitive computes.
-enum class Cumulative { sum, prod, max, min };
+enum class Cumulative { sum, prod, max, min, logsumexp };
 
 /// The rules every cumulative reduction shares (JAX's `_cumred_*` rules): cumulative[axis
 /// reverse](x) has the type of `x` (a number type, not bool), and its element j combines, in
 /// order, the elements of `x` at positions i with i_k <= j_k (i_k >= j_k when `reverse`) and
 /// i_d = j_d on every other axis d. Sums start from 0 (as XLA's reduce_window from its identity,
-/// so a leading -0.0 sums to +0.0); max and min propagate NaN; integers wrap around.
+/// so a leading -0.0 sums to +0.0); max and min propagate NaN; integers wrap around; logsumexp
+/// (floats only) combines by `logaddexp`.
 class CumulativeReduction : public Primitive {
  public:
   constexpr CumulativeReduction(std::string_view name, Cumulative kind)
@@ -101,6 +104,9 @@ XPR_FUNC ShapedArray CumulativeReduction::abstract_eval_one(const ShapedArray& x
     throw core::dtype_error(name() +
                             ": expected a number type, found bool (xpr::cumsum counts "
                             "bools in int32)");
+  if (kind_ == Cumulative::logsumexp && !core::is_floating(x.dtype))
+    throw core::dtype_error(name() + ": expected a floating dtype, found " +
+                            std::string(core::name(x.dtype)));
   return x;
 }
 
@@ -132,6 +138,14 @@ XPR_FUNC Arrays CumulativeReduction::impl(std::span<const Array> args, const Par
             return acc != acc ? acc : v != v ? v : v > acc ? v : acc;
           case Cumulative::min:
             return acc != acc ? acc : v != v ? v : v < acc ? v : acc;
+          case Cumulative::logsumexp:
+            if constexpr (std::is_floating_point_v<T>) {
+              // logaddexp (rt/nn.hpp): a NaN difference is a NaN operand or two infinities of
+              // one sign, whose sum is the answer.
+              const T d = acc - v;
+              return d != d ? acc + v : (acc > v ? acc : v) + std::log1p(std::exp(-std::abs(d)));
+            }
+            break;
         }
         return acc;
       };
