@@ -116,6 +116,43 @@ TEST(BoundedWhile, TooManyTripsIsAClearError) {
   });
 }
 
+// A user's float32 Newton cube root started from a C++ number: the carry takes the body's f32, as
+// the unbounded loop's does, under grad and jit too (which stage it as a scan of conds, whose
+// branches must agree); a body that changes a typed leaf is an error naming that leaf.
+TEST(BoundedWhile, WeakInitTakesTheBodysTypeUnderEveryTransformation) {
+  auto cbrt = [](const Array& a) {
+    return xpr::while_loop([&](const Array& x) { return xpr::abs(x * x * x - a) > 1e-5f * a; },
+                           [&](const Array& x) { return x - (x * x * x - a) / (3.0f * x * x); },
+                           1.0, xpr::max_trips(100));
+  };
+  const Array a = xpr::astype(Array(8.0), xpr::float32);
+  const Array x = cbrt(a);
+  EXPECT_EQ(x.dtype(), xpr::float32);
+  EXPECT_NEAR(x.item<float>(), 2.0F, 1e-4F);
+  const Array g = xpr::grad(cbrt)(a);  // d a^(1/3) / da = 1 / (3 a^(2/3)) = 1/12
+  EXPECT_EQ(g.dtype(), xpr::float32);
+  EXPECT_NEAR(g.item<float>(), 1.0F / 12.0F, 1e-4F);
+  EXPECT_NEAR(xpr::jit(cbrt)(a).item<float>(), x.item<float>(), 1e-6F);
+  // An int carry the body makes f64: x -> 1.5 x + 1 from 1 until x >= 10 (1, 2.5, 4.75, 8.125,
+  // 13.1875).
+  auto grow = [](const Array& lim) {
+    return xpr::while_loop([&](const Array& v) { return v < lim; },
+                           [](const Array& v) { return v * 1.5 + 1.0; }, 1, xpr::max_trips(50));
+  };
+  EXPECT_EQ(scalar(grow(Array(10.0))), 13.1875);
+  EXPECT_EQ(scalar(xpr::jit(grow)(Array(10.0))), 13.1875);
+  try {
+    xpr::while_loop([](const Array& v) { return v < 3; },
+                    [](const Array& v) { return xpr::astype(v, xpr::float64) + 1.0; },
+                    xpr::astype(Array(0), xpr::int32), xpr::max_trips(5));
+    ADD_FAILURE() << "expected type_error";
+  } catch (const xpr::type_error& e) {
+    EXPECT_NE(std::string(e.what()).find("found leaf 0 of the carry of type i32[]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(BoundedWhile, CondInsideScanInsideWhileLoop) {
   // while (x < 10): x = scan over (1, -1, 2) of c -> cond(c > 3, c + s x_i^2, c (1 + s) + 1), x.
   auto inner = [](Array x, Array s) {

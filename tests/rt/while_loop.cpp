@@ -152,6 +152,29 @@ TEST(WhileLoop, NewtonVmapDifferentIterationCounts) {
     EXPECT_NEAR(ts[i], 1.0 / (3.0 * std::pow(as[i], 2.0 / 3.0)), 1e-10) << as[i];
 }
 
+// An empty batch (a filtered set, a trailing minibatch): no lane's predicate holds, so the loop
+// runs zero times and returns the (empty) carry, as JAX's reduce_or of nothing gives; also for
+// fori_loop with batched bounds, a max_trips loop and under jit.
+TEST(WhileLoop, VmapOverAnEmptyBatch) {
+  auto up = [](const Array& a) {
+    return xpr::while_loop([](const Array& z) { return z < 3.0; },
+                           [](const Array& z) { return z + 1.0; }, a);
+  };
+  EXPECT_EQ(xpr::vmap(up)(xpr::zeros(xpr::Shape{0})).shape(), (xpr::Shape{0}));
+  EXPECT_EQ(xpr::jit(xpr::vmap(up))(xpr::zeros(xpr::Shape{0})).shape(), (xpr::Shape{0}));
+  EXPECT_EQ(values(xpr::vmap(up)(xpr::array({0.5, 5.0}))), (std::vector<double>{3.5, 5.0}));
+  auto count = [](const Array& n) {
+    return xpr::fori_loop(
+        Array(0), n, [](const Array&, const Array& c) { return c + 1.0; }, Array(0.0));
+  };
+  EXPECT_EQ(xpr::vmap(count)(xpr::array(std::vector<std::int32_t>{})).shape(), (xpr::Shape{0}));
+  auto bounded = [](const Array& a) {
+    return xpr::while_loop([](const Array& z) { return z < 3.0; },
+                           [](const Array& z) { return z + 1.0; }, a, xpr::max_trips(8));
+  };
+  EXPECT_EQ(xpr::vmap(bounded)(xpr::zeros(xpr::Shape{0})).shape(), (xpr::Shape{0}));
+}
+
 TEST(WhileLoop, ReverseModeThrowsClearError) {
   auto expect_error = [](auto&& fn) {
     try {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -96,6 +97,27 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init, max_trips tri
     throw core::value_error("while_loop: expected max_trips(N) with N >= 0, found " +
                             std::to_string(n));
   auto [init_leaves, init_def] = tree_flatten(init);
+  {
+    // As the unbounded loop does: C++ numbers in `init` take the types the body gives them, and
+    // a body that changes a leaf's type is an error naming the user's leaf (not a hidden trip
+    // counter's, nor a `cond` branch's mismatch under `grad`).
+    const PyTreeDef& d = init_def;
+    std::optional<PyTreeDef> out_def;
+    FlatFunction body_flat = [&](std::span<const Array> in) {
+      auto o = tree_flatten(Carry(body_fn(tree_unflatten<Carry>(d, in))));
+      out_def = o.second;
+      return o.first;
+    };
+    Avals out = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(init_leaves))
+                    .jaxpr->out_avals();
+    if (*out_def != d)
+      throw core::type_error("while_loop: expected body_fn to return the carry's structure " +
+                             d.str() + ", found " + out_def->str());
+    if (detail::promote_weak_carry(init_leaves, out))
+      out = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(init_leaves))
+                .jaxpr->out_avals();
+    detail::check_carry_types(detail::avals_of_values(init_leaves), out);
+  }
   Carry start = tree_unflatten<Carry>(static_cast<const PyTreeDef&>(init_def), init_leaves);
   auto pred = [&](const Carry& x) {
     Array p = cond_fn(x);

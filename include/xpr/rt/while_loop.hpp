@@ -57,6 +57,13 @@ std::vector<T> slice(const std::vector<T>& v, std::size_t from, std::size_t to) 
 /// `j` taking only the inputs marked in `keep` (the others must be unused).
 JaxprParam keep_invars(const ClosedJaxpr& j, const std::vector<bool>& keep);
 
+/// Converts the weakly typed leaves of a loop's initial carry (C++ numbers) to the types the body
+/// returns for them (JAX's `_promote_weak_typed_inputs`); true when one changed.
+bool promote_weak_carry(Arrays& leaves, const Avals& body_out);
+
+/// Throws `type_error` naming the first leaf of the carry whose type the body changes.
+void check_carry_types(const Avals& carry, const Avals& body_out);
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -167,27 +174,11 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init) {
                            def.str() + ", found " + body_def->str());
   // Weakly typed leaves of `init` (C++ numbers) take the types the body gives them (JAX's
   // `_promote_weak_typed_inputs`); then the body is traced again.
-  const Avals out_avals = body.jaxpr->out_avals();
-  bool changed = false;
-  for (std::size_t k = 0; k < leaves.size(); ++k) {
-    const ShapedArray& a = leaves[k].aval();
-    if (a.weak_type && a.shape == out_avals[k].shape &&
-        (a.dtype != out_avals[k].dtype || !out_avals[k].weak_type)) {
-      leaves[k] = convert_element_type(leaves[k], out_avals[k].dtype, out_avals[k].weak_type);
-      changed = true;
-    }
-  }
-  const Avals avals = detail::avals_of_values(leaves);
-  if (changed) body = detail::trace_to_converted_jaxpr(body_flat, avals);
-  const Avals body_out = body.jaxpr->out_avals();
-  for (std::size_t k = 0; k < leaves.size(); ++k)
-    if (!body_out[k].same_type(avals[k]))
-      throw core::type_error(
-          "while_loop: expected body_fn to return the carry's types, found "
-          "leaf " +
-          std::to_string(k) + " of the carry of type " + avals[k].str() + " returned as " +
-          body_out[k].str());
-  detail::ConvertedJaxpr cond = detail::trace_to_converted_jaxpr(cond_flat, avals);
+  if (detail::promote_weak_carry(leaves, body.jaxpr->out_avals()))
+    body = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(leaves));
+  detail::check_carry_types(detail::avals_of_values(leaves), body.jaxpr->out_avals());
+  detail::ConvertedJaxpr cond =
+      detail::trace_to_converted_jaxpr(cond_flat, detail::avals_of_values(leaves));
   const Avals pred = cond.jaxpr->out_avals();
   if (pred.size() != 1 || pred[0].ndim() != 0 || pred[0].dtype != DType::bool_)
     throw core::type_error("while_loop: expected cond_fn to return a bool scalar, found " +
@@ -209,6 +200,28 @@ using rt::while_loop;
 #if XPR_DEFINITIONS
 
 namespace xpr::rt::detail {
+
+XPR_FUNC bool promote_weak_carry(Arrays& leaves, const Avals& body_out) {
+  bool changed = false;
+  for (std::size_t k = 0; k < leaves.size() && k < body_out.size(); ++k) {
+    const ShapedArray& a = leaves[k].aval();
+    if (a.weak_type && a.shape == body_out[k].shape &&
+        (a.dtype != body_out[k].dtype || !body_out[k].weak_type)) {
+      leaves[k] = convert_element_type(leaves[k], body_out[k].dtype, body_out[k].weak_type);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+XPR_FUNC void check_carry_types(const Avals& carry, const Avals& body_out) {
+  for (std::size_t k = 0; k < carry.size() && k < body_out.size(); ++k)
+    if (!body_out[k].same_type(carry[k]))
+      throw core::type_error(
+          "while_loop: expected body_fn to return the carry's types, found leaf " +
+          std::to_string(k) + " of the carry of type " + carry[k].str() + " returned as " +
+          body_out[k].str());
+}
 
 XPR_FUNC std::vector<bool> concat_flags(const std::vector<bool>& a, const std::vector<bool>& b) {
   std::vector<bool> out = a;
@@ -438,6 +451,9 @@ XPR_FUNC std::pair<Arrays, BatchDims> WhileP::batch(std::span<const Array> args,
   const Arrays bconsts = detail::concat(body.consts, detail::slice(moved, p.nc, p.nc + p.nb));
   BatchDims out_dims;
   for (bool b : carry_bat) out_dims.push_back(b ? BatchDim(0) : std::nullopt);
+  // No lane: a batched predicate holds on none (JAX's `reduce_or` of nothing is false), so the
+  // loop runs zero times; `max` of nothing has no value.
+  if (pred_bat && axis_size == 0) return {init, out_dims};
   if (!pred_bat) {
     Arrays operands = detail::concat(cconsts, bconsts);
     operands.insert(operands.end(), init.begin(), init.end());
