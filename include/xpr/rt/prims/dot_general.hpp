@@ -243,10 +243,21 @@ void batched_gemm(const T* lhs, const T* rhs, T* out, const DotLayout& l) {
     T* pc = out + b * m * n;
     if constexpr (std::is_floating_point_v<T>) {
       using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
       using Index = Eigen::Index;
-      Eigen::Map<Matrix>(pc, static_cast<Index>(m), static_cast<Index>(n)).noalias() =
-          Eigen::Map<const Matrix>(pa, static_cast<Index>(m), static_cast<Index>(k)) *
-          Eigen::Map<const Matrix>(pb, static_cast<Index>(k), static_cast<Index>(n));
+      if (n == 1) {
+        // A matrix times a vector (a dot product when m == 1): each row dotted with the vector
+        // in Eigen's vectorized kernel, one partial sum per lane, as XLA's dot. Seen as a
+        // row-major k x 1 matrix the vector has a stride Eigen does not know to be 1, and its
+        // product summed every row in one scalar running sum (an f32 dot of 2e7 ones gave 2^24).
+        Eigen::Map<Vector>(pc, static_cast<Index>(m)).noalias() =
+            Eigen::Map<const Matrix>(pa, static_cast<Index>(m), static_cast<Index>(k)) *
+            Eigen::Map<const Vector>(pb, static_cast<Index>(k));
+      } else {
+        Eigen::Map<Matrix>(pc, static_cast<Index>(m), static_cast<Index>(n)).noalias() =
+            Eigen::Map<const Matrix>(pa, static_cast<Index>(m), static_cast<Index>(k)) *
+            Eigen::Map<const Matrix>(pb, static_cast<Index>(k), static_cast<Index>(n));
+      }
     } else {
       using U = std::make_unsigned_t<T>;
       for (std::int64_t i = 0; i < m; ++i) {
