@@ -279,6 +279,73 @@ TEST(JitCodegen, ArgmaxAndArgminAlongEveryAxis) {
                  "argmax f64[3,1000]");
 }
 
+// Reads composed inside a fused group, each index an expression of the next: a slice of a strided
+// slice (x[::2][1:3] reads x at (1 + i) * 2, which a pasted `1 + i * 2` got wrong), with a
+// reshape, a transpose or a concatenate between, and a downsampled stencil and red-black
+// ordering as users write them; then the derivatives that reach such reads through
+// associative_scan's strided slices (cumprod, cummax, cumlogsumexp under jit(grad)), against
+// the interpreter and the eager gradient.
+TEST(JitCodegen, ComposedStridedReadsAndTheDerivativesThatUseThem) {
+  using xpr::none;
+  using xpr::range;
+  std::mt19937 g(11);
+  const Array v = random_array(g, Shape{12}, DType::float64);
+  const Array m = random_array(g, Shape{6, 8}, DType::float64);
+  const std::vector<std::pair<std::string, Fn1>> cases{
+      {"x[::2][1:3]",
+       [](const Array& x) { return xpr::slice(xpr::slice(x, {0}, {12}, {2}), {1}, {3}); }},
+      {"x[1::3][1:][::2]",
+       [](const Array& x) { return x(range(1, none, 3))(range(1, none))(range(none, none, 2)); }},
+      {"x[::-2][1:]", [](const Array& x) { return x(range(none, none, -2))(range(1, none)); }},
+      {"reshape(x[1::2], (1, -1))[:, 2:]",
+       [](const Array& x) {
+         return xpr::reshape(x(range(1, none, 2)), {1, -1})(xpr::all, range(2, none));
+       }},
+      {"concatenate(x[::2], x[1::2])[::3][1:] * 2",
+       [](const Array& x) {
+         return xpr::concatenate({x(range(none, none, 2)), x(range(1, none, 2))})(
+                    range(none, none, 3))(range(1, none)) *
+                2.0;
+       }},
+      {"d = x[::2]; d[1:-1] - d[:-2]", [](const Array& x) {
+         const Array d = x(range(none, none, 2));
+         return d(range(1, -1)) - d(range(none, -2));
+       }}};
+  for (const auto& [what, f] : cases) {
+    SCOPED_TRACE(what);
+    check_compiled(make_jaxpr(f)(v), {v}, what);
+  }
+  const std::vector<std::pair<std::string, Fn1>> matrix_cases{
+      {"transpose(m[:, ::2])[1:2, 1:3]",
+       [](const Array& x) {
+         return xpr::transpose(x(xpr::all, range(none, none, 2)))(range(1, 2), range(1, 3));
+       }},
+      {"red-black m[::2, ::2][1:, 1:] + m[1::2, 1::2][:-1, :-1]", [](const Array& x) {
+         return x(range(none, none, 2), range(none, none, 2))(range(1, none), range(1, none)) +
+                x(range(1, none, 2), range(1, none, 2))(range(none, -1), range(none, -1));
+       }}};
+  for (const auto& [what, f] : matrix_cases) {
+    SCOPED_TRACE(what);
+    check_compiled(make_jaxpr(f)(m), {m}, what);
+  }
+  const Array row = xpr::array({{0.1, 0.9, 1.0, 0.2, 0.7, 1.3, 0.4}});
+  const std::vector<std::pair<std::string, Fn1>> grads{
+      {"cummax", [](const Array& x) { return xpr::sum(xpr::cummax(x, 1) * x); }},
+      {"cumprod", [](const Array& x) { return xpr::sum(xpr::cumprod(x, 1, true)); }},
+      {"cumlogsumexp", [](const Array& x) { return xpr::sum(xpr::cumlogsumexp(x, 1) * x); }}};
+  for (const auto& [what, f] : grads) {
+    SCOPED_TRACE(what);
+    const Array eager = xpr::grad(f)(row);
+    const Array compiled = xpr::jit(xpr::grad(f))(row);
+    expect_close(compiled, eager, "jit(grad(" + what + "))");
+  }
+  // The exact gradient of sum(cummax(x) * x) at the first row: running maxima 0.1 0.9 1.0 1.0
+  // 1.0 1.3 1.3, held by elements 0, 1, 2, 2, 2, 5, 5.
+  const std::vector<double> want{0.2, 1.8, 1.0 + 1.0 + 0.2 + 0.7, 1.0, 1.0, 1.3 + 1.3 + 0.4, 1.3};
+  const std::vector<double> got = xpr::jit(xpr::grad(grads[0].second))(row).to_vector<double>();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 4e-15) << i;
+}
+
 // The cumulative reductions compiled against the interpreter: every axis of ranks 1 to 3, both
 // directions, every number dtype (integers wrap as in XLA; cumlogsumexp of floats, also where
 // exp overflows), NaN carried by cummax, and a
@@ -534,11 +601,12 @@ TEST(JitCodegen, ParsedJaxpr) {
   check_compiled(j, {a, b}, "parsed");
 }
 
-/// A seeded random program: a chain of unary, binary and reduce-and-broadcast steps on values of
-/// one shape, returning a few of the intermediate values.
+/// A seeded random program: a chain of unary, binary, reduce-and-broadcast and permuting
+/// (strided slices of strided slices, concatenated: composed reads) steps on values of one shape,
+/// returning a few of the intermediate values.
 inline Array random_program(std::mt19937& g, const std::vector<Array>& in, int steps) {
   std::vector<Array> vals = in;
-  std::uniform_int_distribution<int> op(0, 13);
+  std::uniform_int_distribution<int> op(0, 15);
   for (int s = 0; s < steps; ++s) {
     auto pick = [&]() -> const Array& {
       return vals[std::uniform_int_distribution<std::size_t>(0, vals.size() - 1)(g)];
@@ -585,6 +653,23 @@ inline Array random_program(std::mt19937& g, const std::vector<Array>& in, int s
       case 12:
         vals.push_back(xpr::integer_pow(a, 2));
         break;
+      case 13:  // odd positions, then even ones: a permutation of axis 0
+        vals.push_back(a.ndim() ? xpr::concatenate({a(xpr::range(1, xpr::none, 2)),
+                                                    a(xpr::range(xpr::none, xpr::none, 2))})
+                                : a);
+        break;
+      case 14: {  // the even positions rotated by one, then the odd ones
+        if (!a.ndim()) {
+          vals.push_back(a);
+          break;
+        }
+        const Array even = a(xpr::range(xpr::none, xpr::none, 2));
+        vals.push_back(
+            xpr::concatenate({even(xpr::range(1, xpr::none)), even(xpr::range(xpr::none, 1)),
+                              a(xpr::range(1, xpr::none, 2))}) *
+            b);
+        break;
+      }
       default:
         vals.push_back(xpr::cos(a) * b);
         break;

@@ -166,6 +166,28 @@ TEST(Vmap, InAxesOutAxesAndNotMapped) {
   EXPECT_THROW(xpr::vmap([](auto a, auto b) { return a + b; })(m, xpr::arange(3.0)),
                xpr::shape_error);
   EXPECT_THROW(xpr::vmap([](auto a) { return a; }, xpr::not_mapped)(m), xpr::value_error);
+  // Axes out of range name vmap, in_axes or out_axes, the leaf, its shape and rank.
+  auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const xpr::index_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no index_error");
+  };
+  const std::string scalar = message([] { xpr::vmap([](auto a) { return a; })(Array(1.0)); });
+  EXPECT_NE(scalar.find("vmap was requested to map leaf 0 of its arguments (shape ()) along axis "
+                        "0 (in_axes): expected an array of rank at least 1, found rank 0"),
+            std::string::npos)
+      << scalar;
+  const std::string axis2 = message([&] { xpr::vmap([](auto a) { return a; }, 2)(m); });
+  EXPECT_NE(axis2.find("rank at least 3, found rank 2"), std::string::npos) << axis2;
+  const std::string out_axis =
+      message([&] { xpr::vmap([](auto a) { return xpr::sum(a); }, 0, 1)(m); });
+  EXPECT_NE(out_axis.find("vmap: out_axes puts the mapped axis of output leaf 0 at axis 1: "
+                          "expected -1 <= axis < 1"),
+            std::string::npos)
+      << out_axis;
 }
 
 TEST(Vmap, PytreeArgumentsWithAxisPrefixes) {

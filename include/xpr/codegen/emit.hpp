@@ -2532,10 +2532,12 @@ XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std:
     const rt::Axes* st = sv ? std::get_if<rt::Axes>(sv) : nullptr;
     if (start.size() != oa.ndim() || (st && st->size() != oa.ndim()))
       unsupported("slice's indices");
+    // Each index in parentheses: a composed read's index is an expression (x[::2][1:] reads
+    // x at (1 + i) * 2, not at 1 + i * 2).
     std::vector<std::string> at;
     for (std::size_t k = 0; k < oa.ndim(); ++k)
-      at.push_back(std::to_string(start[k]) + "LL + " + ix[k] + " * " +
-                   std::to_string(st ? (*st)[k] : 1) + "LL");
+      at.push_back("(" + std::to_string(start[k]) + "LL + (" + ix[k] + ") * " +
+                   std::to_string(st ? (*st)[k] : 1) + "LL)");
     return read(0, at, "");
   }
   if (p == &rt::transpose_p) {
@@ -2553,7 +2555,7 @@ XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std:
     std::string offset = "0LL";
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
       std::vector<std::string> at = ix;
-      at[d] = ix[d] + " - (" + offset + ")";
+      at[d] = "(" + ix[d] + " - (" + offset + "))";
       const std::string r = read(k, at, "");
       offset += " + " + dim(aval_of(e.inputs[k]).shape[d]);
       reads.push_back(r);

@@ -508,12 +508,15 @@ class Jitted {
   template <class... A, class Body>
   auto dispatch(Body&& body, const A&...) const {
     constexpr std::uint32_t first = first_callable_mask<F, A...>(mask_sequence<A...>{});
-    using Result = decltype(body.template operator()<first>());
     if constexpr (!JitCall<F, first, A...>::callable) {
-      // Not callable at all: the usual message about arity and argument types.
-      check_callable<F, std::tuple<tree_of_arrays_t<std::remove_cvref_t<A>>...>>();
+      // Not callable at all: the usual message about arity and argument types, first (the body's
+      // result type is not formed, which would bury it under errors about the call).
+      // (Evaluated as a constant, so its static_assert fires now, not at the end of the unit.)
+      [[maybe_unused]] constexpr bool checked =
+          check_callable<F, std::tuple<tree_of_arrays_t<std::remove_cvref_t<A>>...>>();
       throw core::type_error("jit: the function cannot be called with these arguments");
     } else {
+      using Result = decltype(body.template operator()<first>());
       const std::uint32_t mask = static_mask<A...>(state_->options.static_argnums);
       std::optional<Result> result;
       run_mask<A...>(mask, body, result, mask_sequence<A...>{});

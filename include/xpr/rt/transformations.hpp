@@ -150,13 +150,22 @@ XPR_FUNC Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
   std::vector<BatchDim> dims(in_axes.begin(), in_axes.end());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!dims[i]) continue;
+    const auto r = static_cast<std::int64_t>(args[i].ndim());
+    if (*dims[i] < -r || *dims[i] >= r)  // JAX's message names the axis, the rank and the shape
+      throw core::index_error("vmap was requested to map leaf " + std::to_string(i) +
+                              " of its arguments (shape " + args[i].shape().str() +
+                              ") along axis " + std::to_string(*dims[i]) +
+                              " (in_axes): expected an array of rank at least " +
+                              std::to_string(*dims[i] < 0 ? -*dims[i] : *dims[i] + 1) +
+                              ", found rank " + std::to_string(r));
     dims[i] = static_cast<std::int64_t>(core::canonicalize_axis(*dims[i], args[i].ndim()));
     std::int64_t n = args[i].shape()[static_cast<std::size_t>(*dims[i])];
     if (axis_size && *axis_size != n)
       throw core::shape_error("vmap got inconsistent sizes for the mapped axes: expected " +
                               std::to_string(*axis_size) + " (from an earlier argument), found " +
-                              std::to_string(n) + " for argument " + std::to_string(i) +
-                              " of shape " + args[i].shape().str());
+                              std::to_string(n) + " for leaf " + std::to_string(i) +
+                              " of the arguments (in order, containers flattened), of shape " +
+                              args[i].shape().str());
     axis_size = n;
   }
   if (!axis_size)
@@ -189,6 +198,12 @@ XPR_FUNC Arrays vmap_flat(const FlatFunction& f, std::span<const Array> args,
       continue;
     }
     auto rank = bt.value().ndim() + (bt.batch_dim() ? 0 : 1);
+    const auto r = static_cast<std::int64_t>(rank);
+    if (*want < -r || *want >= r)
+      throw core::index_error("vmap: out_axes puts the mapped axis of output leaf " +
+                              std::to_string(j) + " at axis " + std::to_string(*want) +
+                              ": expected -" + std::to_string(r) + " <= axis < " +
+                              std::to_string(r) + " for its batched rank " + std::to_string(r));
     auto to = static_cast<std::int64_t>(core::canonicalize_axis(*want, rank));
     results.push_back(bt.batch_dim() ? moveaxis(bt.value(), *bt.batch_dim(), to)
                                      : broadcast_batch(bt.value(), *axis_size, to));
