@@ -63,6 +63,22 @@ TEST(AutodidaxPart4, LinearizeOfTheFirstExample) {
   EXPECT_NEAR(scalar(f_lin(1.0)), 2.979984993200891, 1e-12);
 }
 
+TEST(AutodidaxPart4, LinearizedFunctionChecksItsTangents) {
+  auto f = [](const Array& x) { return xpr::sin(x) * 2.0; };
+  auto [y, f_lin] = xpr::linearize(f, xpr::array({0.5, 1.0}));
+  EXPECT_NEAR(f_lin(xpr::array({1.0, 0.0})).to_vector<double>()[0], 2 * std::cos(0.5), 1e-15);
+  try {
+    f_lin(xpr::array({1.0, 2.0, 3.0}));
+    ADD_FAILURE() << "expected type_error";
+  } catch (const xpr::type_error& e) {
+    EXPECT_NE(std::string(e.what()).find("linearize: the linearized function was called on a "
+                                         "tangent inconsistent with its primal: expected leaf 0 "
+                                         "of type f64[2], found f64[3]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AutodidaxPart4, LinearizeWithANestedCall) {
   // Autodidax wraps f and g in jit; the values do not depend on it.
   auto g = [](auto x, auto y) { return xpr::cos(x) + y; };

@@ -230,6 +230,15 @@ auto linearize(F f, const P&... primals) {
     if (static_cast<const PyTreeDef&>(t_def) != state->in_def)
       throw core::type_error("linearize: expected tangents of the primals' tree structure " +
                              state->in_def.str() + ", found " + t_def.str());
+    const auto& in = state->linear.jaxpr.invars;
+    for (std::size_t k = 0; k < t_leaves.size() && k < in.size(); ++k) {
+      const ShapedArray &want = in[k].aval(), &got = t_leaves[k].aval();
+      if (!want.same_type(got))
+        throw core::type_error(
+            "linearize: the linearized function was called on a tangent inconsistent with its "
+            "primal: expected leaf " +
+            std::to_string(k) + " of type " + want.str() + ", found " + got.str());
+    }
     return tree_unflatten<Out>(state->out_def, eval_linear(state->linear, t_leaves));
   };
   return std::pair<Out, decltype(f_lin)>{tree_unflatten<Out>(*out_def, primals_out),

@@ -132,10 +132,19 @@ inline TraceState& trace_state() {
 
 inline const Tracer& as_tracer(const Array& x) { return static_cast<const Tracer&>(*x.impl()); }
 
+/// Which user-facing functions trace with the interpreter `name`: `grad` and its kin run as `jvp`,
+/// `jit` and the control-flow functions stage with `make_jaxpr`.
+inline std::string trace_origin(std::string_view name) {
+  if (name == "jvp") return " (as grad, value_and_grad, vjp, linearize, jacfwd and jacrev do)";
+  if (name == "make_jaxpr")
+    return " (as jit, cond, switch_, while_loop, fori_loop, scan and custom rules do)";
+  return "";
+}
+
 [[noreturn]] inline void throw_escaped(const MainTrace& main, const ShapedArray& aval) {
   throw core::escaped_tracer_error(
       "Encountered an unexpected tracer: a value of type " + aval.str() + " created by " +
-      main.name() +
+      main.name() + trace_origin(main.name()) +
       " was used after that transformation ended (it was stored in a closure or "
       "a global and outlived its trace); expected a concrete array or a tracer of an active "
       "transformation. Return the value from the transformed function instead");
