@@ -215,10 +215,20 @@ TEST(UnaryNumpy, IntegersAndBoolsArePromotedToFloatForFloatingFunctions) {
   Array w = xpr::sqrt(Array(4));
   EXPECT_EQ(w.aval(), (ShapedArray{Shape{}, DType::float64, true}));
   EXPECT_EQ(w.item<double>(), 2.0);
-  // Numeric functions take bools as int32 and leave other dtypes alone.
-  EXPECT_EQ(xpr::abs(b).dtype(), DType::int32);
-  EXPECT_EQ(xpr::abs(b).to_vector<int>(), (std::vector<int>{1, 0}));
+  // Numeric functions take bools as int32 (jnp.square) and leave other dtypes alone; as
+  // jax.numpy, abs returns bools unchanged, floor and ceil integers and bools, and -x and sign of
+  // a bool are errors.
+  EXPECT_EQ(xpr::square(b).dtype(), DType::int32);
+  EXPECT_EQ(xpr::square(b).to_vector<int>(), (std::vector<int>{1, 0}));
+  EXPECT_EQ(xpr::abs(b).dtype(), DType::bool_);
+  EXPECT_EQ(xpr::abs(b).to_vector<bool>(), (std::vector<bool>{true, false}));
   EXPECT_EQ(xpr::sign(i).dtype(), DType::int32);
+  EXPECT_EQ(xpr::floor(i).dtype(), DType::int32);
+  EXPECT_EQ(xpr::ceil(i).to_vector<int>(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(xpr::floor(b).dtype(), DType::bool_);
+  expect_error<xpr::dtype_error>([&] { (void)(-b); },
+                                 {"neg", "expected a number type, found bool"});
+  expect_error<xpr::dtype_error>([&] { (void)xpr::sign(b); }, {"sign", "found bool"});
   Array f = make(DType::float32, Shape{2}, {0.5, -2});
   EXPECT_EQ(xpr::cos(f).dtype(), DType::float32);
   EXPECT_EQ((-f).to_vector<double>(), (std::vector<double>{-0.5, 2}));
