@@ -403,6 +403,35 @@ TEST(Jacobians, TuplesInAndOut) {
   EXPECT_EQ(values(std::get<1>(std::get<1>(jf))), values(d1y));
 }
 
+// has_aux (JAX's has_aux=True): a Newton step's residual with the residual norm as aux, as a user
+// writes it; the Jacobian of the first output, aux the primal value, by both modes and the
+// Hessian of a scalar.
+TEST(Jacobians, HasAuxReturnsThePrimalAux) {
+  auto residual = [](const Array& v) {
+    Array r = xpr::stack({v(0) * v(0) + v(1) - 3.0, v(0) - xpr::exp(v(1))});
+    return std::pair{r, std::tuple{xpr::sum(r * r), Array(7.0)}};
+  };
+  const Array v = xpr::array({1.5, 0.25});
+  const double e = std::exp(0.25);
+  const std::vector<double> want{2 * 1.5, 1.0, 1.0, -e};
+  const double r0 = 1.5 * 1.5 + 0.25 - 3.0, r1 = 1.5 - e;
+  for (int mode = 0; mode < 2; ++mode) {
+    auto [jac, aux] =
+        mode == 0 ? xpr::jacfwd(residual, xpr::has_aux)(v) : xpr::jacrev(residual, xpr::has_aux)(v);
+    EXPECT_EQ(jac.shape(), (Shape{2, 2}));
+    for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(values(jac)[k], want[k], 1e-15) << mode;
+    EXPECT_NEAR(std::get<0>(aux).item<double>(), r0 * r0 + r1 * r1, 1e-15);
+    EXPECT_EQ(std::get<1>(aux).item<double>(), 7.0);
+  }
+  // hessian of x0^2 x1 + sin(x1) with aux x0: [[2 x1, 2 x0], [2 x0, -sin x1]].
+  auto f = [](const Array& x) { return std::pair{x(0) * x(0) * x(1) + xpr::sin(x(1)), x(0)}; };
+  auto [h, aux] = xpr::hessian(f, xpr::has_aux)(xpr::array({0.5, 2.0}));
+  EXPECT_EQ(h.shape(), (Shape{2, 2}));
+  const std::vector<double> hw{4.0, 1.0, 1.0, -std::sin(2.0)};
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(values(h)[k], hw[k], 1e-14) << k;
+  EXPECT_EQ(aux.item<double>(), 0.5);
+}
+
 TEST(Pytrees, GradOfADictAndAVector) {
   auto loss = [](const std::map<std::string, Array>& p, const std::vector<Array>& xs) {
     return xpr::sum(p.at("w") * xs[0]) + p.at("b") * xpr::sum(xs[1]);

@@ -418,11 +418,23 @@ auto value_and_grad(F f, has_aux_t) {
 
 namespace detail {
 
-template <bool Forward, int... Argnums, class F>
+template <class Out, bool HasAux>
+struct jacobian_output {
+  using type = Out;
+};
+template <class Out>
+struct jacobian_output<Out, true> {
+  static_assert(is_pair_like_v<Out>,
+                "xpr::jacfwd/jacrev/hessian(f, xpr::has_aux): f must return a pair (out, aux)");
+  using type = std::remove_cvref_t<std::tuple_element_t<0, Out>>;
+};
+
+template <bool Forward, bool HasAux, int... Argnums, class F>
 auto jacobian_impl(F f) {
   return [f = std::move(f)](const auto&... args) mutable {
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;
-    using Out = flat_result_t<F, Args>;
+    using FullOut = flat_result_t<F, Args>;
+    using Out = typename jacobian_output<FullOut, HasAux>::type;
     using Wrt = typename wrt_type<Args, Argnums...>::type;
     using Jac = typename nest_tree<Out, Wrt>::type;
     static_assert(argnums_valid<sizeof...(args), Argnums...>(),
@@ -447,6 +459,21 @@ auto jacobian_impl(F f) {
       check_inexact_inputs(fn, wrt);
     }
     FlatFunction flat = partial.flat();
+    // With has_aux: f is evaluated once for its structure and `aux` (the primal values, as JAX
+    // returns them), and differentiated without the aux leaves.
+    Arrays aux_leaves;
+    std::optional<PyTreeDef> main_def;
+    if constexpr (HasAux) {
+      Arrays all = flat(wrt);
+      main_def = child_def(*partial.out_def, 0);
+      const std::size_t n_main = main_def->num_leaves();
+      aux_leaves.assign(all.begin() + static_cast<std::ptrdiff_t>(n_main), all.end());
+      flat = [inner = std::move(flat), n_main](std::span<const Array> in) {
+        Arrays outs = inner(in);
+        outs.resize(n_main);
+        return outs;
+      };
+    }
     Arrays blocks;  // blocks[i * n_in + j]
     std::size_t n_in = wrt.size();
     if constexpr (Forward) {
@@ -499,7 +526,14 @@ auto jacobian_impl(F f) {
         offset += out_avals[i].size();
       }
     }
-    return tree_unflatten<Jac>(compose_defs(*partial.out_def, partial.wrt_def), blocks);
+    if constexpr (HasAux) {
+      using Aux = std::remove_cvref_t<std::tuple_element_t<1, FullOut>>;
+      Jac jac = tree_unflatten<Jac>(compose_defs(*main_def, partial.wrt_def), blocks);
+      return std::pair{std::move(jac),
+                       tree_unflatten<Aux>(child_def(*partial.out_def, 1), aux_leaves)};
+    } else {
+      return tree_unflatten<Jac>(compose_defs(*partial.out_def, partial.wrt_def), blocks);
+    }
   };
 }
 
@@ -512,18 +546,34 @@ auto jacobian_impl(F f) {
 /// examples/autodiff.cpp.
 template <int... Argnums, class F>
 auto jacfwd(F f) {
-  return detail::jacobian_impl<true, Argnums...>(std::move(f));
+  return detail::jacobian_impl<true, false, Argnums...>(std::move(f));
+}
+/// `jacfwd<argnums...>(f, has_aux)`: `f` returns a pair (out, aux); gives the pair (Jacobian of
+/// out, aux) (JAX's `has_aux=True`; `f` runs once more for aux).
+template <int... Argnums, class F>
+auto jacfwd(F f, has_aux_t) {
+  return detail::jacobian_impl<true, true, Argnums...>(std::move(f));
 }
 /// `jacrev<argnums...>(f)`: the same Jacobian by reverse mode (vmap of the pullback over the
 /// standard basis of the outputs).
 template <int... Argnums, class F>
 auto jacrev(F f) {
-  return detail::jacobian_impl<false, Argnums...>(std::move(f));
+  return detail::jacobian_impl<false, false, Argnums...>(std::move(f));
+}
+/// `jacrev<argnums...>(f, has_aux)`: as `jacfwd(f, has_aux)`.
+template <int... Argnums, class F>
+auto jacrev(F f, has_aux_t) {
+  return detail::jacobian_impl<false, true, Argnums...>(std::move(f));
 }
 /// `hessian<argnums...>(f)` = `jacfwd(jacrev(f))`: forward over reverse, as in JAX.
 template <int... Argnums, class F>
 auto hessian(F f) {
   return jacfwd<Argnums...>(jacrev<Argnums...>(std::move(f)));
+}
+/// `hessian<argnums...>(f, has_aux)` = `jacfwd(jacrev(f, has_aux), has_aux)`: (Hessian, aux).
+template <int... Argnums, class F>
+auto hessian(F f, has_aux_t) {
+  return jacfwd<Argnums...>(jacrev<Argnums...>(std::move(f), has_aux), has_aux);
 }
 
 }  // namespace xpr::rt
