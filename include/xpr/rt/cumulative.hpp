@@ -29,6 +29,9 @@
 #include "xpr/rt/prims/cumsum.hpp"
 #include "xpr/rt/prims/rev.hpp"
 #include "xpr/rt/transformations.hpp"
+#if XPR_DEFINITIONS
+#include "xpr/rt/nn.hpp"  // logaddexp, cumlogsumexp's combining function (definitions only)
+#endif
 
 namespace xpr::rt {
 
@@ -125,8 +128,6 @@ using rt::cumprod;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
-
-#include "xpr/rt/nn.hpp"
 
 namespace xpr::rt {
 

@@ -9,9 +9,23 @@
 // rt/custom_derivatives.hpp (docs/design.md, "Layering").
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 #include "xpr/core/config.hpp"
+#include "xpr/core/ops.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/numpy_reductions.hpp"
+#if XPR_DEFINITIONS  // what the definitions below use; compiled-mode units need none of it
+#include "xpr/rt/creation.hpp"
+#include "xpr/rt/custom_derivatives.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
+#include "xpr/rt/numpy_shape.hpp"
+#include "xpr/rt/prims/stop_gradient.hpp"
+#endif
 
 namespace xpr::rt {
 
@@ -54,19 +68,6 @@ namespace nn = rt::nn;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
-
-#include <cstdint>
-#include <limits>
-#include <tuple>
-#include <utility>
-#include <vector>
-
-#include "xpr/core/ops.hpp"
-#include "xpr/rt/creation.hpp"
-#include "xpr/rt/custom_derivatives.hpp"
-#include "xpr/rt/numpy_elementwise.hpp"
-#include "xpr/rt/numpy_shape.hpp"
-#include "xpr/rt/prims/stop_gradient.hpp"
 
 namespace xpr::rt {
 
