@@ -98,9 +98,9 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init, max_trips tri
                             std::to_string(n));
   auto [init_leaves, init_def] = tree_flatten(init);
   {
-    // As the unbounded loop does: C++ numbers in `init` take the types the body gives them, and
-    // a body that changes a leaf's type is an error naming the user's leaf (not a hidden trip
-    // counter's, nor a `cond` branch's mismatch under `grad`).
+    // Checked and typed as the unbounded loop's carry is, before the trip counter or the scan's
+    // `cond` wraps it: C++ numbers in `init` take the body's types (else `grad` would find the
+    // `cond` branches disagreeing), and an error names the user's leaf.
     const PyTreeDef& d = init_def;
     std::optional<PyTreeDef> out_def;
     FlatFunction body_flat = [&](std::span<const Array> in) {
@@ -108,15 +108,7 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init, max_trips tri
       out_def = o.second;
       return o.first;
     };
-    Avals out = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(init_leaves))
-                    .jaxpr->out_avals();
-    if (*out_def != d)
-      throw core::type_error("while_loop: expected body_fn to return the carry's structure " +
-                             d.str() + ", found " + out_def->str());
-    if (detail::promote_weak_carry(init_leaves, out))
-      out = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(init_leaves))
-                .jaxpr->out_avals();
-    detail::check_carry_types(detail::avals_of_values(init_leaves), out);
+    (void)detail::trace_loop_body(body_flat, init_leaves, d, out_def);
   }
   Carry start = tree_unflatten<Carry>(static_cast<const PyTreeDef&>(init_def), init_leaves);
   auto pred = [&](const Carry& x) {

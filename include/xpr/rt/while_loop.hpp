@@ -57,12 +57,12 @@ std::vector<T> slice(const std::vector<T>& v, std::size_t from, std::size_t to) 
 /// `j` taking only the inputs marked in `keep` (the others must be unused).
 JaxprParam keep_invars(const ClosedJaxpr& j, const std::vector<bool>& keep);
 
-/// Converts the weakly typed leaves of a loop's initial carry (C++ numbers) to the types the body
-/// returns for them (JAX's `_promote_weak_typed_inputs`); true when one changed.
-bool promote_weak_carry(Arrays& leaves, const Avals& body_out);
-
-/// Throws `type_error` naming the first leaf of the carry whose type the body changes.
-void check_carry_types(const Avals& carry, const Avals& body_out);
+/// A loop body traced on its initial carry `leaves` (structure `def`; `body` sets `body_def` to
+/// the structure it returns): checks the structure, converts weakly typed leaves (C++ numbers) to
+/// the types the body gives them (JAX's `_promote_weak_typed_inputs`), tracing again if one
+/// changed, and checks that the body keeps every leaf's type, naming the first that it does not.
+ConvertedJaxpr trace_loop_body(const FlatFunction& body, Arrays& leaves, const PyTreeDef& def,
+                               const std::optional<PyTreeDef>& body_def);
 
 }  // namespace detail
 
@@ -167,16 +167,7 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init) {
     body_def = o.second;
     return o.first;
   };
-  detail::ConvertedJaxpr body =
-      detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(leaves));
-  if (*body_def != def)
-    throw core::type_error("while_loop: expected body_fn to return the carry's structure " +
-                           def.str() + ", found " + body_def->str());
-  // Weakly typed leaves of `init` (C++ numbers) take the types the body gives them (JAX's
-  // `_promote_weak_typed_inputs`); then the body is traced again.
-  if (detail::promote_weak_carry(leaves, body.jaxpr->out_avals()))
-    body = detail::trace_to_converted_jaxpr(body_flat, detail::avals_of_values(leaves));
-  detail::check_carry_types(detail::avals_of_values(leaves), body.jaxpr->out_avals());
+  detail::ConvertedJaxpr body = detail::trace_loop_body(body_flat, leaves, def, body_def);
   detail::ConvertedJaxpr cond =
       detail::trace_to_converted_jaxpr(cond_flat, detail::avals_of_values(leaves));
   const Avals pred = cond.jaxpr->out_avals();
@@ -201,26 +192,33 @@ using rt::while_loop;
 
 namespace xpr::rt::detail {
 
-XPR_FUNC bool promote_weak_carry(Arrays& leaves, const Avals& body_out) {
+XPR_FUNC ConvertedJaxpr trace_loop_body(const FlatFunction& body, Arrays& leaves,
+                                        const PyTreeDef& def,
+                                        const std::optional<PyTreeDef>& body_def) {
+  ConvertedJaxpr traced = trace_to_converted_jaxpr(body, avals_of_values(leaves));
+  if (*body_def != def)
+    throw core::type_error("while_loop: expected body_fn to return the carry's structure " +
+                           def.str() + ", found " + body_def->str());
+  Avals out = traced.jaxpr->out_avals();
   bool changed = false;
-  for (std::size_t k = 0; k < leaves.size() && k < body_out.size(); ++k) {
+  for (std::size_t k = 0; k < leaves.size(); ++k) {
     const ShapedArray& a = leaves[k].aval();
-    if (a.weak_type && a.shape == body_out[k].shape &&
-        (a.dtype != body_out[k].dtype || !body_out[k].weak_type)) {
-      leaves[k] = convert_element_type(leaves[k], body_out[k].dtype, body_out[k].weak_type);
+    if (a.weak_type && a.shape == out[k].shape && (a.dtype != out[k].dtype || !out[k].weak_type)) {
+      leaves[k] = convert_element_type(leaves[k], out[k].dtype, out[k].weak_type);
       changed = true;
     }
   }
-  return changed;
-}
-
-XPR_FUNC void check_carry_types(const Avals& carry, const Avals& body_out) {
-  for (std::size_t k = 0; k < carry.size() && k < body_out.size(); ++k)
-    if (!body_out[k].same_type(carry[k]))
+  if (changed) {
+    traced = trace_to_converted_jaxpr(body, avals_of_values(leaves));
+    out = traced.jaxpr->out_avals();
+  }
+  for (std::size_t k = 0; k < leaves.size(); ++k)
+    if (!out[k].same_type(leaves[k].aval()))
       throw core::type_error(
           "while_loop: expected body_fn to return the carry's types, found leaf " +
-          std::to_string(k) + " of the carry of type " + carry[k].str() + " returned as " +
-          body_out[k].str());
+          std::to_string(k) + " of the carry of type " + leaves[k].aval().str() + " returned as " +
+          out[k].str());
+  return traced;
 }
 
 XPR_FUNC std::vector<bool> concat_flags(const std::vector<bool>& a, const std::vector<bool>& b) {

@@ -430,8 +430,8 @@ inline constinit const Elementwise<Op> elementwise_p{};
 /// `xpr::sin(x)` and friends on arrays, with jax.numpy's promotion: primitives that need a
 /// floating operand get integers and bools converted to f64 first (`jnp.sin` of an int array),
 /// and numeric ones bools converted to int32 (`jnp.square`). As jax.numpy: `floor` and `ceil`
-/// return integers and bools unchanged, `abs` bools; `-x` and `sign` of bools are errors (lax's
-/// `neg` and `sign` take no bool).
+/// return integers and bools unchanged, `abs` bools; `-x` and `sign` pass bools to their
+/// primitive, whose dtype check rejects them (as lax's `neg` and `sign` do).
 template <class Op>
 requires ElementwiseOp<Op> &&(Op::arity == 1) && (!has_parameter_v<Op>)Array
     xpr_apply(Op, const Array& x) {
@@ -439,16 +439,12 @@ requires ElementwiseOp<Op> &&(Op::arity == 1) && (!has_parameter_v<Op>)Array
     if (!core::is_floating(x.dtype())) return x;
   } else if constexpr (std::is_same_v<Op, op::abs>) {
     if (core::is_bool(x.dtype())) return x;
-  } else if constexpr (std::is_same_v<Op, op::neg> || std::is_same_v<Op, op::sign>) {
-    if (core::is_bool(x.dtype()))
-      throw core::dtype_error(std::string(Op::name) +
-                              ": expected a number type, found bool (as JAX's lax." +
-                              std::string(Op::name) + "; xpr::logical_not negates bools)");
   }
+  constexpr bool promotes_bools = !std::is_same_v<Op, op::neg> && !std::is_same_v<Op, op::sign>;
   Array in = x;
   if (Op::accepts == detail::Accepts::floating && !core::is_floating(x.dtype()))
     in = convert_element_type(x, DType::float64, x.weak_type());
-  else if (Op::accepts == detail::Accepts::numeric && core::is_bool(x.dtype()))
+  else if (Op::accepts == detail::Accepts::numeric && promotes_bools && core::is_bool(x.dtype()))
     in = convert_element_type(x, DType::int32, x.weak_type());
   return bind1(elementwise_p<Op>, {in});  // `not` of a float: abstract_eval's dtype_error
 }
