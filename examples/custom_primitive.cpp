@@ -1,6 +1,7 @@
 // A primitive defined in user code, the way JAX users define one: an object that carries its
 // rules (impl, abstract_eval, jvp, batch). It then works under jvp, vmap and make_jaxpr like the
-// built-in ones, and prints and parses under its own name.
+// built-in ones, and prints and parses under its own name. Under jit the code around it is
+// compiled, and the kernel calls back into the host for it (its impl), as XLA calls a custom call.
 #include <xpr/xpr.hpp>
 
 #include <cmath>
@@ -62,4 +63,6 @@ int main() {
   auto df = [&](auto x) { return xpr::jvp(f, std::tuple{x}, std::tuple{1.0}).second; };
   std::cout << xpr::make_jaxpr(df)(0.5) << "\n";
   std::cout << xpr::parse_jaxpr("{ lambda ; a:f64[]. let b:f64[] = softplus a in (b,) }") << "\n";
+  auto jf = xpr::jit([](const xpr::Array& x) { return xpr::sin(softplus(x * 2.0)) + 1.0; });
+  std::cout << "jit: " << jf(xpr::array({-1.0, 0.0, 1.0})) << "\n";
 }

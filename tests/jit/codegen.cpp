@@ -880,29 +880,6 @@ TEST(JitCodegen, HostileTextFailsCleanlyOrCompilesToTheInterpretersResult) {
   }
 }
 
-/// A primitive defined in user code (examples/custom_primitive.cpp): code generation has no rule
-/// for it. x -> 2 x.
-class Twice final : public rt::Primitive {
- public:
-  Twice() : Primitive("test_codegen_twice") {}
-  Arrays impl(std::span<const Array> args, const rt::Params&) const override {
-    return {args[0] * 2.0};
-  }
-  rt::Avals abstract_eval(std::span<const rt::ShapedArray> args, const rt::Params&) const override {
-    return {args[0]};
-  }
-};
-inline const Twice twice_p;
-
-TEST(JitCodegen, UnsupportedPrimitiveFallsBackToTheInterpreter) {
-  Array x = array(std::vector<double>{1.0, 2.0, 3.0, 4.0});
-  auto f = [](const Array& v) { return xpr::sin(rt::bind1(twice_p, {v})); };
-  ClosedJaxpr j = make_jaxpr(f)(x);
-  EXPECT_THROW(codegen::compile(j.jaxpr), not_implemented_error);
-  Arrays got = codegen::execute(j, std::vector<Array>{x});
-  expect_close(got[0], xpr::sin(x * 2.0), "user primitive fallback");
-}
-
 TEST(JitCodegen, CallsAreInlined) {
   // checkpoint and custom_jvp_call hold their body as a sub-jaxpr: lowered inline, so they compile.
   auto rule = xpr::custom_jvp([](auto x) { return xpr::sin(x) * 3.0; },
@@ -943,6 +920,203 @@ inline bool jaxpr_mentions(const ClosedJaxpr& j, const std::string& what) {
   std::ostringstream os;
   os << j;
   return os.str().find(what) != std::string::npos;
+}
+
+// ---- host calls: equations the kernel does not compute -----------------------------------------
+
+/// A primitive defined in user code (examples/custom_primitive.cpp), linear: x -> 2 x. Code
+/// generation has no rule for it, so compiled code calls back into the host for it.
+class Twice final : public rt::Primitive {
+ public:
+  Twice() : Primitive("test_codegen_twice") {}
+  Arrays impl(std::span<const Array> args, const rt::Params&) const override {
+    ++calls;
+    return {args[0] * 2.0};
+  }
+  rt::Avals abstract_eval(std::span<const rt::ShapedArray> args, const rt::Params&) const override {
+    return {args[0]};
+  }
+  std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                const rt::Params&) const override {
+    return {{rt::bind1(*this, {primals[0]})}, {rt::bind1(*this, {tangents[0]})}};
+  }
+  rt::Cotangents transpose(std::span<const rt::Cotangent> cts, std::span<const rt::LinearArg>,
+                           const rt::Params&) const override {
+    return {rt::bind1(*this, {*cts[0]})};
+  }
+  std::pair<Arrays, rt::BatchDims> batch(std::span<const Array> args,
+                                         std::span<const rt::BatchDim> dims, std::int64_t,
+                                         const rt::Params&) const override {
+    return {{rt::bind1(*this, {args[0]})}, {dims[0]}};
+  }
+  mutable std::atomic<int> calls{0};
+};
+inline const Twice twice_p;
+inline Array twice(const Array& x) { return rt::bind1(twice_p, {x}); }
+
+/// Two results, (x + y, x * y); its impl throws `value_error` for a negative x, as a user's
+/// primitive checking its input would.
+class SumAndProduct final : public rt::Primitive {
+ public:
+  SumAndProduct() : Primitive("test_codegen_sum_and_product", /*multiple_results=*/true) {}
+  Arrays impl(std::span<const Array> args, const rt::Params&) const override {
+    for (std::int64_t i = 0; i < args[0].size(); ++i)
+      if (args[0].data<double>()[i] < 0)
+        throw value_error("test_codegen_sum_and_product: expected x >= 0");
+    return {args[0] + args[1], args[0] * args[1]};
+  }
+  rt::Avals abstract_eval(std::span<const rt::ShapedArray> args, const rt::Params&) const override {
+    return {args[0], args[0]};
+  }
+};
+inline const SumAndProduct sum_and_product_p;
+
+/// Its impl returns a result of another shape than its abstract evaluation says (a user's bug).
+class Inconsistent final : public rt::Primitive {
+ public:
+  Inconsistent() : Primitive("test_codegen_inconsistent") {}
+  Arrays impl(std::span<const Array> args, const rt::Params&) const override {
+    return {xpr::concatenate({args[0], args[0]}, 0)};
+  }
+  rt::Avals abstract_eval(std::span<const rt::ShapedArray> args, const rt::Params&) const override {
+    return {args[0]};
+  }
+};
+inline const Inconsistent inconsistent_p;
+
+/// The source of `jf`'s kernel for `args` calls back into the host.
+template <class J, class... A>
+bool calls_host(J& jf, const A&... args) {
+  return jf.lower(args...).as_text().find("h->call(h->ctx, ") != std::string::npos;
+}
+
+/// sin(2 x) + 1, element by element in double: the closed form the tests compare with.
+inline Array sin_twice_plus_one(const std::vector<double>& x) {
+  std::vector<double> r;
+  for (double v : x) r.push_back(std::sin(2 * v) + 1);
+  return array(r);
+}
+
+TEST(JitCodegen, UserPrimitivesRunAsHostCallsInsideCompiledCode) {
+  const std::vector<double> xs = {-1.5, 0.25, 1.0, 2.0};
+  auto f = [](const Array& v) { return xpr::sin(twice(v)) + 1.0; };
+  auto jf = compiled(f);  // must compile: no fallback to the interpreter
+  EXPECT_TRUE(calls_host(jf, array(xs)));
+  const int before = twice_p.calls;
+  expect_close(jf(array(xs)), sin_twice_plus_one(xs), "sin(twice(x)) + 1");
+  EXPECT_EQ(twice_p.calls - before, 1);  // the impl ran once, inside the kernel's call
+  // Differentiated (its jvp and transpose bind it again) and compiled: d/dx = 2 cos(2 x).
+  auto df = compiled(xpr::grad([&](const Array& v) { return xpr::sum(f(v)); }));
+  Array g = df(array(xs));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(g.data<double>()[i], 2 * std::cos(2 * xs[i]), 1e-12);
+  // Batched through its rule, then compiled.
+  Array rows = xpr::reshape(array(std::vector<double>{0.5, -0.5, 1.5, 3.0, 0.0, 1.0}), {2, 3});
+  Array vm = compiled(xpr::vmap(f))(rows);
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_NEAR(vm.data<double>()[i], std::sin(2 * rows.data<double>()[i]) + 1, 1e-12);
+}
+
+TEST(JitCodegen, HostCallsInLoopsAndBranches) {
+  // x <- twice(x) * 0.25 + 1 five times (x -> x / 2 + 1), then a branch calling it again: the
+  // host call sits in a loop body and in a cond branch, functions of their own in the source.
+  auto f = [](const Array& x0) {
+    Array x = xpr::fori_loop(
+        0, 5, [](Array, Array v) { return twice(v) * 0.25 + 1.0; }, x0);
+    return xpr::cond(
+        xpr::sum(x) > 0.0, [](Array v) { return twice(v) - 1.0; }, [](Array v) { return -v; }, x);
+  };
+  auto jf = compiled(f);
+  const std::vector<double> xs = {1.0, -3.0, 40.0};
+  EXPECT_TRUE(calls_host(jf, array(xs)));
+  Array got = jf(array(xs));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    double v = xs[i];
+    for (int k = 0; k < 5; ++k) v = v / 2 + 1;
+    EXPECT_NEAR(got.data<double>()[i], 2 * v - 1, 1e-12);  // the sum is positive
+  }
+}
+
+TEST(JitCodegen, HostCallsWithSeveralResultsLiteralsAndExceptions) {
+  auto f = [](const Array& x) {
+    Arrays r = rt::bind(sum_and_product_p,
+                        std::vector<Array>{xpr::exp(x), Array(3.0)});  // a literal operand
+    return r[0] * r[1];                                                // (e^x + 3) 3 e^x
+  };
+  auto jf = compiled(f);
+  const std::vector<double> xs = {0.0, 0.5, -2.0};
+  EXPECT_TRUE(calls_host(jf, array(xs)));
+  auto expect_closed_form = [&](const Array& got) {
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      EXPECT_NEAR(got.data<double>()[i], (std::exp(xs[i]) + 3) * 3 * std::exp(xs[i]), 1e-12);
+  };
+  expect_closed_form(jf(array(xs)));
+  // The impl's exception reaches the caller through the kernel's frames, loop bodies included,
+  // and leaves the kernel usable.
+  auto g = [](const Array& x) {
+    return xpr::fori_loop(
+        0, 3,
+        [](Array, Array v) {
+          return rt::bind(sum_and_product_p,
+                          std::vector<Array>{v - 2.0, xpr::sin(v)})[0];  // v - 2 + sin(v)
+        },
+        x);
+  };
+  auto jg = compiled(g);
+  try {
+    (void)jg(array(std::vector<double>{10.0, 3.0}));  // the second lane goes negative
+    ADD_FAILURE() << "expected value_error";
+  } catch (const value_error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected x >= 0"), std::string::npos) << e.what();
+  }
+  expect_closed_form(jf(array(xs)));
+  Array big = jg(array(std::vector<double>{10.0, 30.0}));
+  for (int i = 0; i < 2; ++i) {
+    double v = i ? 30.0 : 10.0;
+    for (int k = 0; k < 3; ++k) v = v - 2 + std::sin(v);
+    EXPECT_NEAR(big.data<double>()[i], v, 1e-12);
+  }
+}
+
+TEST(JitCodegen, AHostCallWhoseImplContradictsItsTypeIsATypeError) {
+  auto jf = compiled([](const Array& x) { return xpr::sin(rt::bind1(inconsistent_p, {x})); });
+  try {
+    (void)jf(array(std::vector<double>{1.0, 2.0}));
+    ADD_FAILURE() << "expected type_error";
+  } catch (const type_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("test_codegen_inconsistent"), std::string::npos) << m;
+    EXPECT_NE(m.find("f64[4]"), std::string::npos) << m;
+    EXPECT_NE(m.find("f64[2]"), std::string::npos) << m;
+  }
+}
+
+TEST(JitCodegen, WhatCodeGenerationDoesNotCoverRunsOnTheHost) {
+  // dot_general of booleans, and an array literal (parsed jaxpr text can hold one): host calls
+  // between compiled equations, results equal to the interpreter's.
+  Array a = xpr::reshape(array(std::vector<bool>{true, false, true, true, false, true}), {2, 3});
+  Array b = xpr::reshape(array(std::vector<bool>{false, true, true}), {3, 1});
+  auto f = [](const Array& p, const Array& q) { return xpr::logical_not(xpr::matmul(p, q)); };
+  auto jf = compiled(f);
+  EXPECT_TRUE(calls_host(jf, a, b));
+  expect_close(jf(a, b), f(a, b), "not(bool matmul)");
+  // A user primitive alone: nothing to compile, so jit interprets (and codegen says why).
+  ClosedJaxpr alone = make_jaxpr([](const Array& v) { return twice(v); })(array({1.0, 2.0}));
+  EXPECT_THROW(codegen::compile(alone.jaxpr), not_implemented_error);
+  expect_close(xpr::jit([](const Array& v) { return twice(v); })(array({1.0, 2.0})),
+               array({2.0, 4.0}), "twice alone");
+  // { lambda ; a:f64[3]. let b = add a [1.0 2.0 3.0]; c = sin b in (c,) }, built by hand.
+  rt::Jaxpr j;
+  rt::Var x(rt::ShapedArray{Shape{3}, DType::float64, false});
+  rt::Var s(x.aval()), t(x.aval());
+  j.invars = {x};
+  j.eqns.push_back(rt::Eqn{&rt::add_p, {x, rt::Literal{array({1.0, 2.0, 3.0})}}, {}, {s}});
+  j.eqns.push_back(rt::Eqn{&rt::sin_p, {s}, {}, {t}});
+  j.outvars = {t};
+  auto k = codegen::compile(j);
+  EXPECT_NE(k->source().find("h->call(h->ctx, "), std::string::npos);
+  Arrays got = k->run(std::vector<Array>{array({0.5, -1.0, 2.0})});
+  expect_close(got[0], array({std::sin(1.5), std::sin(1.0), std::sin(5.0)}), "array literal");
 }
 
 TEST(JitCodegen, DeadEquationsAreNotLowered) {

@@ -79,6 +79,9 @@ struct Lowered {
   int control = -1;
   /// The check_max_trips equations the kernel's status may name (status 3 + k is checks[k]).
   std::vector<std::pair<const rt::Primitive*, rt::Params>> checks;
+  /// The equations the kernel calls back into the host for (`XprHost::call`'s k): their impl
+  /// runs on the operand buffers, literals taken from here.
+  std::vector<rt::Eqn> host_calls;
 };
 
 /// What the host does around a kernel call with a loop-control block: hands the kernel the
@@ -455,7 +458,7 @@ class Lowering {
     std::vector<std::size_t> groups;
     std::vector<Atom> outs;
   };
-  enum class Kind { elementwise, standalone, control };
+  enum class Kind { elementwise, standalone, control, host };
   struct Group {
     Kind kind = Kind::standalone;
     core::Shape shape;
@@ -512,6 +515,19 @@ class Lowering {
   XPR_MEMBER std::string stride(const core::Shape& s, std::size_t i) const;
 
   XPR_MEMBER static bool all_vars_or_scalar_literals(const Eqn& e);
+
+  /// Why the generated code cannot compute `e` itself (a primitive defined in user code, an
+  /// array literal operand, ...), or "" when it can. Such an equation becomes a host call: the
+  /// kernel hands its operand buffers to the host, which runs the primitive's impl (XLA's custom
+  /// call), so the rest of the jaxpr is still compiled.
+  XPR_MEMBER std::string not_lowered(const Eqn& e);
+  std::unordered_map<const Eqn*, std::size_t> host_index_;  // equation -> its host call
+  std::vector<const Eqn*> host_calls_;
+  std::string host_reason_;  // why the first one is not lowered
+
+  /// A host call: the equation's operand buffers (null for a literal, which the plan holds) and
+  /// result buffers, handed to `XprHost::call`.
+  XPR_MEMBER std::string emit_host_call(const Eqn& e);
 
   /// A reduction over its operand's last axis only: fused into an elementwise group (the group's
   /// loop over that axis accumulates it).
@@ -1068,8 +1084,13 @@ XPR_FUNC Lowered Lowering::run() {
              "(void* const* b, const long long* n, const XprHost* h);\n";
     body += emit_group(g);
   }
+  // Nothing but host calls: a kernel would only call back; the interpreter runs such a jaxpr.
+  if (!host_calls_.empty() && std::all_of(groups_.begin(), groups_.end(),
+                                          [](const Group& g) { return g.kind == Kind::host; }))
+    unsupported(host_reason_);
   out_.source = preamble() + decls + "\n" + body + entry();
   for (const Eqn* e : checks_) out_.checks.emplace_back(e->primitive, e->params);
+  for (const Eqn* e : host_calls_) out_.host_calls.push_back(*e);
   return std::move(out_);
 }
 
@@ -1137,6 +1158,36 @@ XPR_FUNC bool Lowering::all_vars_or_scalar_literals(const Eqn& e) {
   return true;
 }
 
+XPR_FUNC std::string Lowering::not_lowered(const Eqn& e) {
+  const std::string name = "'" + std::string(e.primitive->name()) + "'";
+  if (!all_vars_or_scalar_literals(e)) return "array literals (an operand of " + name + ")";
+  if (is_control(e.primitive)) return {};
+  if (e.outputs.size() != 1) return name + " with several results";
+  const bool other = e.primitive == &rt::broadcast_in_dim_p || fusable_reduce(e) ||
+                     fusable_read(e) || sink_reduce(e) || is_standalone(e.primitive);
+  const ElementwiseRow* r = other ? nullptr : find_elementwise(e.primitive);
+  if (!r && !other) return name;
+  if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
+    return name + " on integers";
+  if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
+    return "dot_general of booleans";
+  if (e.primitive == &rt::reshape_p)
+    if (const rt::ParamValue* d = e.params.find("dimensions");
+        d && !std::holds_alternative<rt::None>(*d))
+      return "reshape with dimensions";
+  if (r && e.primitive == &rt::integer_pow_p) {
+    CCall c;
+    c.args = {"x"};
+    c.arg_dtypes = {aval_of(e.inputs[0]).dtype};
+    c.out = e.outputs[0].aval().dtype;
+    c.params = &e.params;
+    std::set<std::string> unused;
+    c.math_used = &unused;
+    if (c_expr<op::integer_pow>::emit(c).empty()) return "integer_pow of a huge exponent";
+  }
+  return {};
+}
+
 XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<std::size_t>& scope,
                                     std::size_t depth) {
   if (depth > rt::max_jaxpr_nesting)
@@ -1161,9 +1212,20 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
   };
   auto take = [&](const Eqn& e) {
     if (!e.primitive) unsupported("an equation without a primitive");
-    if (!all_vars_or_scalar_literals(e)) unsupported("array literals");
     for (const Atom& a : e.inputs)
       if (const Var* v = std::get_if<Var>(&a)) (void)info(*v);  // defined before its use
+    if (const std::string why = not_lowered(e); !why.empty()) {
+      // Run by the host (XLA's custom call): exported code has no host to call.
+      if (standalone_) unsupported(why);
+      host_index_.emplace(&e, host_calls_.size());
+      host_calls_.push_back(&e);
+      if (host_reason_.empty()) host_reason_ = why;
+      groups_.push_back(Group{Kind::host, {}, {&e}, {}, {}, {}});
+      scope.push_back(groups_.size() - 1);
+      last = static_cast<int>(groups_.size() - 1);
+      for (const Var& v : e.outputs) def(v, last);
+      return;
+    }
     if (is_control(e.primitive)) {
       groups_.push_back(Group{Kind::control, {}, {&e}, {}, {}, {}});
       const auto g = static_cast<int>(groups_.size() - 1);
@@ -1178,24 +1240,8 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
     const bool rd = fusable_read(e);
     const bool sink = fusable_scatter(e, depth) || sink_reduce(e);
     const ElementwiseRow* r = bcast || red || rd || sink ? nullptr : find_elementwise(e.primitive);
-    if (!r && !bcast && !red && !rd && !sink && !is_standalone(e.primitive))
-      unsupported("'" + e.primitive->name() + "'");
-    if (e.outputs.size() != 1) unsupported("'" + e.primitive->name() + "' with several results");
-    if (r && r->floating_only_math && !core::is_floating(aval_of(e.inputs[0]).dtype))
-      unsupported("'" + e.primitive->name() + "' on integers");
-    if (e.primitive == &rt::dot_general_p && core::is_bool(e.outputs[0].aval().dtype))
-      unsupported("dot_general of booleans");
     const core::Shape& shape = e.outputs[0].aval().shape;
     if (r || bcast || red || rd || sink) {
-      if (r && e.primitive == &rt::integer_pow_p) {
-        CCall c;
-        c.args = {"x"};
-        c.arg_dtypes = {aval_of(e.inputs[0]).dtype};
-        c.out = e.outputs[0].aval().dtype;
-        c.params = &e.params;
-        c.math_used = &math_used_;
-        if (c_expr<op::integer_pow>::emit(c).empty()) unsupported("integer_pow of a huge exponent");
-      }
       std::optional<core::Shape> grown;
       if (last >= 0 && groups_[static_cast<std::size_t>(last)].elementwise() &&
           groups_[static_cast<std::size_t>(last)].eqns.size() < max_group_eqns)
@@ -1748,7 +1794,24 @@ XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
       "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
   if (grp.kind == Kind::elementwise) return f + emit_elementwise(g) + "}\n\n";
   if (grp.kind == Kind::control) return f + emit_control(grp) + "}\n\n";
+  if (grp.kind == Kind::host) return f + emit_host_call(*grp.eqns[0]) + "}\n\n";
   return f + emit_standalone(*grp.eqns[0]) + "}\n\n";
+}
+
+XPR_FUNC std::string Lowering::emit_host_call(const Eqn& e) {
+  // No name from the equation goes into the source (it may come from untrusted jaxpr text).
+  std::string in, out;
+  for (const Atom& a : e.inputs) {
+    const Var* v = std::get_if<Var>(&a);
+    in += (in.empty() ? "" : ", ") + (v ? buf(*v) : std::string("nullptr"));
+  }
+  for (const Var& v : e.outputs) out += (out.empty() ? "" : ", ") + buf(v);
+  return "  // host call " + std::to_string(host_index_.at(&e)) +
+         ": an equation the kernel does not compute, run by the host\n"
+         "  void* const in[] = {" +
+         (in.empty() ? std::string("nullptr") : in) + "};\n" + "  void* const out[] = {" +
+         (out.empty() ? std::string("nullptr") : out) + "};\n" + "  h->call(h->ctx, " +
+         std::to_string(host_index_.at(&e)) + ", in, out);\n";
 }
 
 XPR_FUNC std::string Lowering::copy(const std::string& dst, const ShapedArray& da, const Atom& src,
@@ -3203,6 +3266,8 @@ XPR_FUNC std::string Lowering::preamble() const {
       "  void (*gemm)(int dtype, long long batch, long long m, long long n, long long k,\n"
       "               const void* a, int a_transposed, const void* b, int b_transposed, void* "
       "c);\n"
+      "  void (*call)(const void* ctx, int k, void* const* in, void* const* out);\n"
+      "  const void* ctx;\n"
       "};\n\n";
   for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
   for (const std::string& h : helpers_used_) s += helper(h);

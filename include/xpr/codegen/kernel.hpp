@@ -37,13 +37,21 @@ namespace detail {
 struct Host {
   void (*gemm)(int dtype, long long batch, long long m, long long n, long long k, const void* a,
                int a_transposed, const void* b, int b_transposed, void* c);
+  /// Runs `Lowered::host_calls[k]` of the plan `ctx` on the kernel's buffers `in` and `out`.
+  void (*call)(const void* ctx, int k, void* const* in, void* const* out);
+  const void* ctx;
 };
 
 void host_gemm(int dtype, long long batch, long long m, long long n, long long k, const void* a,
                int ta, const void* b, int tb, void* c);
 
+/// The primitive's impl on copies of the operand buffers, its results checked against the
+/// equation's types and copied into the result buffers. Exceptions propagate through the
+/// kernel's frames (it is compiled with unwind tables, and holds no resources of its own).
+void host_call(const void* ctx, int k, void* const* in, void* const* out);
+
 inline const Host& host() {
-  static const Host h{&host_gemm};
+  static const Host h{&host_gemm, &host_call, nullptr};
   return h;
 }
 
@@ -232,6 +240,38 @@ XPR_FUNC void host_gemm(int dtype, long long batch, long long m, long long n, lo
   }
 }
 
+XPR_FUNC void host_call(const void* ctx, int k, void* const* in, void* const* out) {
+  const Lowered& plan = *static_cast<const Lowered*>(ctx);
+  const rt::Eqn& e = plan.host_calls.at(static_cast<std::size_t>(k));
+  rt::Arrays args;
+  args.reserve(e.inputs.size());
+  for (std::size_t i = 0; i < e.inputs.size(); ++i) {
+    if (const rt::Literal* l = std::get_if<rt::Literal>(&e.inputs[i])) {
+      args.push_back(l->value);
+      continue;
+    }
+    const rt::ShapedArray& a = rt::aval_of(e.inputs[i]);
+    rt::ArrayBuilder copy(a);
+    std::memcpy(copy.bytes(), in[i], a.size() * core::itemsize(a.dtype));
+    args.push_back(std::move(copy).finish());
+  }
+  const rt::Arrays results = e.primitive->impl(args, e.params);
+  const std::string name(e.primitive->name());
+  if (results.size() != e.outputs.size())
+    throw core::type_error("jit: the impl of '" + name + "' returned " +
+                           std::to_string(results.size()) + " results; its equation has " +
+                           std::to_string(e.outputs.size()));
+  for (std::size_t j = 0; j < results.size(); ++j) {
+    const rt::ShapedArray& want = e.outputs[j].aval();
+    const rt::Array& r = results[j];
+    if (!r.is_concrete() || r.shape() != want.shape || r.dtype() != want.dtype)
+      throw core::type_error("jit: result " + std::to_string(j) + " of '" + name + "'s impl is " +
+                             (r.is_concrete() ? r.aval().str() : std::string("not concrete")) +
+                             "; its abstract evaluation gave " + want.str());
+    std::memcpy(out[j], r.concrete()->bytes(), want.size() * core::itemsize(want.dtype));
+  }
+}
+
 XPR_FUNC ScratchBlock& ScratchBlock::mine() {
   thread_local ScratchBlock s;
   return s;
@@ -326,7 +366,13 @@ XPR_FUNC rt::Arrays Kernel::run(std::span<const rt::Array> lead, std::span<const
         b[nin + plan_.kernel_outputs.size() + i] = scratch->data() + temp_offsets_[i];
     }
     if (plan_.control >= 0) b[plan_.control] = loops.begin();
-    lib_->fn(b, plan_.dims.data(), &detail::host());
+    if (plan_.host_calls.empty()) {
+      lib_->fn(b, plan_.dims.data(), &detail::host());
+    } else {
+      detail::Host h = detail::host();
+      h.ctx = &plan_;
+      lib_->fn(b, plan_.dims.data(), &h);
+    }
   }
   loops.end(plan_);  // may throw: after the scratch block is given back
   return result;
@@ -442,11 +488,11 @@ XPR_FUNC std::string index_program(const rt::Jaxpr& jaxpr, const JitOptions& opt
 // A tripwire: a field added to Lowered must be written by index_body and read back by
 // parse_index_body (or make index_body return empty for plans that use it), else a kernel loaded
 // through the index runs with that field defaulted.
-static_assert(sizeof(Lowered) == 176, "Lowered changed: update the kernel index's plan text");
+static_assert(sizeof(Lowered) == 200, "Lowered changed: update the kernel index's plan text");
 #endif
 
 XPR_FUNC std::string index_body(const std::string& key, const Lowered& plan) {
-  if (!plan.checks.empty()) return {};
+  if (!plan.checks.empty() || !plan.host_calls.empty()) return {};
   std::string b = key + "\n";
   auto num = [&b](long long v) {
     b += std::to_string(v);

@@ -36,16 +36,22 @@ class AxisArg {
  public:
   AxisArg() = default;
   AxisArg(std::nullopt_t) {}  // NOLINT(google-explicit-constructor): spells `axis=None`
-  AxisArg(std::int64_t axis) : axes_(Axes{axis}) {}  // NOLINT(google-explicit-constructor)
-  AxisArg(Axes axes) : axes_(std::move(axes)) {}     // NOLINT(google-explicit-constructor)
-  AxisArg(std::initializer_list<std::int64_t> axes) : axes_(Axes(axes)) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  AxisArg(std::int64_t axis) : axes_(Axes{axis}), all_(false) {}
+  AxisArg(Axes axes)
+      : axes_(std::move(axes)), all_(false) {}  // NOLINT(google-explicit-constructor)
+  AxisArg(std::initializer_list<std::int64_t> axes) : axes_(Axes(axes)), all_(false) {}
 
   /// The axes normalized against `rank`, sorted; every axis when none were named. Throws
   /// `index_error` for an axis out of range and `value_error` for a repeated one, naming `fn`.
   XPR_MEMBER Axes canonical(const char* fn, std::size_t rank) const;
 
  private:
-  std::optional<Axes> axes_;
+  // Not std::optional<Axes>: GCC 12 warns that a default-constructed optional vector "may be
+  // used uninitialized" where `xpr::sum(x) > 0.0` is inlined into a traced lambda (-O1 -Wall),
+  // an error in users' -Werror builds.
+  Axes axes_;
+  bool all_ = true;  // no axis named: every axis
 };
 
 namespace detail {
@@ -118,11 +124,11 @@ namespace xpr::rt {
 
 XPR_FUNC Axes AxisArg::canonical(const char* fn, std::size_t rank) const {
   Axes out;
-  if (!axes_) {
+  if (all_) {
     for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
     return out;
   }
-  for (std::int64_t a : *axes_) {
+  for (std::int64_t a : axes_) {
     try {
       out.push_back(static_cast<std::int64_t>(core::canonicalize_axis(a, rank)));
     } catch (const core::index_error& e) {
