@@ -533,6 +533,30 @@ TEST(IndexingAdvanced, BatchedIndexArraysEqualTheLoop) {
   EXPECT_GT(laws::check_batch(f, specs, 77), 0);
 }
 
+// An empty batch (no particles left, a trailing minibatch): v[i] with both batched gathers
+// nothing and gives the empty result, as JAX's batching rule special-cases (gather's shape rule
+// rejects the size-1 slice of a size-0 batching dimension); the same under jit, grad and for
+// the scatter of x.at(i).add(u).
+TEST(IndexingVmap, BothBatchedOverAnEmptyBatch) {
+  auto pick = [](const Array& v, const Array& i) { return v(i); };
+  const Array v = xpr::zeros(Shape{0, 3}), i = xpr::zeros(Shape{0}, xpr::int32);
+  EXPECT_EQ(xpr::vmap(pick)(v, i).aval(), (xpr::ShapedArray{Shape{0}, xpr::float64, false}));
+  EXPECT_EQ(xpr::jit(xpr::vmap(pick))(v, i).shape(), Shape{0});
+  auto rows = [](const Array& m, const Array& k) { return m(k); };  // a row of each example
+  EXPECT_EQ(xpr::vmap(rows)(xpr::zeros(Shape{0, 4, 2}), xpr::zeros(Shape{0}, xpr::int32)).shape(),
+            (Shape{0, 2}));
+  auto energy = [&](const Array& v, const Array& k) {
+    return xpr::sum(xpr::vmap(pick)(v, k) * 2.0);
+  };
+  Array g = xpr::grad(energy)(v, i);
+  EXPECT_EQ(g.shape(), (Shape{0, 3}));
+  auto add_at = [](const Array& x, const Array& k, const Array& u) { return x.at(k).add(u); };
+  EXPECT_EQ(xpr::vmap(add_at)(v, i, xpr::zeros(Shape{0})).shape(), (Shape{0, 3}));
+  // A batch of two still reads example k's own row.
+  Array two = xpr::reshape(xpr::array({0.0, 1.0, 2.0, 3.0, 4.0, 5.0}), {2, 3});
+  EXPECT_EQ(values(xpr::vmap(pick)(two, ints({2, 0}))), (std::vector<double>{2.0, 3.0}));
+}
+
 // ---- take, take_along_axis: jax.numpy's semantics ----------------------------------------------
 
 TEST(IndexingTake, SemanticsAndOutOfBoundFill) {

@@ -1198,6 +1198,15 @@ XPR_FUNC std::pair<Arrays, BatchDims> Gather::batch(std::span<const Array> args,
     nd = {shifted(dn.offset_dims), dn.collapsed_slice_dims, dn.start_index_map,
           dn.operand_batching_dims, shifted(dn.start_indices_batching_dims)};
   } else {
+    if (axis_size == 0) {
+      // No example to gather from, and gather's shape rule does not allow the size-1 slice of a
+      // batching dimension of size 0: the empty result directly, as JAX's batching rule does.
+      ShapedArray out = abstract_eval_one(xe, ie, params);
+      std::vector<std::int64_t> d{0};
+      d.insert(d.end(), out.shape.dims().begin(), out.shape.dims().end());
+      out.shape = Shape(std::move(d));
+      return {{ArrayBuilder(out).finish()}, {0}};
+    }
     nd.operand_batching_dims = with_zero(nd.operand_batching_dims);
     nd.start_indices_batching_dims = with_zero(shifted(dn.start_indices_batching_dims));
     ss.insert(ss.begin(), 1);
