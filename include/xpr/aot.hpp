@@ -707,9 +707,9 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   if (!L.temps.empty()) s += "#include <stdlib.h>\n";
   s += "\nnamespace " + ns + " {\n\n" + L.source + "\n";
   if (gemm)
-    s += gemm_source() + "\nstatic const XprHost xpr_host = {&xpr_gemm};\n";
+    s += gemm_source() + "\nstatic const XprHost xpr_host = {&xpr_gemm, 0, 0};\n";
   else
-    s += "static const XprHost xpr_host = {0};\n";
+    s += "static const XprHost xpr_host = {0, 0, 0};  // no host calls: xpr_kernel makes none\n";
   s += "\n// a *= d for sizes a, d >= 0; false when the product overflows.\n"
        "static bool xpr_mul(long long* a, long long d) {\n"
        "  if (d != 0 && *a > 9223372036854775807LL / d) return false;\n"
