@@ -456,6 +456,38 @@ TEST(Pytrees, VjpOfATupleOutput) {
   EXPECT_EQ(scalar(cy), 2.0 + 10.0);
 }
 
+// vjp and linearize with has_aux, as jax.vjp(f, x, y, has_aux=True): f returns (out, aux), out
+// a pytree of two arrays and aux a pair; the pullback and the linear map see only out.
+// f(x, y) = (x sin y, x + y), aux (x y, 7): d out0 = sin y dx + x cos y dy, d out1 = dx + dy.
+TEST(Pytrees, VjpAndLinearizeWithHasAux) {
+  auto f = [](const Array& x, const Array& y) {
+    return std::pair{std::pair{x * xpr::sin(y), x + y}, std::pair{x * y, Array(7.0)}};
+  };
+  const double x = 1.5, y = 0.25;
+  auto [out, f_vjp, aux] = xpr::vjp(f, Array(x), Array(y), xpr::has_aux);
+  EXPECT_NEAR(scalar(out.first), x * std::sin(y), 1e-15);
+  EXPECT_EQ(scalar(out.second), x + y);
+  EXPECT_EQ(scalar(aux.first), x * y);
+  EXPECT_EQ(scalar(aux.second), 7.0);
+  auto [cx, cy] = f_vjp(std::pair{Array(1.0), Array(10.0)});
+  EXPECT_NEAR(scalar(cx), std::sin(y) + 10.0, 1e-15);
+  EXPECT_NEAR(scalar(cy), x * std::cos(y) + 10.0, 1e-15);
+  EXPECT_THROW((void)f_vjp(Array(1.0)), xpr::type_error);  // a cotangent of out, not of (out, aux)
+  auto [out2, f_lin, aux2] = xpr::linearize(f, Array(x), Array(y), xpr::has_aux);
+  EXPECT_EQ(scalar(out2.second), x + y);
+  EXPECT_EQ(scalar(aux2.first), x * y);
+  auto [t0, t1] = f_lin(Array(2.0), Array(-1.0));
+  EXPECT_NEAR(scalar(t0), 2 * std::sin(y) - x * std::cos(y), 1e-15);
+  EXPECT_EQ(scalar(t1), 1.0);
+  // Without has_aux the pair is the output: a cotangent for all four leaves.
+  auto [whole, g_vjp] = xpr::vjp(f, Array(x), Array(y));
+  EXPECT_EQ(scalar(whole.second.second), 7.0);
+  auto [dx, dy] =
+      g_vjp(std::pair{std::pair{Array(0.0), Array(0.0)}, std::pair{Array(1.0), Array(0.0)}});
+  EXPECT_EQ(scalar(dx), y);
+  EXPECT_EQ(scalar(dy), x);
+}
+
 TEST(Grad, HasAuxAndValueAndGrad) {
   auto f = [](auto x) { return std::pair{xpr::sin(x) * 3.0, std::tuple{x * 2.0, xpr::cos(x)}}; };
   auto [g, aux] = xpr::grad(f, xpr::has_aux)(0.5);

@@ -225,19 +225,26 @@ TEST(Jit, TracesOncePerSignature) {
   EXPECT_EQ(tracing, 2);
   jf(1.0, 2.0);  // weakly typed scalars
   EXPECT_EQ(tracing, 3);
-  jf(Array(1.0), Array(2.0));  // strongly typed scalars: another signature, as in JAX
+  // Weak f64 scalars too, but Arrays: the generic lambda is other C++ code, another signature.
+  EXPECT_TRUE(Array(1.0).aval().weak_type);
+  jf(Array(1.0), Array(2.0));
   EXPECT_EQ(tracing, 4);
   jf(3.0, 4.0);
   EXPECT_EQ(tracing, 4);
+  // Strongly typed f64 scalars: the same C++ type as Array(1.0), another aval.
+  jf(xpr::convert_element_type(Array(1.0), xpr::float64), Array(2.0));
+  EXPECT_EQ(tracing, 5);
+  jf(Array(5.0), Array(6.0));
+  EXPECT_EQ(tracing, 5);
   // Under transformations the trace is shared too: grad and vmap trace nothing new.
   xpr::grad([&](auto x) { return xpr::sum(jf(x, y3())); })(x3());
   xpr::grad([&](auto x) { return xpr::sum(jf(x, y3())); })(y3());
-  EXPECT_EQ(tracing, 4);
-  EXPECT_EQ(jf.trace_count(), 4u);
+  EXPECT_EQ(tracing, 5);
+  EXPECT_EQ(jf.trace_count(), 5u);
   // Copies share the cache.
   auto copy = jf;
   copy(x3(), y3());
-  EXPECT_EQ(tracing, 4);
+  EXPECT_EQ(tracing, 5);
 }
 
 TEST(Jit, ConcurrentCallsTraceOnce) {

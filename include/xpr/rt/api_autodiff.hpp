@@ -205,26 +205,96 @@ Array unravel_block(const Array& x, std::size_t axis, std::int64_t start, std::i
 
 }  // namespace detail
 
-// ---- linearize -------------------------------------------------------------------------------
+namespace detail {
 
-/// `auto [y, f_lin] = linearize(f, primals...)`: `y = f(primals...)` and the linear function
-/// `f_lin(tangents...)` = `jvp(f, primals, tangents).second`, which does no primal work again: it
-/// evaluates the tangent equations on stored residuals (`make_jaxpr(f_lin)` shows them as
-/// constants). Tangents have the primals' structures, shapes and dtypes. See
-/// examples/autodiff.cpp.
-template <class F, class... P>
-auto linearize(F f, const P&... primals) {
+template <class T>
+inline constexpr bool is_pair_like_v = false;
+template <class A, class B>
+inline constexpr bool is_pair_like_v<std::pair<A, B>> = true;
+template <class A, class B>
+inline constexpr bool is_pair_like_v<std::tuple<A, B>> = true;
+
+/// The differentiated part of `f`'s result `Out`: all of it, or with `has_aux` the first of the
+/// pair (out, aux) `f` must return.
+template <class Out, bool HasAux>
+struct main_output {
+  using type = Out;
+};
+template <class Out>
+struct main_output<Out, true> {
+  static_assert(is_pair_like_v<Out>, "xpr: with xpr::has_aux, f must return a pair (out, aux)");
+  using type = std::remove_cvref_t<std::tuple_element_t<0, Out>>;
+};
+template <class Out, bool HasAux>
+struct aux_output {
+  using type = std::tuple<>;
+};
+template <class Out>
+struct aux_output<Out, true> {
+  using type = std::remove_cvref_t<std::tuple_element_t<1, Out>>;
+};
+
+/// Whether the last of `P...` is the `has_aux` tag (`vjp(f, x, y, has_aux)`, as JAX's keyword).
+template <class... P>
+constexpr bool last_is_has_aux() {
+  if constexpr (sizeof...(P) == 0)
+    return false;
+  else
+    return std::is_same_v<std::tuple_element_t<sizeof...(P) - 1, std::tuple<P...>>, has_aux_t>;
+}
+
+/// `g(primals...)` without the trailing `has_aux` tag.
+template <class G, class... P>
+decltype(auto) without_last(G&& g, const P&... primals) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
+    return g(std::get<I>(std::forward_as_tuple(primals...))...);
+  }
+  (std::make_index_sequence<sizeof...(P) - 1>{});
+}
+
+/// linearize and vjp: `f` linearized at `primals`, its output's main part and aux split (with
+/// `HasAux`, only the main part's leaves get tangents); `state` gets the linear jaxpr and the
+/// trees.
+template <bool HasAux, class F, class... P>
+auto linearize_split(F& f, const char* fn, const P&... primals) {
   using Args = std::tuple<P...>;
-  using Out = detail::flat_result_t<F, Args>;
-  auto [leaves, def] = tree_flatten(std::forward_as_tuple(primals...));
-  std::optional<PyTreeDef> out_def;
-  auto flat = detail::flat_function<F, Args>(f, def, out_def);
-  auto [primals_out, linear] = linearize_flat(flat, leaves);
+  using FullOut = flat_result_t<F, Args>;
+  using Out = typename main_output<FullOut, HasAux>::type;
+  using Aux = typename aux_output<FullOut, HasAux>::type;
   struct State {
     ClosedJaxpr linear;
     PyTreeDef in_def, out_def;
   };
-  auto state = std::make_shared<const State>(State{std::move(linear), def, *out_def});
+  auto [leaves, def] = tree_flatten(std::forward_as_tuple(primals...));
+  std::optional<PyTreeDef> full_def;
+  auto flat = flat_function<F, Args>(f, def, full_def);
+  std::function<std::size_t()> num_linear = [&full_def]() -> std::size_t {
+    if constexpr (HasAux)
+      return child_def(*full_def, 0).num_leaves();
+    else
+      return static_cast<std::size_t>(-1);
+  };
+  auto [primals_out, linear] = linearize_flat(flat, leaves, num_linear, fn);
+  const PyTreeDef out_def = HasAux ? child_def(*full_def, 0) : *full_def;
+  const std::span<const Array> all(primals_out);
+  Out y = tree_unflatten<Out>(out_def, all.first(out_def.num_leaves()));
+  Aux aux{};
+  if constexpr (HasAux)
+    aux = tree_unflatten<Aux>(child_def(*full_def, 1), all.subspan(out_def.num_leaves()));
+  auto state = std::make_shared<const State>(State{std::move(linear), def, out_def});
+  return std::tuple<Out, decltype(state), Aux>{std::move(y), std::move(state), std::move(aux)};
+}
+
+}  // namespace detail
+
+// ---- linearize -------------------------------------------------------------------------------
+
+namespace detail {
+
+template <bool HasAux, class F, class... P>
+auto linearize_impl(F& f, const P&... primals) {
+  using Out = typename main_output<flat_result_t<F, std::tuple<P...>>, HasAux>::type;
+  auto [y, state, aux] = linearize_split<HasAux>(f, "linearize", primals...);
   auto f_lin = [state](const auto&... tangents) -> Out {
     auto [t_leaves, t_def] = tree_flatten(std::forward_as_tuple(tangents...));
     if (static_cast<const PyTreeDef&>(t_def) != state->in_def)
@@ -241,8 +311,31 @@ auto linearize(F f, const P&... primals) {
     }
     return tree_unflatten<Out>(state->out_def, eval_linear(state->linear, t_leaves));
   };
-  return std::pair<Out, decltype(f_lin)>{tree_unflatten<Out>(*out_def, primals_out),
-                                         std::move(f_lin)};
+  if constexpr (HasAux)
+    return std::tuple<Out, decltype(f_lin), decltype(aux)>{std::move(y), std::move(f_lin),
+                                                           std::move(aux)};
+  else
+    return std::pair<Out, decltype(f_lin)>{std::move(y), std::move(f_lin)};
+}
+
+}  // namespace detail
+
+/// `auto [y, f_lin] = linearize(f, primals...)`: `y = f(primals...)` and the linear function
+/// `f_lin(tangents...)` = `jvp(f, primals, tangents).second`, which does no primal work again: it
+/// evaluates the tangent equations on stored residuals (`make_jaxpr(f_lin)` shows them as
+/// constants). Tangents have the primals' structures, shapes and dtypes. See
+/// examples/autodiff.cpp.
+/// `auto [y, f_lin, aux] = linearize(f, primals..., has_aux)`: `f` returns a pair (out, aux);
+/// only `out` is linearized (JAX's `has_aux=True`).
+template <class F, class... P>
+auto linearize(F f, const P&... primals) {
+  constexpr bool aux = detail::last_is_has_aux<P...>();
+  if constexpr (aux) {
+    return detail::without_last(
+        [&](const auto&... ps) { return detail::linearize_impl<true>(f, ps...); }, primals...);
+  } else {
+    return detail::linearize_impl<false>(f, primals...);
+  }
 }
 
 // ---- linear_transpose ------------------------------------------------------------------------
@@ -284,24 +377,13 @@ auto linear_transpose(F f_lin, const P&... primals) {
 
 // ---- vjp -------------------------------------------------------------------------------------
 
-/// `auto [y, f_vjp] = vjp(f, primals...)`: `y = f(primals...)` and the pullback: `f_vjp(ct)`, for
-/// a cotangent `ct` of `y`'s structure, shapes and dtypes, returns a std::tuple with one
-/// cotangent per primal (the primal's structure with Array leaves). Built as the transpose of
-/// `linearize`, so the forward work is done once, here. See examples/autodiff.cpp.
-template <class F, class... P>
-auto vjp(F f, const P&... primals) {
-  using Args = std::tuple<P...>;
-  using Out = detail::flat_result_t<F, Args>;
-  using InCts = tree_of_arrays_t<Args>;
-  auto [leaves, def] = tree_flatten(std::forward_as_tuple(primals...));
-  std::optional<PyTreeDef> out_def;
-  auto flat = detail::flat_function<F, Args>(f, def, out_def);
-  auto [primals_out, linear] = linearize_flat(flat, leaves, static_cast<std::size_t>(-1), "vjp");
-  struct State {
-    ClosedJaxpr linear;
-    PyTreeDef in_def, out_def;
-  };
-  auto state = std::make_shared<const State>(State{std::move(linear), def, *out_def});
+namespace detail {
+
+template <bool HasAux, class F, class... P>
+auto vjp_impl(F& f, const P&... primals) {
+  using Out = typename main_output<flat_result_t<F, std::tuple<P...>>, HasAux>::type;
+  using InCts = tree_of_arrays_t<std::tuple<P...>>;
+  auto [y, state, aux] = linearize_split<HasAux>(f, "vjp", primals...);
   auto f_vjp = [state]<class C>(const C& ct) -> InCts {
     auto [c_leaves, c_def] = tree_flatten(ct);
     if (static_cast<const PyTreeDef&>(c_def) != state->out_def)
@@ -313,20 +395,34 @@ auto vjp(F f, const P&... primals) {
       cts.emplace_back(detail::check_cotangent("vjp", c_leaves[i], out_avals[i]));
     return tree_unflatten<InCts>(state->in_def, transpose_linear(state->linear, cts));
   };
-  return std::pair<Out, decltype(f_vjp)>{tree_unflatten<Out>(*out_def, primals_out),
-                                         std::move(f_vjp)};
+  if constexpr (HasAux)
+    return std::tuple<Out, decltype(f_vjp), decltype(aux)>{std::move(y), std::move(f_vjp),
+                                                           std::move(aux)};
+  else
+    return std::pair<Out, decltype(f_vjp)>{std::move(y), std::move(f_vjp)};
+}
+
+}  // namespace detail
+
+/// `auto [y, f_vjp] = vjp(f, primals...)`: `y = f(primals...)` and the pullback: `f_vjp(ct)`, for
+/// a cotangent `ct` of `y`'s structure, shapes and dtypes, returns a std::tuple with one
+/// cotangent per primal (the primal's structure with Array leaves). Built as the transpose of
+/// `linearize`, so the forward work is done once, here. See examples/autodiff.cpp.
+/// `auto [y, f_vjp, aux] = vjp(f, primals..., has_aux)`: `f` returns a pair (out, aux); `f_vjp`
+/// pulls back cotangents of `out` only (JAX's `has_aux=True`).
+template <class F, class... P>
+auto vjp(F f, const P&... primals) {
+  if constexpr (detail::last_is_has_aux<P...>()) {
+    return detail::without_last([&](const auto&... ps) { return detail::vjp_impl<true>(f, ps...); },
+                                primals...);
+  } else {
+    return detail::vjp_impl<false>(f, primals...);
+  }
 }
 
 // ---- grad, value_and_grad --------------------------------------------------------------------
 
 namespace detail {
-
-template <class T>
-inline constexpr bool is_pair_like_v = false;
-template <class A, class B>
-inline constexpr bool is_pair_like_v<std::pair<A, B>> = true;
-template <class A, class B>
-inline constexpr bool is_pair_like_v<std::tuple<A, B>> = true;
 
 /// grad and value_and_grad: one linearization with the arguments `Argnums` unknown, then one
 /// backward pass seeded with a cotangent of one.
@@ -418,23 +514,12 @@ auto value_and_grad(F f, has_aux_t) {
 
 namespace detail {
 
-template <class Out, bool HasAux>
-struct jacobian_output {
-  using type = Out;
-};
-template <class Out>
-struct jacobian_output<Out, true> {
-  static_assert(is_pair_like_v<Out>,
-                "xpr::jacfwd/jacrev/hessian(f, xpr::has_aux): f must return a pair (out, aux)");
-  using type = std::remove_cvref_t<std::tuple_element_t<0, Out>>;
-};
-
 template <bool Forward, bool HasAux, int... Argnums, class F>
 auto jacobian_impl(F f) {
   return [f = std::move(f)](const auto&... args) mutable {
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;
     using FullOut = flat_result_t<F, Args>;
-    using Out = typename jacobian_output<FullOut, HasAux>::type;
+    using Out = typename main_output<FullOut, HasAux>::type;
     using Wrt = typename wrt_type<Args, Argnums...>::type;
     using Jac = typename nest_tree<Out, Wrt>::type;
     static_assert(argnums_valid<sizeof...(args), Argnums...>(),

@@ -342,11 +342,22 @@ struct JitCall {
   };
 };
 
+/// The jitted call's result type: what `f` returns, with Array leaves. A result that is not a
+/// pytree stops here, with its own message first (then Array stands in, so no second error).
 template <class F, std::uint32_t Mask, class... A>
-using jit_result_t = tree_of_arrays_t<decltype(JitCall<F, Mask, A...>::invoke(
-    std::declval<F&>(), std::declval<const typename JitCall<F, Mask, A...>::Statics&>(),
-    std::declval<const typename JitCall<F, Mask, A...>::DynArrays&>(),
-    std::index_sequence_for<A...>{}))>;
+struct jit_result {
+  using raw = std::remove_cvref_t<decltype(JitCall<F, Mask, A...>::invoke(
+      std::declval<F&>(), std::declval<const typename JitCall<F, Mask, A...>::Statics&>(),
+      std::declval<const typename JitCall<F, Mask, A...>::DynArrays&>(),
+      std::index_sequence_for<A...>{}))>;
+  static_assert(Pytree<raw>,
+                "xpr::jit: the jitted function must return an xpr::Array, a number, or a pytree "
+                "of them (std::tuple, std::pair, std::array, std::vector, std::map<std::string, "
+                "T>, a registered struct); it returns another type (void, a string, ...)");
+  using type = tree_of_arrays_t<std::conditional_t<Pytree<raw>, raw, Array>>;
+};
+template <class F, std::uint32_t Mask, class... A>
+using jit_result_t = typename jit_result<F, Mask, A...>::type;
 
 /// The first mask whose call compiles; the result type of that call is the jitted function's.
 template <class F, class... A, std::uint32_t... M>

@@ -72,6 +72,13 @@ std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f, std::span<c
                                               std::size_t num_linear = static_cast<std::size_t>(-1),
                                               std::string name = "linearize");
 
+/// `linearize_flat` where the number of linear outputs is known only once `f` has run
+/// (`vjp(f, ..., has_aux)`: the leaves of `f`'s first result): `num_linear()` is called after `f`
+/// returns, inside the trace.
+std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f, std::span<const Array> primals,
+                                              const std::function<std::size_t()>& num_linear,
+                                              std::string name);
+
 /// Applies the linear function `linearize_flat` returned to `tangents`: evaluates its jaxpr on
 /// the stored residuals, doing no primal work. Under make_jaxpr the residuals appear as constvars.
 inline Arrays eval_linear(const ClosedJaxpr& linear, std::span<const Array> tangents) {
@@ -225,6 +232,13 @@ XPR_FUNC ClosedJaxpr make_jaxpr_flat(const FlatFunction& f, std::span<const Shap
 XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f,
                                                        std::span<const Array> primals,
                                                        std::size_t num_linear, std::string name) {
+  return linearize_flat(
+      f, primals, [num_linear] { return num_linear; }, std::move(name));
+}
+
+XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(
+    const FlatFunction& f, std::span<const Array> primals,
+    const std::function<std::size_t()>& num_linear_of, std::string name) {
   const std::size_t n = primals.size();
   std::vector<PartialVal> pvals_in;
   pvals_in.reserve(2 * n);
@@ -237,6 +251,7 @@ XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(const FlatFunction& f,
                       primals_tangents.end());
     auto [primals_out, tangents_out] = jvp_flat_symbolic(f, primals_tangents.first(n), tangents);
     num_out = primals_out.size();
+    const std::size_t num_linear = num_linear_of();
     Arrays out = std::move(primals_out);
     // Zero tangents are instantiated: the linear function returns arrays for every output.
     for (std::size_t i = 0; i < num_out && i < num_linear; ++i)
