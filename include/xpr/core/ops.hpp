@@ -246,6 +246,60 @@ constexpr auto adl_isfinite(const T& x) {
   return isfinite(x);
 }
 
+/// An xsimd batch (not a number, not an Eigen expression).
+template <class T>
+concept simd_batch = !is_arith<T> && !requires(const T& x) {
+  x.derived();
+}
+&&requires {
+  T::size;
+  typename T::value_type;
+};
+
+// xsimd's `all(mask)`, found by ADL.
+void all() = delete;
+template <class M>
+constexpr bool adl_all(const M& m) {
+  return all(m);
+}
+
+/// xsimd's `exp`, `log`, `pow`, `cbrt`, `erf` ... differ from the C library's where their
+/// arguments are special: denormals (flushed), arguments near overflow, the zeros and infinities
+/// of `pow`, huge arguments of `erf` (NaN). Unless every lane of `fine` holds, the whole batch is
+/// computed lane by lane by `f`, the C library's function, as on plain numbers; otherwise it is
+/// `r`. (Comparisons with NaN are false, so NaN lanes take `f` too.)
+template <class T, class M, class R, class F, class... X>
+T libm_unless(const M& fine, const R& r, F f, const X&... x) {
+  if (adl_all(fine)) return r;
+  using E = typename T::value_type;
+  alignas(64) E xs[sizeof...(X)][T::size];
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (T(x).store_aligned(xs[K]), ...);
+    for (std::size_t i = 0; i < T::size; ++i) xs[0][i] = static_cast<E>(f(xs[K][i]...));
+    return T::load_aligned(xs[0]);
+  }
+  (std::index_sequence_for<X...>{});
+}
+
+/// The least positive normal number and a bound below which `exp` neither overflows nor leaves
+/// the normal range, for a batch's element type.
+template <class T>
+constexpr typename T::value_type tiny() {
+  return std::numeric_limits<typename T::value_type>::min();
+}
+template <class T>
+constexpr typename T::value_type exp_bound() {  // 706 for double, 88 for float
+  using E = typename T::value_type;
+  return static_cast<E>(0.69 * std::numeric_limits<E>::max_exponent);
+}
+
+/// max and min on batches: x86's `maxpd` returns the other operand where one is NaN; JAX's
+/// propagate the NaN.
+template <class T>
+constexpr T keep_nan(const T& x, const T& y, const T& m) {
+  return adl_select(y == y, adl_select(x == x, m, x), y);  // x == x is false for NaN only
+}
+
 // The value type of an expression: Eigen expressions are evaluated, anything else kept.
 template <class T>
 constexpr auto plain(const T& x) {
@@ -371,7 +425,13 @@ struct exp {
   template <class T>
   static constexpr auto number(const T& x) {
     using std::exp;
-    return exp(x);
+    if constexpr (detail::simd_batch<T>) {
+      const T b(detail::exp_bound<T>());
+      return detail::libm_unless<T>((x <= b) & (x >= -b), exp(x),
+                                    [](auto v) { return std::exp(v); }, x);
+    } else {
+      return exp(x);
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
@@ -386,7 +446,12 @@ struct log {
   template <class T>
   static constexpr auto number(const T& x) {
     using std::log;
-    return log(x);
+    if constexpr (detail::simd_batch<T>) {
+      return detail::libm_unless<T>((x >= T(detail::tiny<T>())) | (x <= T(0)), log(x),
+                                    [](auto v) { return std::log(v); }, x);
+    } else {
+      return log(x);
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T&, const T& x) {
@@ -401,7 +466,11 @@ struct log1p {
   template <class T>
   static constexpr auto number(const T& x) {
     using std::log1p;
-    return log1p(x);
+    if constexpr (detail::simd_batch<T>) {
+      return detail::adl_select(x == T(0), x, log1p(x));  // log1p(-0.0) is -0.0
+    } else {
+      return log1p(x);
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T&, const T& x) {
@@ -416,7 +485,13 @@ struct expm1 {
   template <class T>
   static constexpr auto number(const T& x) {
     using std::expm1;
-    return expm1(x);
+    if constexpr (detail::simd_batch<T>) {
+      const T r = detail::adl_select(x == T(0), x, expm1(x));  // expm1(-0.0) is -0.0
+      return detail::libm_unless<T>(
+          x <= T(detail::exp_bound<T>()), r, [](auto v) { return std::expm1(v); }, x);
+    } else {
+      return expm1(x);
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
@@ -465,7 +540,7 @@ struct abs {
   template <class T>
   static constexpr auto number(const T& x) {
     if constexpr (detail::is_arith<T>) {
-      return x < T(0) ? -x : x;
+      return x < T(0) ? -x : (x == T(0) ? T(0) : x);  // |-0.0| is +0.0, as fabs gives
     } else {
       using std::abs;
       return abs(x);
@@ -554,6 +629,7 @@ constexpr auto map_number2(const A& a, const B& b, F f) {
     return Batch::load_aligned(xs);
   }
 }
+
 }  // namespace detail
 
 /// square x = x²; d square x = 2x (`jnp.square`, JAX's `square_p`).
@@ -594,10 +670,17 @@ struct cbrt {
   static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class T>
   static constexpr auto number(const T& x) {
-    return detail::map_number(x, [](const auto& v) {
+    const auto r = detail::map_number(x, [](const auto& v) {
       using std::cbrt;
       return cbrt(v);
     });
+    if constexpr (detail::simd_batch<T>) {
+      const T a = detail::adl_select(x < T(0), -x, x);
+      return detail::libm_unless<T>((a >= T(detail::tiny<T>())) | (a == T(0)), r,
+                                    [](auto v) { return std::cbrt(v); }, x);
+    } else {
+      return r;
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
@@ -611,10 +694,16 @@ struct erf {
   static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class T>
   static constexpr auto number(const T& x) {
-    return detail::map_number(x, [](const auto& v) {
+    const auto r = detail::map_number(x, [](const auto& v) {
       using std::erf;
       return erf(v);
     });
+    if constexpr (detail::simd_batch<T>) {
+      return detail::libm_unless<T>((x <= T(6)) & (x >= T(-6)), r,
+                                    [](auto v) { return std::erf(v); }, x);
+    } else {
+      return r;
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T&, const T& x) {
@@ -819,11 +908,15 @@ struct max {
       using C = std::common_type_t<A, B>;
       C x = static_cast<C>(a), y = static_cast<C>(b);
       return x != x ? x : (y != y ? y : (x < y ? y : x));
-    } else if constexpr (requires { a.max(b); }) {
-      return a.max(b);
+    } else if constexpr (
+        requires { a.derived(); } || requires { b.derived(); }) {
+      // Eigen's max returns the other operand where one is NaN; JAX's propagates the NaN.
+      return detail::map_number2(a, b, [](auto x, auto y) { return max::number(x, y); });
     } else {
+      using T = std::conditional_t<detail::simd_batch<A>, A, B>;
       using std::max;
-      return max(a, b);
+      const T x(a), y(b);
+      return detail::keep_nan(x, y, max(x, y));
     }
   }
   template <class T>
@@ -851,11 +944,15 @@ struct min {
       using C = std::common_type_t<A, B>;
       C x = static_cast<C>(a), y = static_cast<C>(b);
       return x != x ? x : (y != y ? y : (y < x ? y : x));
-    } else if constexpr (requires { a.min(b); }) {
-      return a.min(b);
+    } else if constexpr (
+        requires { a.derived(); } || requires { b.derived(); }) {
+      // Eigen's min returns the other operand where one is NaN; JAX's propagates the NaN.
+      return detail::map_number2(a, b, [](auto x, auto y) { return min::number(x, y); });
     } else {
+      using T = std::conditional_t<detail::simd_batch<A>, A, B>;
       using std::min;
-      return min(a, b);
+      const T x(a), y(b);
+      return detail::keep_nan(x, y, min(x, y));
     }
   }
   template <class T>
@@ -879,7 +976,24 @@ struct pow {
   template <class A, class B>
   static constexpr auto number(const A& a, const B& b) {
     using std::pow;
-    return pow(a, b);
+    if constexpr (detail::simd_batch<A> || detail::simd_batch<B>) {
+      // xsimd's pow is exp(y log x) with a sign: wrong at x = ±0 and ±inf, with y = ±inf or
+      // NaN, for denormal x, and for x < 0 with a huge y (its parity); those batches take the C
+      // library's pow, lane by lane (tests/ct/special_values.cpp).
+      using T = std::conditional_t<detail::simd_batch<A>, A, B>;
+      using E = typename T::value_type;
+      const T x(a), y(b), inf(std::numeric_limits<E>::infinity()), tiny(detail::tiny<T>());
+      const T big(static_cast<E>(std::uint64_t{1} << (std::numeric_limits<E>::digits - 1)));
+      const auto ordinary = ((x >= tiny) & (x < inf) & (y > -inf) & (y < inf)) |
+                            ((x <= -tiny) & (x > -inf) & (y > -big) & (y < big));
+      // Results near the ends of the normal range too: xsimd's exp flushes and overflows early.
+      const T r = pow(x, y), m = detail::adl_select(r < T(0), -r, r);
+      return detail::libm_unless<T>(
+          ordinary & (m >= T(4) * tiny) & (m < T(std::numeric_limits<E>::max() / 4)), r,
+          [](auto u, auto v) { return std::pow(u, v); }, x, y);
+    } else {
+      return pow(a, b);
+    }
   }
   template <class T>
   static constexpr T jvp_x(const T& g, const T&, const T& x, const T& y) {

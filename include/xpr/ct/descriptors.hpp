@@ -56,6 +56,12 @@ struct GradX : same_args {
   static constexpr void stage(Jaxpr& j, [[maybe_unused]] int num_stages_here) {
     Buffer<int> which = argnum_leaves<A...>({Argnums...});
     if constexpr (K == 0) {
+      // JAX: "grad requires real-valued outputs". A comparison's bool (or an integer) has no
+      // derivative; its gradient would be a silent 0. The throw stops the constant evaluation,
+      // and g++ shows this line.
+      if (!j.outs.empty() && !core::is_floating(j.graph[static_cast<std::size_t>(j.outs[0])].dtype))
+        throw "xpr::ct::grad: the function returns a bool or an integer (a comparison?); grad "
+              "requires a floating-point output";
       jvp_jaxpr(j, which, 1, /*preaccumulate=*/true);
     } else {
       transpose_jaxpr(j, which.size(), 1, false);

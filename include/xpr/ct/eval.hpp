@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -162,6 +163,19 @@ class Compiled {
 
   template <class S>
   [[gnu::always_inline]] static inline void run(const S* in, S* out) {
+    // Dynamic Eigen arrays as the scalar type: every input (argument, tangent, cotangent,
+    // residual) is one lane per element, so all must have one length (Eigen would assert, or
+    // read past the shorter one under NDEBUG).
+    if constexpr (requires(const S& s) {
+                    s.derived();
+                    s.size();
+                  })
+      for (std::size_t k = 1; k < num_ins; ++k)
+        if (in[k].size() != in[0].size())
+          throw core::shape_error(
+              "xpr::ct: the Eigen arrays given as arguments (and tangents or cotangents) must "
+              "all have one length; found lengths " +
+              std::to_string(in[0].size()) + " and " + std::to_string(in[k].size()));
     run_io(detail::ArrayIo<S>{in, out}, in[0]);
   }
 
