@@ -110,8 +110,11 @@ class LinearFn {
   }
   template <class... T>
   auto operator()(const T&... tangents) const {
-    static_assert(sizeof...(T) == sizeof...(Args) && ((Tree<T>::size == Tree<Args>::size) && ...),
+    static_assert(sizeof...(T) == sizeof...(Args),
                   "xpr::ct::linearize: give one tangent per primal, shaped like it");
+    if constexpr (sizeof...(T) == sizeof...(Args))  // else the fold below is ill-formed
+      static_assert(((Tree<T>::size == Tree<Args>::size) && ...),
+                    "xpr::ct::linearize: give one tangent per primal, shaped like it");
     S in[Compiled<Linear>::num_ins];
     for (std::size_t k = 0; k < num_residuals; ++k) in[k] = residuals_[k];
     constexpr auto offsets = leaf_offsets<T...>;
