@@ -268,9 +268,8 @@ constexpr bool adl_all(const M& m) {
 /// of `pow`, huge arguments of `erf` (NaN). Unless every lane of `fine` holds, the whole batch is
 /// computed lane by lane by `f`, the C library's function, as on plain numbers; otherwise it is
 /// `r`. (Comparisons with NaN are false, so NaN lanes take `f` too.)
-template <class T, class M, class R, class F, class... X>
-T libm_unless(const M& fine, const R& r, F f, const X&... x) {
-  if (adl_all(fine)) return r;
+template <class T, class F, class... X>
+[[gnu::noinline, gnu::cold]] T libm_lanes(F f, const X&... x) {
   using E = typename T::value_type;
   alignas(64) E xs[sizeof...(X)][T::size];
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -279,6 +278,12 @@ T libm_unless(const M& fine, const R& r, F f, const X&... x) {
     return T::load_aligned(xs[0]);
   }
   (std::index_sequence_for<X...>{});
+}
+template <class T, class M, class R, class F, class... X>
+[[gnu::always_inline]] inline T libm_unless(const M& fine, const R& r, F f, const X&... x) {
+  if (adl_all(fine)) [[likely]]
+    return r;
+  return libm_lanes<T>(f, x...);  // out of line: the loop that computes r stays compact
 }
 
 /// The least positive normal number and a bound below which `exp` neither overflows nor leaves
@@ -426,9 +431,10 @@ struct exp {
   static constexpr auto number(const T& x) {
     using std::exp;
     if constexpr (detail::simd_batch<T>) {
+      using std::abs;  // xsimd's, by ADL
       const T b(detail::exp_bound<T>());
-      return detail::libm_unless<T>((x <= b) & (x >= -b), exp(x),
-                                    [](auto v) { return std::exp(v); }, x);
+      return detail::libm_unless<T>(
+          abs(x) <= b, exp(x), [](auto v) { return std::exp(v); }, x);
     } else {
       return exp(x);
     }
@@ -447,8 +453,8 @@ struct log {
   static constexpr auto number(const T& x) {
     using std::log;
     if constexpr (detail::simd_batch<T>) {
-      return detail::libm_unless<T>((x >= T(detail::tiny<T>())) | (x <= T(0)), log(x),
-                                    [](auto v) { return std::log(v); }, x);
+      return detail::libm_unless<T>(
+          x >= T(detail::tiny<T>()), log(x), [](auto v) { return std::log(v); }, x);
     } else {
       return log(x);
     }
