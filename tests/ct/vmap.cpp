@@ -265,6 +265,23 @@ TEST(CtVmap, InAxesWithNotMapped) {
   }
 }
 
+// Unqualified, as a user writes it after `using namespace xpr::ct;`: xpr::not_mapped's type lives
+// in xpr::core, so argument-dependent lookup does not bring the runtime tier's vmap in as well
+// (the call was ambiguous).
+namespace unqualified {
+using namespace xpr::ct;
+inline Eigen::ArrayXd call(const std::vector<double>& x, const std::vector<double>& y) {
+  return vmap(w1, std::tuple{0, 0, xpr::not_mapped})(x, y, 0.5);
+}
+}  // namespace unqualified
+
+TEST(CtVmap, NotMappedWithAUsingDirective) {
+  const std::vector<double> x{0.25, 0.5, 1.0}, y{2.0, -1.0, 0.5};
+  Eigen::ArrayXd v = unqualified::call(x, y);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_LT(rel_err(v[static_cast<Eigen::Index>(i)], w1(x[i], y[i], 0.5)), 1e-14);
+}
+
 TEST(CtVmap, StructuredPerPointArguments) {
   // Rosenbrock in 4 dimensions over a batch of points stored as one array per coordinate
   constexpr auto rosenbrock = [](const auto& x) {

@@ -17,6 +17,14 @@
 
 namespace xpr::core {
 
+/// An `in_axes` / `out_axes` entry meaning "this value has no batch axis" (Python's None), for
+/// both tiers' `vmap` (`xpr::not_mapped`). Here rather than beside either `vmap`: a
+/// `std::tuple{0, xpr::not_mapped}` then brings neither tier's `vmap` in by argument-dependent
+/// lookup, so `using namespace xpr::ct;` and `vmap(f, in_axes)` are not ambiguous.
+struct NotMapped {
+  friend constexpr bool operator==(NotMapped, NotMapped) { return true; }
+};
+
 // Checked arithmetic for sizes, byte counts and index bounds: input (a jaxpr text, a user's
 // shape) may ask for sizes past int64, and a wrapped product would allocate a small buffer and
 // write past it. Each helper throws `shape_error` saying what overflowed instead of wrapping.

@@ -17,15 +17,10 @@
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
 #include "xpr/ct/api.hpp"
 #include "xpr/interop/eigen.hpp"
 #include "xpr/interop/xsimd.hpp"
-
-// The runtime tier's `xpr::not_mapped` (JAX's None in in_axes) is accepted in `in_axes`; only its
-// type's name is needed here, so the compile-time tier does not pull in the runtime tier.
-namespace xpr::rt {
-struct NotMapped;
-}  // namespace xpr::rt
 
 namespace xpr::ct {
 
@@ -339,7 +334,7 @@ constexpr bool check_vmap_function(std::tuple<P...>*) {
 }
 
 template <class A>
-constexpr bool is_not_mapped_v = std::is_same_v<std::remove_cvref_t<A>, rt::NotMapped>;
+constexpr bool is_not_mapped_v = std::is_same_v<std::remove_cvref_t<A>, core::NotMapped>;
 
 template <class Axis>
 constexpr bool is_axis_leaf_v = std::is_integral_v<Axis> || is_not_mapped_v<Axis>;

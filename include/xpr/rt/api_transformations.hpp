@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
 #include "xpr/rt/pytree.hpp"
@@ -25,9 +26,7 @@
 namespace xpr::rt {
 
 /// An `in_axes` / `out_axes` entry meaning "this value has no batch axis" (Python's None).
-struct NotMapped {
-  friend constexpr bool operator==(NotMapped, NotMapped) { return true; }
-};
+using core::NotMapped;
 inline constexpr NotMapped not_mapped{};
 
 namespace detail {
