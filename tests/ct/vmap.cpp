@@ -278,8 +278,12 @@ inline Eigen::ArrayXd call(const std::vector<double>& x, const std::vector<doubl
 TEST(CtVmap, NotMappedWithAUsingDirective) {
   const std::vector<double> x{0.25, 0.5, 1.0}, y{2.0, -1.0, 0.5};
   Eigen::ArrayXd v = unqualified::call(x, y);
-  for (std::size_t i = 0; i < 3; ++i)
+  // in_axes -1 is the last axis, axis 0 of a one-dimensional array, as JAX counts it.
+  Eigen::ArrayXd u = ct::vmap(w1, std::tuple{-1, 0, xpr::not_mapped})(x, y, 0.5);
+  for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_LT(rel_err(v[static_cast<Eigen::Index>(i)], w1(x[i], y[i], 0.5)), 1e-14);
+    EXPECT_EQ(u[static_cast<Eigen::Index>(i)], v[static_cast<Eigen::Index>(i)]);
+  }
 }
 
 TEST(CtVmap, StructuredPerPointArguments) {

@@ -340,7 +340,8 @@ template <class Axis>
 constexpr bool is_axis_leaf_v = std::is_integral_v<Axis> || is_not_mapped_v<Axis>;
 
 /// Checks one in_axes entry against its argument: `not_mapped` only for per-point values, an
-/// integer (which must be 0, arrays being one-dimensional) only for arguments holding arrays.
+/// integer (which must be 0 or -1, arrays being one-dimensional) only for arguments holding
+/// arrays.
 template <class Axis, class A>
 void check_axis(const Axis& axis, std::size_t argnum) {
   if constexpr (is_not_mapped_v<Axis>) {
@@ -354,10 +355,11 @@ void check_axis(const Axis& axis, std::size_t argnum) {
     static_assert(!std::is_integral_v<Axis> || contains_column<A>,
                   "xpr::ct::vmap: an argument mapped over axis 0 holds no array; pass a "
                   "std::span, std::vector or dynamic Eigen vector, or mark it xpr::not_mapped");
-    if (axis != 0)
+    // -1 is the last axis, which for one-dimensional arrays is axis 0 (as JAX counts it).
+    if (axis != 0 && axis != -1)
       throw core::value_error("xpr::ct::vmap: in_axes for argument " + std::to_string(argnum) +
                               " is " + std::to_string(axis) +
-                              ", but the arrays are one-dimensional: expected 0 or "
+                              ", but the arrays are one-dimensional: expected 0 (or -1) or "
                               "xpr::not_mapped");
   }
 }
