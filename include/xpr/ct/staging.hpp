@@ -441,7 +441,13 @@ constexpr bool check_arity() {
 template <class F, class... A>
 constexpr bool check_callable() {
   if constexpr (std::is_invocable_v<const F&, const A&...>) {
-    return true;
+    using R = std::invoke_result_t<const F&, const A&...>;
+    static_assert(Structure<R>,
+                  "xpr::ct: the function returns a type the compile-time tier does not take as a "
+                  "result: return a traced value or number, or a std::array, std::tuple or "
+                  "std::pair of them, or an Eigen fixed-size vector (not a std::vector: sizes "
+                  "are part of the compiled program; the runtime tier, xpr::grad, takes them)");
+    return Structure<R>;
   } else {
     constexpr int n = tracer_arity<F>(std::make_index_sequence<9>{});
     if constexpr (n >= 0 && static_cast<std::size_t>(n) != sizeof...(A)) {

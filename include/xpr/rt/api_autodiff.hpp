@@ -243,6 +243,24 @@ constexpr bool last_is_has_aux() {
     return std::is_same_v<std::tuple_element_t<sizeof...(P) - 1, std::tuple<P...>>, has_aux_t>;
 }
 
+/// `(out, fn)`, or with `HasAux` `(out, fn, aux)` (jax.vjp's and jax.linearize's results).
+template <bool HasAux, class Out, class Fn, class Aux>
+auto with_aux(Out y, Fn fn, Aux aux) {
+  if constexpr (HasAux)
+    return std::tuple<Out, Fn, Aux>{std::move(y), std::move(fn), std::move(aux)};
+  else
+    return std::pair<Out, Fn>{std::move(y), std::move(fn)};
+}
+
+/// `g(std::bool_constant<has_aux>, primals...)`, the trailing `has_aux` tag, if any, taken off.
+template <class G, class... P>
+decltype(auto) split_has_aux(G&& g, const P&... primals) {
+  if constexpr (last_is_has_aux<P...>())
+    return without_last([&](const auto&... ps) { return g(std::true_type{}, ps...); }, primals...);
+  else
+    return g(std::false_type{}, primals...);
+}
+
 /// `g(primals...)` without the trailing `has_aux` tag.
 template <class G, class... P>
 decltype(auto) without_last(G&& g, const P&... primals) {
@@ -311,11 +329,7 @@ auto linearize_impl(F& f, const P&... primals) {
     }
     return tree_unflatten<Out>(state->out_def, eval_linear(state->linear, t_leaves));
   };
-  if constexpr (HasAux)
-    return std::tuple<Out, decltype(f_lin), decltype(aux)>{std::move(y), std::move(f_lin),
-                                                           std::move(aux)};
-  else
-    return std::pair<Out, decltype(f_lin)>{std::move(y), std::move(f_lin)};
+  return with_aux<HasAux>(std::move(y), std::move(f_lin), std::move(aux));
 }
 
 }  // namespace detail
@@ -325,17 +339,16 @@ auto linearize_impl(F& f, const P&... primals) {
 /// evaluates the tangent equations on stored residuals (`make_jaxpr(f_lin)` shows them as
 /// constants). Tangents have the primals' structures, shapes and dtypes. See
 /// examples/autodiff.cpp.
+///
 /// `auto [y, f_lin, aux] = linearize(f, primals..., has_aux)`: `f` returns a pair (out, aux);
 /// only `out` is linearized (JAX's `has_aux=True`).
 template <class F, class... P>
 auto linearize(F f, const P&... primals) {
-  constexpr bool aux = detail::last_is_has_aux<P...>();
-  if constexpr (aux) {
-    return detail::without_last(
-        [&](const auto&... ps) { return detail::linearize_impl<true>(f, ps...); }, primals...);
-  } else {
-    return detail::linearize_impl<false>(f, primals...);
-  }
+  return detail::split_has_aux(
+      [&](auto aux, const auto&... ps) {
+        return detail::linearize_impl<decltype(aux)::value>(f, ps...);
+      },
+      primals...);
 }
 
 // ---- linear_transpose ------------------------------------------------------------------------
@@ -381,7 +394,6 @@ namespace detail {
 
 template <bool HasAux, class F, class... P>
 auto vjp_impl(F& f, const P&... primals) {
-  using Out = typename main_output<flat_result_t<F, std::tuple<P...>>, HasAux>::type;
   using InCts = tree_of_arrays_t<std::tuple<P...>>;
   auto [y, state, aux] = linearize_split<HasAux>(f, "vjp", primals...);
   auto f_vjp = [state]<class C>(const C& ct) -> InCts {
@@ -395,11 +407,7 @@ auto vjp_impl(F& f, const P&... primals) {
       cts.emplace_back(detail::check_cotangent("vjp", c_leaves[i], out_avals[i]));
     return tree_unflatten<InCts>(state->in_def, transpose_linear(state->linear, cts));
   };
-  if constexpr (HasAux)
-    return std::tuple<Out, decltype(f_vjp), decltype(aux)>{std::move(y), std::move(f_vjp),
-                                                           std::move(aux)};
-  else
-    return std::pair<Out, decltype(f_vjp)>{std::move(y), std::move(f_vjp)};
+  return with_aux<HasAux>(std::move(y), std::move(f_vjp), std::move(aux));
 }
 
 }  // namespace detail
@@ -408,16 +416,14 @@ auto vjp_impl(F& f, const P&... primals) {
 /// a cotangent `ct` of `y`'s structure, shapes and dtypes, returns a std::tuple with one
 /// cotangent per primal (the primal's structure with Array leaves). Built as the transpose of
 /// `linearize`, so the forward work is done once, here. See examples/autodiff.cpp.
+///
 /// `auto [y, f_vjp, aux] = vjp(f, primals..., has_aux)`: `f` returns a pair (out, aux); `f_vjp`
 /// pulls back cotangents of `out` only (JAX's `has_aux=True`).
 template <class F, class... P>
 auto vjp(F f, const P&... primals) {
-  if constexpr (detail::last_is_has_aux<P...>()) {
-    return detail::without_last([&](const auto&... ps) { return detail::vjp_impl<true>(f, ps...); },
-                                primals...);
-  } else {
-    return detail::vjp_impl<false>(f, primals...);
-  }
+  return detail::split_has_aux(
+      [&](auto aux, const auto&... ps) { return detail::vjp_impl<decltype(aux)::value>(f, ps...); },
+      primals...);
 }
 
 // ---- grad, value_and_grad --------------------------------------------------------------------
