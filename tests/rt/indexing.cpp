@@ -545,8 +545,8 @@ TEST(IndexingVmap, BothBatchedOverAnEmptyBatch) {
   auto rows = [](const Array& m, const Array& k) { return m(k); };  // a row of each example
   EXPECT_EQ(xpr::vmap(rows)(xpr::zeros(Shape{0, 4, 2}), xpr::zeros(Shape{0}, xpr::int32)).shape(),
             (Shape{0, 2}));
-  auto energy = [&](const Array& v, const Array& k) {
-    return xpr::sum(xpr::vmap(pick)(v, k) * 2.0);
+  auto energy = [&](const Array& w, const Array& k) {
+    return xpr::sum(xpr::vmap(pick)(w, k) * 2.0);
   };
   Array g = xpr::grad(energy)(v, i);
   EXPECT_EQ(g.shape(), (Shape{0, 3}));
