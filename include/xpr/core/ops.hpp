@@ -265,17 +265,20 @@ constexpr bool adl_all(const M& m) {
 
 /// xsimd's `exp`, `log`, `pow`, `cbrt`, `erf` ... differ from the C library's where their
 /// arguments are special: denormals (flushed), arguments near overflow, the zeros and infinities
-/// of `pow`, huge arguments of `erf` (NaN). Unless every lane of `fine` holds, the whole batch is
-/// computed lane by lane by `f`, the C library's function, as on plain numbers; otherwise it is
-/// `r`. (Comparisons with NaN are false, so NaN lanes take `f` too.)
-template <class T, class F, class... X>
-[[gnu::noinline, gnu::cold]] T libm_lanes(F f, const X&... x) {
+/// of `pow`, huge arguments of `erf` (NaN). The lanes where `fine` fails are computed by `f`, the
+/// C library's function, as on plain numbers; the others are `r`'s. (Comparisons with NaN are
+/// false, so NaN lanes take `f` too.)
+template <class T, class M, class F, class... X>
+[[gnu::noinline, gnu::cold]] T libm_lanes(const M& fine, const T& r, F f, const X&... x) {
   using E = typename T::value_type;
-  alignas(64) E xs[sizeof...(X)][T::size];
+  alignas(64) E xs[sizeof...(X)][T::size], out[T::size], special[T::size];
+  r.store_aligned(out);
+  adl_select(fine, T(E(0)), T(E(1))).store_aligned(special);
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
     (T(x).store_aligned(xs[K]), ...);
-    for (std::size_t i = 0; i < T::size; ++i) xs[0][i] = static_cast<E>(f(xs[K][i]...));
-    return T::load_aligned(xs[0]);
+    for (std::size_t i = 0; i < T::size; ++i)
+      if (special[i] != E(0)) out[i] = static_cast<E>(f(xs[K][i]...));
+    return T::load_aligned(out);
   }
   (std::index_sequence_for<X...>{});
 }
@@ -283,7 +286,9 @@ template <class T, class M, class R, class F, class... X>
 [[gnu::always_inline]] inline T libm_unless(const M& fine, const R& r, F f, const X&... x) {
   if (adl_all(fine)) [[likely]]
     return r;
-  return libm_lanes<T>(f, x...);  // out of line: the loop that computes r stays compact
+  // Only the special lanes: a lane's value must not depend on its neighbours (vmap equals the
+  // loop, bit for bit). Out of line: the loop that computes r stays compact.
+  return libm_lanes<T>(fine, T(r), f, x...);
 }
 
 /// The least positive normal number and a bound below which `exp` neither overflows nor leaves
