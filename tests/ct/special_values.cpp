@@ -41,19 +41,18 @@ std::vector<double> specials() {
 /// `ct::vmap(f)` over `xs` (f64, then f32) against `ref` element by element.
 template <class F, class R>
 void expect_unary(const std::string& what, F f, R ref) {
-  const std::vector<double> xs = specials();
-  Eigen::ArrayXd got = ct::vmap(f)(xs);
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    EXPECT_TRUE(same(got[static_cast<Eigen::Index>(i)], ref(xs[i]), 1e-14))
-        << what << "(" << xs[i] << "): " << got[static_cast<Eigen::Index>(i)] << ", want "
-        << ref(xs[i]);
-  std::vector<float> fs;
-  for (double x : xs) fs.push_back(static_cast<float>(x));
-  Eigen::ArrayXf gf = ct::vmap(f)(fs);
-  for (std::size_t i = 0; i < fs.size(); ++i)
-    EXPECT_TRUE(same(gf[static_cast<Eigen::Index>(i)], ref(fs[i]), 2e-6))
-        << what << " f32(" << fs[i] << "): " << gf[static_cast<Eigen::Index>(i)] << ", want "
-        << ref(fs[i]);
+  auto check = [&]<class E>(E, double tol) {
+    std::vector<E> xs;
+    for (double x : specials()) xs.push_back(static_cast<E>(x));
+    const Eigen::Array<E, Eigen::Dynamic, 1> got = ct::vmap(f)(xs);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const E g = got[static_cast<Eigen::Index>(i)];
+      EXPECT_TRUE(same(g, ref(xs[i]), tol)) << what << (sizeof(E) == 4 ? " f32(" : "(") << xs[i]
+                                            << "): " << g << ", want " << ref(xs[i]);
+    }
+  };
+  check(0.0, 1e-14);
+  check(0.0f, 2e-6);
 }
 
 TEST(CtSpecialValues, TranscendentalsUnderVmapAgreeWithTheCLibrary) {

@@ -640,7 +640,6 @@ constexpr auto map_number2(const A& a, const B& b, F f) {
     return Batch::load_aligned(xs);
   }
 }
-
 }  // namespace detail
 
 /// square x = x²; d square x = 2x (`jnp.square`, JAX's `square_p`).
@@ -686,7 +685,8 @@ struct cbrt {
       return cbrt(v);
     });
     if constexpr (detail::simd_batch<T>) {
-      const T a = detail::adl_select(x < T(0), -x, x);
+      using std::abs;  // xsimd's, by ADL
+      const T a = abs(x);
       return detail::libm_unless<T>((a >= T(detail::tiny<T>())) | (a == T(0)), r,
                                     [](auto v) { return std::cbrt(v); }, x);
     } else {
@@ -989,8 +989,8 @@ struct pow {
     using std::pow;
     if constexpr (detail::simd_batch<A> || detail::simd_batch<B>) {
       // xsimd's pow is exp(y log x) with a sign: wrong at x = ±0 and ±inf, with y = ±inf or
-      // NaN, for denormal x, and for x < 0 with a huge y (its parity); those batches take the C
-      // library's pow, lane by lane (tests/ct/special_values.cpp).
+      // NaN, for denormal x, and for x < 0 with a huge y (its parity); those lanes take the C
+      // library's pow (tests/ct/special_values.cpp).
       using T = std::conditional_t<detail::simd_batch<A>, A, B>;
       using E = typename T::value_type;
       const T x(a), y(b), inf(std::numeric_limits<E>::infinity()), tiny(detail::tiny<T>());
@@ -998,7 +998,8 @@ struct pow {
       const auto ordinary = ((x >= tiny) & (x < inf) & (y > -inf) & (y < inf)) |
                             ((x <= -tiny) & (x > -inf) & (y > -big) & (y < big));
       // Results near the ends of the normal range too: xsimd's exp flushes and overflows early.
-      const T r = pow(x, y), m = detail::adl_select(r < T(0), -r, r);
+      using std::abs;  // xsimd's, by ADL
+      const T r = pow(x, y), m = abs(r);
       return detail::libm_unless<T>(
           ordinary & (m >= T(4) * tiny) & (m < T(std::numeric_limits<E>::max() / 4)), r,
           [](auto u, auto v) { return std::pow(u, v); }, x, y);

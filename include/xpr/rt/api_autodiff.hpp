@@ -203,10 +203,6 @@ Arrays std_basis(std::span<const ShapedArray> avals);
 Array unravel_block(const Array& x, std::size_t axis, std::int64_t start, std::int64_t n,
                     const Shape& shape);
 
-}  // namespace detail
-
-namespace detail {
-
 template <class T>
 inline constexpr bool is_pair_like_v = false;
 template <class A, class B>
@@ -255,19 +251,14 @@ auto with_aux(Out y, Fn fn, Aux aux) {
 /// `g(std::bool_constant<has_aux>, primals...)`, the trailing `has_aux` tag, if any, taken off.
 template <class G, class... P>
 decltype(auto) split_has_aux(G&& g, const P&... primals) {
-  if constexpr (last_is_has_aux<P...>())
-    return without_last([&](const auto&... ps) { return g(std::true_type{}, ps...); }, primals...);
-  else
+  if constexpr (last_is_has_aux<P...>()) {
+    auto without_tag = [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
+      return g(std::true_type{}, std::get<I>(std::forward_as_tuple(primals...))...);
+    };
+    return without_tag(std::make_index_sequence<sizeof...(P) - 1>{});
+  } else {
     return g(std::false_type{}, primals...);
-}
-
-/// `g(primals...)` without the trailing `has_aux` tag.
-template <class G, class... P>
-decltype(auto) without_last(G&& g, const P&... primals) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
-    return g(std::get<I>(std::forward_as_tuple(primals...))...);
   }
-  (std::make_index_sequence<sizeof...(P) - 1>{});
 }
 
 /// linearize and vjp: `f` linearized at `primals`, its output's main part and aux split (with
@@ -303,11 +294,7 @@ auto linearize_split(F& f, const char* fn, const P&... primals) {
   return std::tuple<Out, decltype(state), Aux>{std::move(y), std::move(state), std::move(aux)};
 }
 
-}  // namespace detail
-
 // ---- linearize -------------------------------------------------------------------------------
-
-namespace detail {
 
 template <bool HasAux, class F, class... P>
 auto linearize_impl(F& f, const P&... primals) {
