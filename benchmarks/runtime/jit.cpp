@@ -1,10 +1,13 @@
 // Jitted elementwise chains (issue 14) against a hand-written xsimd loop and against eager
 // evaluation, on 1M and 10M f64; the call overhead of a cached kernel on rank-0 inputs; a STREAM
-// scale and a STREAM triad for the memory bandwidth the 1e7-element chains are measured against.
+// scale and a STREAM triad for the memory bandwidth the 1e7-element chains are measured against,
+// and the triad on every thread for jitted loops split among threads (workers.hpp). Wall times
+// (`UseRealTime`): a split loop's CPU time is spread over threads.
 // Every variant allocates its output array per call, as the jitted and eager calls do. Figures:
 // docs/benchmarks.md.
 #include <cstddef>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -136,6 +139,31 @@ void BM_stream_triad(benchmark::State& s) {
   s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * s.range(0) * 24);
 }
 
+// The triad on as many threads as jit splits a long loop among (`XPR_NUM_THREADS`, else the
+// CPUs; the threads are started per iteration, which costs more than the workers' wake-up): the
+// bandwidth of the whole machine, against which chains that run in parts are measured.
+void BM_stream_triad_threads(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  const std::size_t t = xpr::codegen::detail::jit_threads();
+  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+  auto part = [&](std::size_t k) {
+    double* __restrict pa = a.data();
+    const double* __restrict pb = b.data();
+    const double* __restrict pc = c.data();
+    for (std::size_t i = n * k / t, e = n * (k + 1) / t; i < e; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+  };
+  for (auto _ : s) {
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < t; ++k) threads.emplace_back(part, k);
+    part(0);
+    for (std::thread& th : threads) th.join();
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations()) * s.range(0) * 24);
+  s.counters["threads"] = static_cast<double>(t);
+}
+
 // Call overhead on rank-0 inputs: x * 2 + 1.
 Array small(const Array& x) { return x * 2.0 + 1.0; }
 void BM_hand_scalar(benchmark::State& s) {
@@ -178,16 +206,24 @@ void BM_eager_scalar(benchmark::State& s) {
 
 }  // namespace
 
-BENCHMARK(BM_hand_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_jit_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_eager_chain1)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_hand_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_jit_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_eager_chain10)->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_hand_axpb)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_jit_axpb)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_stream_scale)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_stream_triad)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+// Wall time: a loop jit splits among threads spends its CPU time on several of them.
+void chains(benchmark::internal::Benchmark* b) {
+  b->Arg(1 << 20)->Arg(10'000'000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void bandwidth(benchmark::internal::Benchmark* b) {
+  b->Arg(10'000'000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_hand_chain1)->Apply(chains);
+BENCHMARK(BM_jit_chain1)->Apply(chains);
+BENCHMARK(BM_eager_chain1)->Apply(chains);
+BENCHMARK(BM_hand_chain10)->Apply(chains);
+BENCHMARK(BM_jit_chain10)->Apply(chains);
+BENCHMARK(BM_eager_chain10)->Apply(chains);
+BENCHMARK(BM_hand_axpb)->Apply(bandwidth);
+BENCHMARK(BM_jit_axpb)->Apply(bandwidth);
+BENCHMARK(BM_stream_scale)->Apply(bandwidth);
+BENCHMARK(BM_stream_triad)->Apply(bandwidth);
+BENCHMARK(BM_stream_triad_threads)->Apply(bandwidth);
 BENCHMARK(BM_hand_scalar);
 BENCHMARK(BM_jit_scalar_kernel);
 BENCHMARK(BM_jit_scalar_execute);

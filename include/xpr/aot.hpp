@@ -707,7 +707,7 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   if (!L.temps.empty()) s += "#include <stdlib.h>\n";
   s += "\nnamespace " + ns + " {\n\n" + L.source + "\n";
   if (gemm)
-    s += gemm_source() + "\nstatic const XprHost xpr_host = {&xpr_gemm, 0, 0};\n";
+    s += gemm_source() + "\nstatic const XprHost xpr_host = {&xpr_gemm, 0, 0, 0};\n";
   else
     s += "static const XprHost xpr_host = {0, 0, 0};  // no host calls: xpr_kernel makes none\n";
   s += "\n// a *= d for sizes a, d >= 0; false when the product overflows.\n"

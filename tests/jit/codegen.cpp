@@ -3,6 +3,7 @@
 // results (every lowered primitive, then seeded random compositions), kernels are shared across
 // sizes, the generated source is header-free and holds only generated names.
 #include <atomic>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -834,6 +835,85 @@ TEST(JitCodegen, JitFastPathManyThreads) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(traces.load(), 2);
+}
+
+// Long elementwise loops run in parts on several threads (codegen/workers.hpp), written as a
+// user would: a function of a large array, jitted, checked element by element against a plain
+// loop; loops that combine elements (a sum) run on the calling thread.
+TEST(JitCodegen, LongElementwiseLoopsRunInPartsOnSeveralThreads) {
+  codegen::JitOptions precise;  // scalar libm: bit for bit the plain loop's std::sin
+  precise.precise_math = true;
+  auto f = xpr::jit(
+      [](const Array& x) {
+        return std::make_tuple(xpr::sin(x) * 2.0 - x, x > 0.5, xpr::astype(x * 3.0, DType::int32));
+      },
+      precise);
+  std::vector<double> small(8, 0.25);
+  EXPECT_NE(f.lower(array(small)).as_text().find("h->parallel(&g"), std::string::npos);
+  for (std::int64_t n : {1, 4097, 100000, 1000003}) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e-3 * static_cast<double>(i % 1999) - 0.4;
+    const std::size_t runs = codegen::detail::parts_runs();
+    auto [y, c, m] = f(array(v));
+    if (codegen::detail::jit_threads() > 1) {
+      EXPECT_EQ(codegen::detail::parts_runs() > runs, n >= 100000) << n;
+    }
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      wrong += y.data<double>()[i] != std::sin(v[i]) * 2.0 - v[i] ||
+               c.data<bool>()[i] != (v[i] > 0.5) ||
+               m.data<std::int32_t>()[i] != static_cast<std::int32_t>(v[i] * 3.0);
+    EXPECT_EQ(wrong, 0u) << n;
+  }
+  // A sum combines every element: one thread.
+  auto total = xpr::jit([](const Array& x) { return xpr::sum(x * x); });
+  std::vector<double> ones(1 << 20, 0.5);
+  const std::size_t runs = codegen::detail::parts_runs();
+  EXPECT_EQ(total(array(ones)).item<double>(), 0.25 * (1 << 20));
+  EXPECT_EQ(codegen::detail::parts_runs(), runs);
+}
+
+// The parts run under the calling thread's rounding mode, so a result does not depend on which
+// thread computed which element; and many threads may split their loops at once.
+TEST(JitCodegen, LoopsInPartsKeepTheCallersRoundingModeAndShareTheWorkers) {
+  auto f = xpr::jit([](const Array& x) { return x * 0.1; });
+  std::vector<double> v(1100000);  // longer than the loop's threshold for splitting
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.0 + static_cast<double>(i);
+  const Array x = array(v);
+  Array nearest = f(x);
+  std::fesetround(FE_UPWARD);
+  const std::size_t runs = codegen::detail::parts_runs();
+  Array upward = f(x);
+  if (codegen::detail::jit_threads() > 1) {
+    EXPECT_GT(codegen::detail::parts_runs(), runs);
+  }
+  std::vector<double> want(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) want[i] = v[i] * 0.1;
+  std::fesetround(FE_TONEAREST);
+  std::size_t wrong = 0, differ = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    wrong += upward.data<double>()[i] != want[i];
+    differ += upward.data<double>()[i] != nearest.data<double>()[i];
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GT(differ, 1000u);  // the rounding mode mattered
+
+  auto g = xpr::jit([](const Array& a) { return xpr::exp(-a * a) + a; });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<double> w(200000 + 999 * static_cast<std::size_t>(t));
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = 1e-5 * static_cast<double>(i) + t;
+      for (int r = 0; r < 5; ++r) {
+        Array y = g(array(w));
+        for (std::size_t i = 0; i < w.size(); i += 7)
+          if (std::abs(y.data<double>()[i] - (std::exp(-w[i] * w[i]) + w[i])) > 1e-14 * (1 + w[i]))
+            ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 TEST(JitCodegen, SourceIsHeaderFreeWithGeneratedNames) {

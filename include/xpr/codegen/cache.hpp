@@ -163,7 +163,7 @@ XPR_FUNC std::shared_ptr<Library> open_library(const std::string& path, const st
   if (!h) return nullptr;
   auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
   auto fn = reinterpret_cast<KernelFn>(::dlsym(h, "xpr_kernel"));
-  if (!abi || !fn || abi() != 1) {
+  if (!abi || !fn || abi() != 2) {
     ::dlclose(h);
     return nullptr;
   }

@@ -663,6 +663,14 @@ class Lowering {
   /// assigned.
   XPR_MEMBER std::string emit_elementwise(std::size_t g, bool dry_run = false);
 
+  /// Set by `emit_elementwise` when the group it emitted is one flat loop whose iterations write
+  /// disjoint elements and nothing else (no reduction, scatter or read of the group's own values
+  /// at other positions): the loop's header, which `emit_group` rewrites to run over [lo, hi) so
+  /// that the host may split the loop among threads (workers.hpp), and the loop's length above
+  /// which it is worth splitting; empty otherwise.
+  std::string parts_header_;
+  std::string parts_min_;
+
   /// The identity and the combining expression of a reduction primitive on `dt`.
   XPR_MEMBER static std::string reduce_identity(const Primitive* p, DType dt);
   XPR_MEMBER std::string reduce_combine(const Primitive* p, DType dt, const std::string& a,
@@ -1792,7 +1800,23 @@ XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
   std::string f =
       "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
       "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
-  if (grp.kind == Kind::elementwise) return f + emit_elementwise(g) + "}\n\n";
+  if (grp.kind == Kind::elementwise) {
+    const std::string body = emit_elementwise(g);
+    if (parts_header_.empty()) return f + body + "}\n\n";
+    // The loop over [lo, hi) in a function of its own, which the host runs in parts on several
+    // threads when the loop is long (the pointers above the loop are read again by each part).
+    const std::string id = "g" + std::to_string(g),
+                      n = parts_header_.substr(parts_header_.find("N = "));
+    const std::string count = n.substr(4, n.size() - 6);  // "N = <count>; "
+    return "// group " + std::to_string(g) + ": its loop over [lo, hi)\nstatic void " + id +
+           "_range(void* const* b, const long long* n, const XprHost* h, long long lo, "
+           "long long hi) {\n  (void)b; (void)n; (void)h;\n" +
+           replaced(body, parts_header_,
+                    parts_header_.substr(0, parts_header_.find(" = 0, ")) + " = lo, N = hi; ") +
+           "}\n\n" + f + "  const long long N = " + count +
+           ";\n  if (h->parallel && N >= " + parts_min_ + ") h->parallel(&" + id +
+           "_range, b, n, h, N);\n  else " + id + "_range(b, n, h, 0, N);\n}\n\n";
+  }
   if (grp.kind == Kind::control) return f + emit_control(grp) + "}\n\n";
   if (grp.kind == Kind::host) return f + emit_host_call(*grp.eqns[0]) + "}\n\n";
   return f + emit_standalone(*grp.eqns[0]) + "}\n\n";
@@ -2529,6 +2553,31 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     pre += indented(range_check_code_);
     body = "if (!(" + any + ")) {\n" + indented(without_lines(body, "@ck")) + "} else {\n" +
            indented(checked) + "}\n";
+  }
+  parts_header_.clear();
+  if (!dry_run && flat && !split && range_checks_.empty()) {
+    // Worth splitting when the loop runs for more than about a hundred microseconds: an
+    // arithmetic operation weighs 1 per element, a libm function 16 (libmvec's sin takes about
+    // as long as a 16-byte element takes to stream from memory on one core).
+    std::size_t weight = 0;
+    bool disjoint = true;
+    for (const Eqn* e : grp.eqns) {
+      if (is_scatter(e->primitive) || sink_reduce(*e) || is_reduce(*e) ||
+          (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)))
+        disjoint = false;
+      const ElementwiseRow* r = find_elementwise(e->primitive);
+      weight += r && r->floating_only_math ? 16 : 1;
+    }
+    const std::string header =
+        "for (long long " + f(rank) + " = 0, N = " + count(S) + "; " + f(rank) + " < N; ";
+    std::size_t loops = 0;
+    for (std::size_t at = body.find(header); at != std::string::npos;
+         at = body.find(header, at + 1))
+      ++loops;
+    if (disjoint && loops == 1) {
+      parts_header_ = header.substr(0, header.size() - (f(rank) + " < N; ").size());
+      parts_min_ = std::to_string(std::max<std::size_t>(8192, (std::size_t{1} << 20) / weight));
+    }
   }
   return pre + indented(body);
 }
@@ -3268,6 +3317,9 @@ XPR_FUNC std::string Lowering::preamble() const {
       "c);\n"
       "  void (*call)(const void* ctx, int k, void* const* in, void* const* out);\n"
       "  const void* ctx;\n"
+      "  void (*parallel)(void (*range)(void* const* b, const long long* n, const XprHost* h,\n"
+      "                                 long long lo, long long hi),\n"
+      "                   void* const* b, const long long* n, const XprHost* h, long long count);\n"
       "};\n\n";
   for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
   for (const std::string& h : helpers_used_) s += helper(h);
@@ -3303,7 +3355,7 @@ XPR_FUNC std::string Lowering::entry() const {
     return "static void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n" +
            calls() + "  (void)b; (void)n; (void)h;\n}\n";
   std::string s =
-      "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 1; "
+      "extern \"C\" __attribute__((visibility(\"default\"))) int xpr_abi_version() { return 2; "
       "}\n\n"
       "extern \"C\" __attribute__((visibility(\"default\")))\n"
       "void xpr_kernel(void* const* b, const long long* n, const XprHost* h) {\n";

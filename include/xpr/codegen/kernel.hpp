@@ -23,6 +23,7 @@
 
 #include "xpr/codegen/cache.hpp"
 #include "xpr/codegen/emit.hpp"
+#include "xpr/codegen/workers.hpp"
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -40,6 +41,10 @@ struct Host {
   /// Runs `Lowered::host_calls[k]` of the plan `ctx` on the kernel's buffers `in` and `out`.
   void (*call)(const void* ctx, int k, void* const* in, void* const* out);
   const void* ctx;
+  /// Runs a loop's range function over [0, count) in parts on several threads (workers.hpp);
+  /// null when this process splits no loops (`XPR_NUM_THREADS=1`, one CPU).
+  void (*parallel)(RangeFn body, void* const* b, const long long* n, const Host* h,
+                   long long count);
 };
 
 void host_gemm(int dtype, long long batch, long long m, long long n, long long k, const void* a,
@@ -51,7 +56,7 @@ void host_gemm(int dtype, long long batch, long long m, long long n, long long k
 void host_call(const void* ctx, int k, void* const* in, void* const* out);
 
 inline const Host& host() {
-  static const Host h{&host_gemm, &host_call, nullptr};
+  static const Host h{&host_gemm, &host_call, nullptr, jit_threads() > 1 ? &run_in_parts : nullptr};
   return h;
 }
 
