@@ -709,7 +709,7 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   if (gemm)
     s += gemm_source() + "\nstatic const XprHost xpr_host = {&xpr_gemm, 0, 0, 0};\n";
   else
-    s += "static const XprHost xpr_host = {0, 0, 0};  // no host calls: xpr_kernel makes none\n";
+    s += "static const XprHost xpr_host = {0, 0, 0, 0};  // no host calls: xpr_kernel makes none\n";
   s += "\n// a *= d for sizes a, d >= 0; false when the product overflows.\n"
        "static bool xpr_mul(long long* a, long long d) {\n"
        "  if (d != 0 && *a > 9223372036854775807LL / d) return false;\n"

@@ -129,10 +129,16 @@ XPR_FUNC void Workers::run(RangeFn body, void* const* b, const long long* n, con
   std::fegetenv(&job.env);
   {
     std::lock_guard lock(mutex_);
-    for (long long i = 1; i < k; ++i)
-      parts_.push_back(Part{&job, i * size, std::min(count, (i + 1) * size)});
+    try {
+      for (long long i = 1; i < k; ++i)
+        parts_.push_back(Part{&job, i * size, std::min(count, (i + 1) * size)});
+    } catch (...) {  // out of memory for the queue: no part may outlive this frame
+      std::erase_if(parts_, [&](const Part& q) { return q.job == &job; });
+      k = 1;
+    }
     job.left = static_cast<int>(k - 1);
   }
+  if (k == 1) return body(b, n, h, 0, count);
   queued_.notify_all();
   runs_.fetch_add(1, std::memory_order_relaxed);
   body(b, n, h, 0, size);
