@@ -850,13 +850,13 @@ TEST(JitCodegen, LongElementwiseLoopsRunInPartsOnSeveralThreads) {
       precise);
   std::vector<double> small(8, 0.25);
   EXPECT_NE(f.lower(array(small)).as_text().find("h->parallel(&g"), std::string::npos);
-  for (std::int64_t n : {1, 4097, 100000, 1000003}) {
+  for (std::int64_t n : {1, 4097, 300000, 1000003}) {
     std::vector<double> v(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e-3 * static_cast<double>(i % 1999) - 0.4;
     const std::size_t runs = codegen::detail::parts_runs();
     auto [y, c, m] = f(array(v));
     if (codegen::detail::jit_threads() > 1) {
-      EXPECT_EQ(codegen::detail::parts_runs() > runs, n >= 100000) << n;
+      EXPECT_EQ(codegen::detail::parts_runs() > runs, n >= 300000) << n;
     }
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < v.size(); ++i)

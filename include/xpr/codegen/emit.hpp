@@ -2556,9 +2556,13 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   }
   parts_header_.clear();
   if (!dry_run && flat && !split && range_checks_.empty()) {
-    // Worth splitting when the loop runs for more than about a hundred microseconds: an
-    // arithmetic operation weighs 1 per element, a libm function 16 (libmvec's sin takes about
-    // as long as a 16-byte element takes to stream from memory on one core).
+    // Worth splitting when the loop runs for well over a hundred microseconds (waking a worker
+    // costs tens of them in a virtual machine): an element costs about 8 units of memory
+    // traffic, plus 1 per arithmetic operation and 16 per libm function (libmvec's sin takes
+    // about as long as a 16-byte element takes to stream from memory on one core). Measured
+    // on the 2-core machine of docs/codegen.md: `sin(x) * 2 - x` (threshold 161319) and
+    // `x * 2 + 1` (419430) gain from 262144 and 524288 elements, and split at 65536 and
+    // 131072 they lose or break even.
     std::size_t weight = 0;
     bool disjoint = true;
     for (const Eqn* e : grp.eqns) {
@@ -2576,7 +2580,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       ++loops;
     if (disjoint && loops == 1) {
       parts_header_ = header.substr(0, header.size() - (f(rank) + " < N; ").size());
-      parts_min_ = std::to_string(std::max<std::size_t>(8192, (std::size_t{1} << 20) / weight));
+      parts_min_ = std::to_string(std::max<std::size_t>(16384, (std::size_t{1} << 22) / (weight + 8)));
     }
   }
   return pre + indented(body);
