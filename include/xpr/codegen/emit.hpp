@@ -2580,7 +2580,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       ++loops;
     if (disjoint && loops == 1) {
       parts_header_ = header.substr(0, header.size() - (f(rank) + " < N; ").size());
-      parts_min_ = std::to_string(std::max<std::size_t>(16384, (std::size_t{1} << 22) / (weight + 8)));
+      parts_min_ =
+          std::to_string(std::max<std::size_t>(16384, (std::size_t{1} << 22) / (weight + 8)));
     }
   }
   return pre + indented(body);

@@ -29,7 +29,7 @@ unsigned jit_threads();
 /// `fork()` (which has no workers) the loop runs on the calling thread.
 void run_in_parts(RangeFn body, void* const* b, const long long* n, const Host* h, long long count);
 
-/// The number of loops split among threads so far in this process (for tests and XPR_LOG).
+/// The number of loops split among threads so far in this process (for tests).
 std::size_t parts_runs();
 
 }  // namespace xpr::codegen::detail
