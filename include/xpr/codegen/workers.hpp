@@ -19,7 +19,8 @@ using RangeFn = void (*)(void* const* b, const long long* n, const Host* h, long
                          long long hi);
 
 /// How many threads a loop is split among, the caller's included: `XPR_NUM_THREADS` when it is a
-/// positive number (1 turns splitting off), else the CPUs this process may run on. Read once.
+/// positive number (1 turns splitting off; anything else is reported on stderr and ignored), else
+/// the CPUs this process may run on. Read once.
 unsigned jit_threads();
 
 /// Runs `body` over [0, count): in parts on the workers and the calling thread, each part a
@@ -40,6 +41,7 @@ std::size_t parts_runs();
 #include <cfenv>
 #include <charconv>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -168,6 +170,10 @@ XPR_FUNC unsigned jit_threads() {
       unsigned t = 0;
       auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), t);
       if (ec == std::errc{} && end == v.data() + v.size() && t >= 1) return std::min(t, 1024U);
+      std::fprintf(stderr,
+                   "xpr: XPR_NUM_THREADS='%s' is not a positive number; using one thread per "
+                   "CPU\n",
+                   s);
     }
     cpu_set_t set;
     if (::sched_getaffinity(0, sizeof set, &set) == 0)
