@@ -5,13 +5,17 @@
 #include <atomic>
 #include <cfenv>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <pthread.h>
 #include <random>
+#include <signal.h>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -865,6 +869,18 @@ TEST(JitCodegen, LongElementwiseLoopsRunInPartsOnSeveralThreads) {
                m.data<std::int32_t>()[i] != static_cast<std::int32_t>(v[i] * 3.0);
     EXPECT_EQ(wrong, 0u) << n;
   }
+  // A group that also stores a scalar (computed before its loop) stays on one thread: each part
+  // would store it.
+  auto scaled = xpr::jit([](const Array& a, const Array& s) {
+    Array t = s * 3.0 + 1.0;
+    return std::make_tuple(a * t, t);
+  });
+  std::vector<double> big(1 << 20, 0.5);
+  const std::size_t before = codegen::detail::parts_runs();
+  auto [at, t] = scaled(array(big), Array(2.0));
+  EXPECT_EQ(codegen::detail::parts_runs(), before);
+  EXPECT_EQ(t.item<double>(), 7.0);
+  EXPECT_EQ(at.data<double>()[(1 << 20) - 1], 3.5);
   // A sum combines every element: one thread.
   auto total = xpr::jit([](const Array& x) { return xpr::sum(x * x); });
   std::vector<double> ones(1 << 20, 0.5);
@@ -898,6 +914,23 @@ TEST(JitCodegen, LoopsInPartsKeepTheCallersRoundingModeAndShareTheWorkers) {
   EXPECT_EQ(wrong, 0u);
   EXPECT_GT(differ, 1000u);  // the rounding mode mattered
 
+  // The exceptions a part raises are the caller's to test, as after a loop on one thread: a NaN
+  // or an overflow near the end of the array (a worker's part) is seen.
+  auto h = xpr::jit([](const Array& a) { return xpr::log(a) * 1e307; });
+  std::vector<double> u(1000000, 2.0);
+  u[999990] = -1.0;
+  (void)h(array(u));
+  std::feclearexcept(FE_ALL_EXCEPT);
+  Array hw = h(array(u));
+  EXPECT_TRUE(std::isnan(hw.data<double>()[999990]));
+  EXPECT_TRUE(std::fetestexcept(FE_INVALID));
+  u[999990] = 1e300;
+  std::feclearexcept(FE_ALL_EXCEPT);
+  hw = h(array(u));
+  EXPECT_TRUE(std::isinf(hw.data<double>()[999990]));
+  EXPECT_TRUE(std::fetestexcept(FE_OVERFLOW));
+  std::feclearexcept(FE_ALL_EXCEPT);
+
   auto g = xpr::jit([](const Array& a) { return xpr::exp(-a * a) + a; });
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
@@ -914,6 +947,23 @@ TEST(JitCodegen, LoopsInPartsKeepTheCallersRoundingModeAndShareTheWorkers) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// A program that blocks a signal in every thread and waits for it in one (sigwait) receives it
+// there: the workers block every signal (one that took SIGUSR1 would end the process).
+TEST(JitCodegen, WorkersTakeNoSignals) {
+  auto f = xpr::jit([](const Array& a) { return a * 2.0 + 1.0; });
+  (void)f(array(std::vector<double>(1 << 20, 1.0)));  // a split loop: the workers exist
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  int got = 0;
+  std::thread waiter([&] { sigwait(&set, &got); });
+  kill(getpid(), SIGUSR1);
+  waiter.join();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_EQ(got, SIGUSR1);
 }
 
 TEST(JitCodegen, SourceIsHeaderFreeWithGeneratedNames) {

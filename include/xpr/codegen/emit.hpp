@@ -2566,7 +2566,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     std::size_t weight = 0;
     bool disjoint = true;
     for (const Eqn* e : grp.eqns) {
-      if (is_scatter(e->primitive) || sink_reduce(*e) || is_reduce(*e) ||
+      // A scalar the group stores (`o[0] = ...` before the loop) would be stored by every part.
+      const bool stored_scalar =
+          e->outputs[0].aval().ndim() == 0 && info(e->outputs[0]).buffer >= 0;
+      if (is_scatter(e->primitive) || sink_reduce(*e) || is_reduce(*e) || stored_scalar ||
           (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)))
         disjoint = false;
       const ElementwiseRow* r = find_elementwise(e->primitive);

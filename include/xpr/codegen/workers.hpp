@@ -26,8 +26,10 @@ unsigned jit_threads();
 /// Runs `body` over [0, count): in parts on the workers and the calling thread, each part a
 /// multiple of 64 elements long (no two threads write one cache line) except the last; returns
 /// when every part has run. The workers run under the caller's floating-point environment
-/// (rounding mode, flush-to-zero), so every part computes as the caller would. In a child of
-/// `fork()` (which has no workers) the loop runs on the calling thread.
+/// (rounding mode, flush-to-zero), so every part computes as the caller would, and the
+/// exceptions they raise (`FE_INVALID`, `FE_OVERFLOW`...) are raised on the caller before this
+/// returns. The workers block every signal. In a child of `fork()` (which has no workers) the
+/// loop runs on the calling thread.
 void run_in_parts(RangeFn body, void* const* b, const long long* n, const Host* h, long long count);
 
 /// The number of loops split among threads so far in this process (for tests).
@@ -45,7 +47,9 @@ std::size_t parts_runs();
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
@@ -71,7 +75,8 @@ class Workers {
     const long long* n;
     const Host* h;
     std::fenv_t env;
-    int left = 0;  // parts not yet finished (guarded by the pool's mutex)
+    int left = 0;    // parts not yet finished (guarded by the pool's mutex)
+    int raised = 0;  // floating-point exceptions the workers' parts raised (likewise)
   };
   struct Part {
     Job* job;
@@ -79,6 +84,12 @@ class Workers {
   };
 
   explicit Workers(unsigned workers) : pid_(::getpid()) {
+    // Workers take no signals: a program that blocks SIGTERM in all its threads and waits for it
+    // in one (sigwait) must not have it delivered to a worker, whose default action would end
+    // the process. A thread inherits its creator's mask.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (unsigned i = 0; i < workers; ++i) {
       try {
         std::thread([this] { work(); }).detach();
@@ -87,14 +98,20 @@ class Workers {
         break;
       }
     }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
 
-  static void run_part(const Part& p) {
+  /// Runs `p` under its caller's environment; returns the exceptions it raised (the flags the
+  /// caller tests with `fetestexcept` after the call, as after a loop on one thread).
+  static int run_part(const Part& p) {
     std::fenv_t mine;
     std::fegetenv(&mine);
     std::fesetenv(&p.job->env);
+    std::feclearexcept(FE_ALL_EXCEPT);
     p.job->body(p.job->b, p.job->n, p.job->h, p.lo, p.hi);
+    const int raised = std::fetestexcept(FE_ALL_EXCEPT);
     std::fesetenv(&mine);
+    return raised;
   }
 
   [[noreturn]] void work() {
@@ -104,8 +121,9 @@ class Workers {
       const Part p = parts_.front();
       parts_.pop_front();
       lock.unlock();
-      run_part(p);
+      const int raised = run_part(p);
       lock.lock();
+      p.job->raised |= raised;
       if (--p.job->left == 0) finished_.notify_all();
     }
   }
@@ -161,6 +179,7 @@ XPR_FUNC void Workers::run(RangeFn body, void* const* b, const long long* n, con
   }
   std::unique_lock lock(mutex_);
   finished_.wait(lock, [&] { return job.left == 0; });
+  if (job.raised) std::feraiseexcept(job.raised);
 }
 
 XPR_FUNC unsigned jit_threads() {
