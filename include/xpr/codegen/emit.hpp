@@ -663,13 +663,17 @@ class Lowering {
   /// assigned.
   XPR_MEMBER std::string emit_elementwise(std::size_t g, bool dry_run = false);
 
+  /// The header of a flat loop of index `i` over [from, to) (`N` names its end in the body).
+  static std::string flat_loop(const std::string& i, const std::string& from,
+                               const std::string& to) {
+    return "for (long long " + i + " = " + from + ", N = " + to + "; " + i + " < N; ++" + i + ")";
+  }
+
   /// Set by `emit_elementwise` when the group it emitted is one flat loop whose iterations write
-  /// disjoint elements and nothing else (no reduction, scatter or read of the group's own values
-  /// at other positions): the loop's header, which `emit_group` rewrites to run over [lo, hi) so
-  /// that the host may split the loop among threads (workers.hpp), and the loop's length above
-  /// which it is worth splitting; empty otherwise.
-  std::string parts_header_;
-  std::string parts_min_;
+  /// disjoint elements and nothing else: the loop's index and length, which `emit_group` uses to
+  /// make it a loop over [lo, hi) that the host may split among threads (workers.hpp), and the
+  /// length from which it is worth splitting. `parts_index_` is empty otherwise.
+  std::string parts_index_, parts_count_, parts_min_;
 
   /// The identity and the combining expression of a reduction primitive on `dt`.
   XPR_MEMBER static std::string reduce_identity(const Primitive* p, DType dt);
@@ -1802,18 +1806,16 @@ XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
       "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
   if (grp.kind == Kind::elementwise) {
     const std::string body = emit_elementwise(g);
-    if (parts_header_.empty()) return f + body + "}\n\n";
+    if (parts_index_.empty()) return f + body + "}\n\n";
     // The loop over [lo, hi) in a function of its own, which the host runs in parts on several
     // threads when the loop is long (the pointers above the loop are read again by each part).
-    const std::string id = "g" + std::to_string(g),
-                      n = parts_header_.substr(parts_header_.find("N = "));
-    const std::string count = n.substr(4, n.size() - 6);  // "N = <count>; "
+    const std::string id = "g" + std::to_string(g);
     return "// group " + std::to_string(g) + ": its loop over [lo, hi)\nstatic void " + id +
            "_range(void* const* b, const long long* n, const XprHost* h, long long lo, "
            "long long hi) {\n  (void)b; (void)n; (void)h;\n" +
-           replaced(body, parts_header_,
-                    parts_header_.substr(0, parts_header_.find(" = 0, ")) + " = lo, N = hi; ") +
-           "}\n\n" + f + "  const long long N = " + count +
+           replaced(body, flat_loop(parts_index_, "0", parts_count_),
+                    flat_loop(parts_index_, "lo", "hi")) +
+           "}\n\n" + f + "  const long long N = " + parts_count_ +
            ";\n  if (h->parallel && N >= " + parts_min_ + ") h->parallel(&" + id +
            "_range, b, n, h, N);\n  else " + id + "_range(b, n, h, 0, N);\n}\n\n";
   }
@@ -2111,8 +2113,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     if (up == 0 && ivdep && !flat) L.body = "@rows" + std::to_string(L.inst) + "@\n" + L.body;
     std::string loop;
     if (flat) {
-      loop = "for (long long " + f(rank) + " = 0, N = " + count(S) + "; " + f(rank) + " < N; ++" +
-             f(rank) + ") {\n" + indented(L.body) + "}\n";
+      loop = flat_loop(f(rank), "0", count(S)) + " {\n" + indented(L.body) + "}\n";
     } else {
       const std::string iv = "i" + std::to_string(c - 1), K = dim(S[c - 1]);
       const std::string fd = "const long long " + f(c) + " = " +
@@ -2554,8 +2555,11 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     body = "if (!(" + any + ")) {\n" + indented(without_lines(body, "@ck")) + "} else {\n" +
            indented(checked) + "}\n";
   }
-  parts_header_.clear();
-  if (!dry_run && flat && !split && range_checks_.empty()) {
+  parts_index_.clear();
+  // A flat loop reduces, scatters and reads by index nothing (see `flat` above); what is left to
+  // rule out is a value stored outside the loop, which every part would store again: a scalar
+  // result (`o[0] = ...` before the loop) or a read of another shape copied into its buffer.
+  if (!dry_run && flat && range_checks_.empty()) {
     // Worth splitting when the loop runs for well over a hundred microseconds (waking a worker
     // costs tens of them in a virtual machine): an element costs about 8 units of memory
     // traffic, plus 1 per arithmetic operation and 16 per libm function (libmvec's sin takes
@@ -2566,23 +2570,20 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     std::size_t weight = 0;
     bool disjoint = true;
     for (const Eqn* e : grp.eqns) {
-      // A scalar the group stores (`o[0] = ...` before the loop) would be stored by every part.
-      const bool stored_scalar =
-          e->outputs[0].aval().ndim() == 0 && info(e->outputs[0]).buffer >= 0;
-      if (is_scatter(e->primitive) || sink_reduce(*e) || is_reduce(*e) || stored_scalar ||
-          (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)))
+      const Var& o = e->outputs[0];
+      if ((o.aval().ndim() == 0 && info(o).buffer >= 0) ||
+          (fusable_read(*e) && !in_loops(o.aval().shape)))
         disjoint = false;
       const ElementwiseRow* r = find_elementwise(e->primitive);
       weight += r && r->floating_only_math ? 16 : 1;
     }
-    const std::string header =
-        "for (long long " + f(rank) + " = 0, N = " + count(S) + "; " + f(rank) + " < N; ";
+    const std::string loop = flat_loop(f(rank), "0", count(S));
     std::size_t loops = 0;
-    for (std::size_t at = body.find(header); at != std::string::npos;
-         at = body.find(header, at + 1))
+    for (std::size_t at = body.find(loop); at != std::string::npos; at = body.find(loop, at + 1))
       ++loops;
     if (disjoint && loops == 1) {
-      parts_header_ = header.substr(0, header.size() - (f(rank) + " < N; ").size());
+      parts_index_ = f(rank);
+      parts_count_ = count(S);
       parts_min_ =
           std::to_string(std::max<std::size_t>(16384, (std::size_t{1} << 22) / (weight + 8)));
     }
