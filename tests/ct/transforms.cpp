@@ -384,6 +384,25 @@ TEST(CtTransforms, ExtraArgumentsAreNotDifferentiated) {
   EXPECT_LT(rel_err(g, p * std::exp(p * 0.4)), 1e-15);
 }
 
+TEST(CtTransforms, NegativeArgnumsCountFromTheEnd) {
+  // JAX's grad(f, argnums=-1): the last argument. An energy E(positions..., k) = k x^2 y with the
+  // stiffness last: dE/dk = x^2 y, dE/dx = 2 k x y, d2E/dx2 = 2 k y.
+  auto energy = [](auto x, auto y, auto k) { return k * x * x * y; };
+  const double x = 1.5, y = -0.5, k = 3.0;
+  EXPECT_EQ(ct::grad<-1>(energy)(x, y, k), x * x * y);
+  auto [gx, gk] = ct::grad<-3, -1>(energy)(x, y, k);
+  EXPECT_EQ(gx, 2 * k * x * y);
+  EXPECT_EQ(gk, x * x * y);
+  auto [v, g] = ct::value_and_grad<-2>(energy)(x, y, k);
+  EXPECT_EQ(v, k * x * x * y);
+  EXPECT_EQ(g, k * x * x);
+  EXPECT_EQ(ct::jacfwd<-1>(energy)(x, y, k), x * x * y);
+  EXPECT_EQ(ct::jacrev<-1>(energy)(x, y, k), x * x * y);
+  EXPECT_EQ(ct::hessian<-3>(energy)(x, y, k), 2 * k * y);
+  // the same derivative as the positive argnum, in the same program
+  EXPECT_EQ(ct::grad<2>(energy)(x, y, k), ct::grad<-1>(energy)(x, y, k));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Jacobians and Hessians
 // ---------------------------------------------------------------------------------------------

@@ -522,6 +522,23 @@ TEST(Grad, HasAuxWithArgnums) {
   EXPECT_NEAR(scalar(std::get<1>(grads2)), std::cos(0.25), 1e-15);
 }
 
+TEST(Grad, NegativeArgnumsCountFromTheEnd) {
+  // JAX's grad(f, argnums=-1): the last argument. E(x, y, k) = k x^2 y with the stiffness last:
+  // dE/dk = x^2 y, dE/dx = 2 k x y, d2E/dx2 = 2 k y.
+  auto energy = [](auto x, auto y, auto k) { return k * x * x * y; };
+  const double x = 1.5, y = -0.5, k = 3.0;
+  EXPECT_EQ(scalar(xpr::grad<-1>(energy)(x, y, k)), x * x * y);
+  auto [gx, gk] = xpr::grad<-3, -1>(energy)(x, y, k);
+  EXPECT_EQ(scalar(gx), 2 * k * x * y);
+  EXPECT_EQ(scalar(gk), x * x * y);
+  auto [v, g] = xpr::value_and_grad<-2>(energy)(x, y, k);
+  EXPECT_EQ(scalar(v), k * x * x * y);
+  EXPECT_EQ(scalar(g), k * x * x);
+  EXPECT_EQ(scalar(xpr::jacfwd<-1>(energy)(x, y, k)), x * x * y);
+  EXPECT_EQ(scalar(xpr::jacrev<-1>(energy)(x, y, k)), x * x * y);
+  EXPECT_EQ(scalar(xpr::hessian<-3>(energy)(x, y, k)), 2 * k * y);
+}
+
 TEST(Grad, KeepsDtypesAndTakesFloat32) {
   auto f = [](auto x) { return xpr::sum(x * x); };
   Array g = xpr::grad(f)(xpr::array({1.0f, 2.0f}));

@@ -3,6 +3,7 @@
 // jaxprs print them (`f32[8,3]`) and the way NumPy's errors print them (`(8, 3)`).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -159,6 +160,31 @@ inline std::size_t canonicalize_axis(std::int64_t axis, std::size_t rank) {
                       std::to_string(rank) + " (expected -" + std::to_string(r) + " <= axis < " +
                       std::to_string(r) + ")");
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+/// The argument position `argnum` names in a transformation (`grad<argnum>`) of a call with
+/// `num_args` arguments: a negative one counts from the end, as in JAX (`grad<-1>`
+/// differentiates with respect to the last argument). Both tiers' transformations.
+constexpr int canonicalize_argnum(int argnum, std::size_t num_args) {
+  return argnum < 0 ? argnum + static_cast<int>(num_args) : argnum;
+}
+template <std::size_t NumArgs, std::size_t K>
+constexpr std::array<int, K> canonicalize_argnums(std::array<int, K> argnums) {
+  for (int& a : argnums) a = canonicalize_argnum(a, NumArgs);
+  return argnums;
+}
+
+/// Whether canonical `argnums` each name an argument of a call with `NumArgs` arguments, once.
+/// A repeated argnum is refused rather than differentiated twice: which of the two would
+/// receive the gradient is not defined (the compile-time tier once gave one of them 0).
+template <std::size_t NumArgs, std::size_t K>
+constexpr bool argnums_valid(const std::array<int, K>& argnums) {
+  for (std::size_t i = 0; i < K; ++i) {
+    if (argnums[i] < 0 || static_cast<std::size_t>(argnums[i]) >= NumArgs) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (argnums[i] == argnums[j]) return false;
+  }
+  return true;
 }
 
 /// NumPy broadcasting of two shapes; throws `shape_error` naming both.

@@ -39,12 +39,12 @@ template <class L, class ArgTuple, int... Argnums>
 struct grads_of;
 template <class L, class... A, int Argnum>
 struct grads_of<L, std::tuple<A...>, Argnum> {
-  using type = typename Tree<nth_t<static_cast<std::size_t>(Argnum), A...>>::template rebind<L>;
+  using type = typename Tree<nth_t<argnum_index<A...>(Argnum), A...>>::template rebind<L>;
 };
 template <class L, class... A, int... Argnums>
 requires(sizeof...(Argnums) > 1) struct grads_of<L, std::tuple<A...>, Argnums...> {
   using type = std::tuple<
-      typename Tree<nth_t<static_cast<std::size_t>(Argnums), A...>>::template rebind<L>...>;
+      typename Tree<nth_t<argnum_index<A...>(Argnums), A...>>::template rebind<L>...>;
 };
 
 /// grad and value_and_grad: a jvp stage, then a transpose stage seeded with a literal one.

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "xpr/core/dtype.hpp"
+#include "xpr/core/shape.hpp"
 #include "xpr/ct/eval.hpp"
 #include "xpr/ct/graph.hpp"
 #include "xpr/ct/print.hpp"
@@ -82,13 +83,20 @@ constexpr auto dtypes_of() {
   return d;
 }
 
+/// The argument position `argnum` names in a call with arguments `A...` (a negative one counts
+/// from the end, as in JAX).
+template <class... A>
+constexpr std::size_t argnum_index(int argnum) {
+  return static_cast<std::size_t>(core::canonicalize_argnum(argnum, sizeof...(A)));
+}
+
 /// The flat leaf positions of the arguments `argnums`.
 template <class... A>
 constexpr Buffer<int> argnum_leaves(std::initializer_list<int> argnums) {
   Buffer<int> w;
   for (int a : argnums)
-    for (std::size_t i = leaf_offsets<A...>[static_cast<std::size_t>(a)];
-         i < leaf_offsets<A...>[static_cast<std::size_t>(a) + 1]; ++i)
+    for (std::size_t i = leaf_offsets<A...>[argnum_index<A...>(a)];
+         i < leaf_offsets<A...>[argnum_index<A...>(a) + 1]; ++i)
       w.push_back(static_cast<int>(i));
   return w;
 }
@@ -464,10 +472,18 @@ constexpr bool check_callable() {
 
 template <std::size_t N, int... Argnums>
 constexpr bool check_argnums() {
-  static_assert(((Argnums >= 0 && static_cast<std::size_t>(Argnums) < N) && ...),
-                "xpr::ct: an argnum is out of range: each must be at least 0 and less than the "
-                "number of arguments the function is called with");
-  return ((Argnums >= 0 && static_cast<std::size_t>(Argnums) < N) && ...);
+  constexpr bool in_range =
+      ((Argnums >= -static_cast<int>(N) && Argnums < static_cast<int>(N)) && ...);
+  static_assert(in_range,
+                "xpr::ct: an argnum is out of range: each must be less than the number of "
+                "arguments the function is called with, and at least minus that number "
+                "(negative ones count from the end)");
+  constexpr bool valid = core::argnums_valid<N>(
+      core::canonicalize_argnums<N>(std::array<int, sizeof...(Argnums)>{Argnums...}));
+  static_assert(!in_range || valid,
+                "xpr::ct: an argument is named twice in argnums (grad<0, 0>, or grad<1, -1> of "
+                "two arguments): name each argument once");
+  return valid;
 }
 
 }  // namespace detail

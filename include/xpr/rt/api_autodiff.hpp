@@ -22,6 +22,7 @@
 #include "xpr/core/config.hpp"
 #include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
+#include "xpr/core/shape.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/array.hpp"
 #include "xpr/rt/jaxpr.hpp"
@@ -90,31 +91,26 @@ struct nest_tree<std::map<std::string, T, C, A>, In> {
   using type = std::map<std::string, typename nest_tree<T, In>::type>;
 };
 
-/// The argument numbers of a transformation: `0` when none are given.
-template <int... Argnums>
+/// The argument numbers of a transformation of a call with `NumArgs` arguments: `0` when none
+/// are given; a negative one counts from the end, as in JAX.
+template <std::size_t NumArgs, int... Argnums>
 constexpr auto argnums_array() {
   if constexpr (sizeof...(Argnums) == 0)
     return std::array<int, 1>{0};
   else
-    return std::array<int, sizeof...(Argnums)>{Argnums...};
+    return core::canonicalize_argnums<NumArgs>(std::array<int, sizeof...(Argnums)>{Argnums...});
 }
 
 template <std::size_t NumArgs, int... Argnums>
 constexpr bool argnums_valid() {
-  constexpr auto a = argnums_array<Argnums...>();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] < 0 || static_cast<std::size_t>(a[i]) >= NumArgs) return false;
-    for (std::size_t j = 0; j < i; ++j)
-      if (a[i] == a[j]) return false;
-  }
-  return true;
+  return core::argnums_valid<NumArgs>(argnums_array<NumArgs, Argnums...>());
 }
 
 /// The type of the derivative with respect to the arguments `Argnums` of a function of `Args`
 /// (a tuple type): that argument's type with Array leaves, or a tuple of them.
 template <class Args, int... Argnums>
 struct wrt_type {
-  static constexpr auto a = argnums_array<Argnums...>();
+  static constexpr auto a = argnums_array<std::tuple_size_v<Args>, Argnums...>();
   template <std::size_t... I>
   static auto pick(std::index_sequence<I...>)
       -> std::tuple<tree_of_arrays_t<std::tuple_element_t<a[I], Args>>...>;
@@ -127,7 +123,7 @@ struct wrt_type {
 /// and the structure of the result.
 template <class F, class Args, int... Argnums>
 struct ArgnumsPartial {
-  static constexpr auto argnums = argnums_array<Argnums...>();
+  static constexpr auto argnums = argnums_array<std::tuple_size_v<Args>, Argnums...>();
 
   F& f;
   std::vector<Array> leaves;           // all arguments' leaves
@@ -510,13 +506,13 @@ namespace detail {
 template <bool Forward, bool HasAux, int... Argnums, class F>
 auto jacobian_impl(F f) {
   return [f = std::move(f)](const auto&... args) mutable {
+    static_assert(argnums_valid<sizeof...(args), Argnums...>(),
+                  "xpr::jacfwd/jacrev: each argnum must name an argument of the call, once");
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;
     using FullOut = flat_result_t<F, Args>;
     using Out = typename main_output<FullOut, HasAux>::type;
     using Wrt = typename wrt_type<Args, Argnums...>::type;
     using Jac = typename nest_tree<Out, Wrt>::type;
-    static_assert(argnums_valid<sizeof...(args), Argnums...>(),
-                  "xpr::jacfwd/jacrev: each argnum must name an argument of the call, once");
     const char* fn = Forward ? "jacfwd" : "jacrev";
     ArgnumsPartial<F, Args, Argnums...> partial(f, args...);
     Arrays wrt = partial.wrt_leaves();
