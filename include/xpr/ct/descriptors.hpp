@@ -43,8 +43,8 @@ struct grads_of<L, std::tuple<A...>, Argnum> {
 };
 template <class L, class... A, int... Argnums>
 requires(sizeof...(Argnums) > 1) struct grads_of<L, std::tuple<A...>, Argnums...> {
-  using type = std::tuple<
-      typename Tree<nth_t<argnum_index<A...>(Argnums), A...>>::template rebind<L>...>;
+  using type =
+      std::tuple<typename Tree<nth_t<argnum_index<A...>(Argnums), A...>>::template rebind<L>...>;
 };
 
 /// grad and value_and_grad: a jvp stage, then a transpose stage seeded with a literal one.
