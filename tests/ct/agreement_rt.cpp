@@ -22,7 +22,7 @@
 
 #include "xpr/xpr.hpp"
 
-namespace {
+namespace test_ct_agreement_rt {
 
 namespace ct = xpr::ct;
 
@@ -355,4 +355,4 @@ TEST(TiersAgree, JvpJaxprOfEveryComparison) {
   });
 }
 
-}  // namespace
+}  // namespace test_ct_agreement_rt
