@@ -608,6 +608,21 @@ TEST(Errors, GradOfIntegerInputs) {
             "(xpr::grad<0>(f)(x, n)).");
 }
 
+// Found by an examiner: jacrev of a function with an integer output returned f64 zeros. JAX raises
+// the error grad gives; an integer output next to a float one is refused the same way.
+TEST(Errors, JacrevOfIntegerOutputs) {
+  const char* want =
+      "jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but "
+      "got int32. For differentiation of functions with integer outputs, use xpr::vjp directly.";
+  auto to_int = [](const Array& x) { return xpr::astype(x, xpr::int32); };
+  EXPECT_EQ(error_of([&] { xpr::jacrev(to_int)(xpr::array({1.0, 2.0})); }), want);
+  auto both = [](const Array& x) { return std::tuple{xpr::sin(x), xpr::astype(x, xpr::int32)}; };
+  EXPECT_EQ(error_of([&] { xpr::jacrev(both)(xpr::array({1.0, 2.0})); }), want);
+  // Float outputs are unaffected: the Jacobian of sin is diag(cos x).
+  Array j = xpr::jacrev([](const Array& x) { return xpr::sin(x); })(xpr::array({1.0, 2.0}));
+  EXPECT_EQ(values(j), (std::vector<double>{std::cos(1.0), 0.0, 0.0, std::cos(2.0)}));
+}
+
 TEST(Errors, WrongCotangentsAndTangents) {
   auto [y, f_vjp] = xpr::vjp([](auto x) { return xpr::sin(x); }, xpr::array({1.0, 2.0}));
   EXPECT_THROW(f_vjp(xpr::array({1.0, 2.0, 3.0})), xpr::type_error);

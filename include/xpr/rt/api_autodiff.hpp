@@ -578,6 +578,15 @@ auto jacobian_impl(F f) {
     } else {
       // vmap of the pullback over the standard basis of the outputs; the basis axis goes first.
       auto [ys, linear] = linearize_flat(flat, wrt, static_cast<std::size_t>(-1), fn);
+      // As JAX: an integer or bool output has no cotangent to pull back; without this check
+      // its rows of the Jacobian would come out as silent zeros.
+      for (const Array& y : ys)
+        if (!core::is_floating(y.dtype()))
+          throw core::type_error(
+              "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+              "np.floating), but got " +
+              std::string(core::name(y.dtype())) +
+              ". For differentiation of functions with integer outputs, use xpr::vjp directly.");
       Avals out_avals;
       for (const Array& y : ys) out_avals.push_back(y.aval());
       Arrays basis = std_basis(out_avals);
