@@ -187,6 +187,11 @@ struct ArgnumsPartial {
 /// Throws JAX's `type_error` for a transformation that needs floating inputs.
 void check_inexact_inputs(const char* fn, std::span<const Array> wrt);
 
+/// Throws JAX's `type_error` for a reverse-mode transformation (grad, jacrev) of a function
+/// with an integer or bool output: it has no cotangent to pull back, and without this check
+/// its derivative would come out as silent zeros.
+void check_real_outputs(const char* fn, std::span<const Array> outputs);
+
 /// Checks a cotangent against the output it belongs to; a weakly typed one (a C++ number) is
 /// converted to the output's dtype, as JAX accepts a Python scalar.
 Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out);
@@ -448,11 +453,7 @@ auto grad_impl(F f) {
           "Gradient only defined for scalar-output functions. Output had "
           "shape: " +
           python_shape(value.shape()) + ".");
-    if (!core::is_floating(value.dtype()))
-      throw core::type_error(std::string(fn) +
-                             " requires real-valued outputs (output dtype that "
-                             "is a sub-dtype of np.floating), but got " +
-                             std::string(core::name(value.dtype())) + ".");
+    check_real_outputs(fn, std::span<const Array>(&value, 1));
     Cotangents cts(linear.jaxpr.outvars.size());
     cts[0] = ones_like_aval(value.aval());
     auto g = partial.unflatten_wrt(transpose_linear(linear, cts));
@@ -578,15 +579,7 @@ auto jacobian_impl(F f) {
     } else {
       // vmap of the pullback over the standard basis of the outputs; the basis axis goes first.
       auto [ys, linear] = linearize_flat(flat, wrt, static_cast<std::size_t>(-1), fn);
-      // As JAX: an integer or bool output has no cotangent to pull back; without this check
-      // its rows of the Jacobian would come out as silent zeros.
-      for (const Array& y : ys)
-        if (!core::is_floating(y.dtype()))
-          throw core::type_error(
-              "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
-              "np.floating), but got " +
-              std::string(core::name(y.dtype())) +
-              ". For differentiation of functions with integer outputs, use xpr::vjp directly.");
+      check_real_outputs(fn, ys);
       Avals out_avals;
       for (const Array& y : ys) out_avals.push_back(y.aval());
       Arrays basis = std_basis(out_avals);
@@ -743,6 +736,17 @@ XPR_FUNC void check_inexact_inputs(const char* fn, std::span<const Array> wrt) {
                              "xpr::convert_element_type(x, xpr::float64)); an integer argument "
                              "that is not differentiated goes outside argnums "
                              "(xpr::grad<0>(f)(x, n)).");
+}
+
+XPR_FUNC void check_real_outputs(const char* fn, std::span<const Array> outputs) {
+  for (const Array& y : outputs)
+    if (!core::is_floating(y.dtype()))
+      throw core::type_error(std::string(fn) +
+                             " requires real-valued outputs (output dtype that is a sub-dtype "
+                             "of np.floating), but got " +
+                             std::string(core::name(y.dtype())) +
+                             ". For differentiation of functions with integer outputs, use "
+                             "xpr::vjp directly.");
 }
 
 XPR_FUNC Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out) {
