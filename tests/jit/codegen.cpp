@@ -1503,11 +1503,63 @@ TEST(JitCodegen, GatheringLoopsStoreUpdatesThatScattersCombineAfterThem) {
   const std::string src = compiled(forces).lower(pos).as_text();
   const std::size_t loop = src.find("#pragma GCC ivdep");
   ASSERT_NE(loop, std::string::npos) << src;
-  // The combines (`o[st] = (o[st] + ...)`) come after the gathering loop, not inside it.
-  const std::size_t combine = src.find("[st", loop);
+  // The combines (each run of rows with one index kept in `run` registers, scatter_runs) come
+  // after the gathering loop, not inside it.
+  const std::size_t combine = src.find("double run", loop);
   ASSERT_NE(combine, std::string::npos) << src;
-  EXPECT_GT(src.rfind("for (long long i0 = 0;", combine), src.find("for (long long i0 = 0;", loop))
-      << src;
+  EXPECT_NE(src.find("for (long long i0 = 0;", combine), std::string::npos) << src;
+}
+
+TEST(JitCodegen, ScattersOfSortedRowsCombineEachRunInRegisters) {
+  // Updates combined by index, as users write a segment sum: rows sorted by segment (as LJ
+  // forces' pairs (i, j) with i < j, whose rows for particle i follow each other), computed by a
+  // loop that gathers. Each run of rows with one index combines in registers, written back when
+  // the index changes: the interpreter's operations in its order, so the same bits. Runs, a row
+  // out of range inside a run (dropped), a negative index (from the end), an index coming back
+  // after another, windows of 2 x 2 cells; every kind of scatter.
+  const std::int64_t n = 5;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < 4 * n; ++k)
+    p.push_back(0.75 + 0.5 * std::sin(1.3 * static_cast<double>(k)));
+  Array x = xpr::array(p, Shape{n, 2, 2}), y = xpr::exp(x);
+  using Rows = std::vector<std::int32_t>;
+  for (const Rows& rows :
+       {Rows{0, 0, 0, 1, 1, 3, 3, 3, 3, 4}, Rows{2, 2, 9, 2, -1, 4, 0, 0}, Rows{1, 0, 1, 1, 0}}) {
+    const auto m = static_cast<std::int64_t>(rows.size());
+    Rows others;
+    std::vector<double> v;
+    for (std::int64_t k = 0; k < m; ++k) {
+      others.push_back(static_cast<std::int32_t>((3 * k + 1) % n));
+      for (int c = 0; c < 4; ++c) v.push_back(std::cos(0.7 * static_cast<double>(4 * k + c)));
+    }
+    Array I = xpr::array(rows), J = xpr::array(others), u = xpr::array(v, Shape{m, 2, 2});
+    using Update = std::function<Array(const Array&, const Array&)>;  // scatter into a, gather b
+    const std::vector<std::pair<std::string, Update>> kinds = {
+        {"add", [&](const Array& a, const Array& b) { return a.at(I).add(u * take(b, J, 0)); }},
+        {"mul", [&](const Array& a, const Array& b) { return a.at(I).mul(u * take(b, J, 0)); }},
+        {"min", [&](const Array& a, const Array& b) { return a.at(I).min(u * take(b, J, 0)); }},
+        {"max", [&](const Array& a, const Array& b) { return a.at(I).max(u * take(b, J, 0)); }},
+        {"set", [&](const Array& a, const Array& b) { return a.at(I).set(u * take(b, J, 0)); }}};
+    for (const auto& [name, f] : kinds) {
+      const Array want = f(x, y), got = compiled(f)(x, y);
+      ASSERT_EQ(got.aval(), want.aval()) << name;
+      for (std::int64_t k = 0; k < want.size(); ++k)
+        EXPECT_EQ(got.data<double>()[k], want.data<double>()[k])
+            << name << " at " << k << ", rows " << I.aval().str() << " starting " << rows[0];
+      const std::string src = compiled(f).lower(x, y).as_text();
+      EXPECT_NE(src.find("double run"), std::string::npos) << name << src;
+      EXPECT_NE(src.find("[4];"), std::string::npos) << name << src;  // the window's 4 cells
+    }
+  }
+  // Scalar windows: a histogram of sorted bins, one register.
+  Array bins = xpr::array(Rows{0, 0, 2, 2, 2, 3, 4, 4}), w = xpr::arange(8.0) * 0.37;
+  auto histogram = [&](const Array& a, const Array& v) { return a.at(bins).add(v * v); };
+  const Array h0 = xpr::zeros(Shape{n}, DType::float64);
+  const Array want = histogram(h0, w), got = compiled(histogram)(h0, w);
+  ASSERT_EQ(got.aval(), want.aval());
+  for (std::int64_t k = 0; k < n; ++k)
+    EXPECT_EQ(got.data<double>()[k], want.data<double>()[k]) << "histogram at " << k;
+  EXPECT_NE(compiled(histogram).lower(h0, w).as_text().find("double run"), std::string::npos);
 }
 
 TEST(JitCodegen, PairForcesWithPairsOutOfRangeMatchEager) {

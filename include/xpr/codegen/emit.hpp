@@ -572,9 +572,30 @@ class Lowering {
   /// loops. The result is ready when the group ends, so nothing else in the group reads it.
   XPR_MEMBER bool fusable_scatter(const Eqn& e, std::size_t depth) const;
   std::unordered_set<std::size_t> sink_of_;  // var ids of fused scatters' results
+  /// A fused scatter's statements in parts, over the updates' loop indices i0, i1, ...
+  struct ScatterCode {
+    std::string row;     // reads the row's indices (over the scatter axes) and checks them
+    std::string base;    // the result's offset of the row's window ("" when 0)
+    std::string window;  // the offset within the window, over the window axes ("" when 0)
+    std::string oob;     // the flag set for a dropped row (mode=fill_or_drop), or ""
+    std::string out;     // the result's buffer
+    std::string uid;     // names this scatter's variables apart from other reads'
+  };
+  XPR_MEMBER ScatterCode scatter_code(const Eqn& e, std::size_t g, std::string& pre);
+  /// Scatter `e`'s combination of the cell `cell` with `update` (the update itself for scatter).
+  XPR_MEMBER std::string scatter_combine(const Eqn& e, const std::string& cell,
+                                         const std::string& update);
   /// The statements combining scatter `e`'s update at index (i0, i1, ...) into its result.
   XPR_MEMBER std::string scatter_into(const Eqn& e, const std::string& update, std::size_t g,
                                       std::string& pre, std::string& stmts);
+  /// The loop nest over `S[:depth]` combining a split group's scatter `e` (updates of rank
+  /// `depth`, windows (if any) on the last axes, each extent at most max_literal_dim) as
+  /// scatter_into would, but with the window of a run of rows with the same indices kept in
+  /// registers: a sorted segment sum (LJ forces' pairs (i, j) with i < j: the rows of particle i
+  /// follow each other) then adds in registers instead of through memory. The same cells combine in
+  /// the same order, so the results are the same bits. "" when `e` does not qualify.
+  XPR_MEMBER std::string scatter_runs(const Eqn& e, const std::string& update, std::size_t g,
+                                      const core::Shape& S, std::size_t depth, std::string& pre);
 
   /// Whether `e` may join the elementwise group `g` (see `emit_elementwise`), and the group's
   /// iteration shape if it does.
@@ -1452,8 +1473,8 @@ XPR_FUNC bool Lowering::fusable_scatter(const Eqn& e, std::size_t depth) const {
   return true;
 }
 
-XPR_FUNC std::string Lowering::scatter_into(const Eqn& e, const std::string& update, std::size_t g,
-                                            std::string& pre, std::string& stmts) {
+XPR_FUNC Lowering::ScatterCode Lowering::scatter_code(const Eqn& e, std::size_t g,
+                                                      std::string& pre) {
   // emit_scatter's index arithmetic, over the group's loop indices i0, i1, ... (the updates').
   const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
   const bool drop =
@@ -1471,51 +1492,129 @@ XPR_FUNC std::string Lowering::scatter_into(const Eqn& e, const std::string& upd
     if (!rt::detail::gs::contains(dn.update_window_dims, static_cast<std::int64_t>(d)))
       sd.push_back(d);
   auto i = [](std::size_t k) { return "i" + std::to_string(k); };
+  auto plus = [](std::string& to, const std::string& term) {
+    to += (to.empty() ? "" : " + ") + term;
+  };
   const std::string uid = std::to_string(next_read_++);
-  const std::string oob = "soob" + uid;
+  ScatterCode c;
+  c.uid = uid;
+  c.oob = drop ? "soob" + uid : "";
   std::string s;
-  if (drop) s += "bool " + oob + " = false;\n";
+  if (drop) s += "bool " + c.oob + " = false;\n";
   std::vector<std::string> row;
   for (std::size_t d : sd) row.push_back(i(d));
-  std::string dst;
   for (std::size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
     const auto d = static_cast<std::size_t>(dn.scatter_dims_to_operand_dims[k]);
     const std::string sk = "ss" + uid + "_" + std::to_string(k);
     std::vector<std::string> at = row;
     if (at.size() < ia.ndim()) at.push_back(std::to_string(k));
-    const std::string index = read_operand(e, 1, at, "", g, pre, stmts);
+    const std::string index = read_operand(e, 1, at, "", g, pre, c.row);
     const std::size_t K =
         at.size() > row.size() ? static_cast<std::size_t>(ia.shape[ia.ndim() - 1]) : 1;
     const std::string check =
         range_check(e.inputs[1], k, K, "(" + dim(x.shape[d]) + " - " + dim(size[d]) + ")", g, pre);
-    s += window_start(sk, index, x.shape[d], size[d], drop, oob, check);
-    dst += (dst.empty() ? "" : " + ") + sk + " * (" + stride(x.shape, d) + ")";
+    s += window_start(sk, index, x.shape[d], size[d], drop, c.oob, check);
+    plus(c.base, sk + " * (" + stride(x.shape, d) + ")");
   }
   for (std::size_t b = 0; b < dn.operand_batching_dims.size(); ++b)
-    dst += (dst.empty() ? "" : " + ") +
-           i(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[b])]) + " * (" +
-           stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[b])) + ")";
+    plus(c.base, i(sd[static_cast<std::size_t>(dn.scatter_indices_batching_dims[b])]) + " * (" +
+                     stride(x.shape, static_cast<std::size_t>(dn.operand_batching_dims[b])) + ")");
   for (std::size_t w = 0; w < window.size(); ++w)
-    dst += (dst.empty() ? "" : " + ") + i(static_cast<std::size_t>(dn.update_window_dims[w])) +
-           " * (" + stride(x.shape, window[w]) + ")";
-  if (dst.empty()) dst = "0";
-  const std::string o = "o" + std::to_string(info(e.outputs[0]).id);
-  const std::string t = "st" + uid;
-  s += "const long long " + t + " = " + dst + ";\n";
+    plus(c.window, i(static_cast<std::size_t>(dn.update_window_dims[w])) + " * (" +
+                       stride(x.shape, window[w]) + ")");
+  c.row += s;
+  c.out = "o" + std::to_string(info(e.outputs[0]).id);
+  return c;
+}
+
+XPR_FUNC std::string Lowering::scatter_combine(const Eqn& e, const std::string& cell,
+                                               const std::string& update) {
+  const DType t = aval_of(e.inputs[0]).dtype;
   CCall c;
-  c.args = {o + "[" + t + "]", update};
-  c.arg_dtypes = {x.dtype, x.dtype};
-  c.out = x.dtype;
+  c.args = {cell, update};
+  c.arg_dtypes = {t, t};
+  c.out = t;
   c.math_used = &math_used_;
   const Primitive* p = e.primitive;
-  const std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
-                        : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
-                        : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
-                        : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
-                                                  : update;
-  s += std::string(drop ? "if (!" + oob + ") " : "") + o + "[" + t + "] = " + v + ";\n";
-  stmts += s;
-  return o;
+  return p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
+         : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
+         : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
+         : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
+                                   : update;
+}
+
+XPR_FUNC std::string Lowering::scatter_into(const Eqn& e, const std::string& update, std::size_t g,
+                                            std::string& pre, std::string& stmts) {
+  const ScatterCode c = scatter_code(e, g, pre);
+  std::string dst = c.base;
+  if (!c.window.empty()) dst += (dst.empty() ? "" : " + ") + c.window;
+  if (dst.empty()) dst = "0";
+  const std::string t = "st" + c.uid;
+  const std::string cell = c.out + "[" + t + "]";
+  stmts += c.row + "const long long " + t + " = " + dst + ";\n" +
+           (c.oob.empty() ? "" : "if (!" + c.oob + ") ") + cell + " = " +
+           scatter_combine(e, cell, update) + ";\n";
+  return c.out;
+}
+
+XPR_FUNC std::string Lowering::scatter_runs(const Eqn& e, const std::string& update, std::size_t g,
+                                            const core::Shape& S, std::size_t depth,
+                                            std::string& pre) {
+  const auto& dn = e.params.get<rt::ScatterDimensionNumbers>("dimension_numbers");
+  const std::size_t w = dn.update_window_dims.size();
+  if (standalone_ || w >= depth || aval_of(e.inputs[2]).ndim() != depth) return "";
+  std::int64_t cells = 1;  // the window's size: the registers a run keeps
+  for (std::size_t d = depth - w; d < depth; ++d) {
+    if (S[d] < 1 || S[d] > max_literal_dim) return "";
+    cells *= S[d];
+  }
+  const ScatterCode c = scatter_code(e, g, pre);
+  const std::string id = c.uid, acc = "run" + id, at = "at" + id, live = "live" + id;
+  const std::string type = c_type(aval_of(e.inputs[0]).dtype);
+  auto f = [](std::size_t d) { return "f" + std::to_string(d); };
+  auto i = [](std::size_t d) { return "i" + std::to_string(d); };
+  // `body` in loops over the window's axes, `q<depth>` the cell's position in the window and,
+  // with `flat`, `f<depth>` the update's (what `update` reads).
+  auto over_window = [&](const std::string& body, bool flat) {
+    std::string inner = body;
+    for (std::size_t d = depth; d-- > depth - w;) {
+      const std::string pos =
+          d == depth - w ? i(d) : "q" + std::to_string(d) + " * " + dim(S[d]) + " + " + i(d);
+      inner = "for (long long " + i(d) + " = 0; " + i(d) + " < " + dim(S[d]) + "; ++" + i(d) +
+              ") {\n" +
+              indented((flat ? "const long long " + f(d + 1) + " = " + f(d) + " * " + dim(S[d]) +
+                                   " + " + i(d) + ";\n"
+                             : "") +
+                       "const long long q" + std::to_string(d + 1) + " = " + pos + ";\n" + inner) +
+              "}\n";
+    }
+    return inner;
+  };
+  const std::string q = w == 0 ? "0" : "q" + std::to_string(depth);
+  const std::string cell = c.out + "[" + at + (c.window.empty() ? "" : " + " + c.window) + "]";
+  const std::string slot = acc + "[" + q + "]";
+  std::string row =
+      c.row + "const long long base" + id + " = " + (c.base.empty() ? "0" : c.base) + ";\n";
+  std::string step =
+      "if (!" + live + " || base" + id + " != " + at + ") {\n" +
+      indented("if (" + live + ")\n" + indented(over_window(cell + " = " + slot + ";\n", false)) +
+               at + " = base" + id + ";\n" + live + " = true;\n" +
+               over_window(slot + " = " + cell + ";\n", false)) +
+      "}\n" + over_window(slot + " = " + scatter_combine(e, slot, update) + ";\n", true);
+  row += c.oob.empty() ? step : "if (!" + c.oob + ") {\n" + indented(step) + "}\n";
+  std::string nest = row;
+  for (std::size_t d = depth - w; d-- > 0;) {
+    nest = "for (long long " + i(d) + " = 0; " + i(d) + " < " + dim(S[d]) + "; ++" + i(d) +
+           ") {\n" +
+           indented("const long long " + f(d + 1) + " = " +
+                    (d == 0 ? i(d) : f(d) + " * " + dim(S[d]) + " + " + i(d)) + ";\n" + nest) +
+           "}\n";
+  }
+  return "{\n" +
+         indented(type + " " + acc + "[" + std::to_string(cells) + "];\nlong long " + at +
+                  " = 0;\nbool " + live + " = false;\n" + nest + "if (" + live + ")\n" +
+                  indented(over_window(cell + " = " + slot + ";\n", false))) +
+         "}\n";
 }
 
 XPR_FUNC std::optional<core::Shape> Lowering::joins(const Eqn& e, std::size_t g) {
@@ -2069,8 +2168,24 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     if (is_reduce(*e) && e->outputs[0].aval().ndim() == 0) ivdep = false;
   }
   ivdep = ivdep && gathers;
-  const bool split = ivdep && scatters;
-  std::vector<std::pair<std::size_t, std::string>> combines;       // split: (depth, statements)
+  // A group that only scatters (its updates computed elsewhere; index reads composed in) is
+  // split as well: its combine nest is then scatter_runs' where that applies, and the loops
+  // before it are empty.
+  bool lone = rank > 0 && scatters;
+  std::size_t scatter_count = 0;
+  for (const Eqn* e : grp.eqns) {
+    if (is_scatter(e->primitive))
+      ++scatter_count;
+    else if (!fusable_read(*e))
+      lone = false;
+  }
+  const bool split = (ivdep && scatters) || (lone && scatter_count == 1);
+  struct Combine {
+    std::size_t depth;
+    std::string code;
+    bool nest;  // `code` is a loop nest of its own (scatter_runs), not a loop body
+  };
+  std::vector<Combine> combines;                                   // split: the scatters'
   auto f = [](std::size_t d) { return "f" + std::to_string(d); };  // flat index of S[:d]
   range_checks_.clear();
   range_check_code_.clear();
@@ -2112,7 +2227,9 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     // iterations has its own (`kept_rows`).
     if (up == 0 && ivdep && !flat) L.body = "@rows" + std::to_string(L.inst) + "@\n" + L.body;
     std::string loop;
-    if (flat) {
+    if (L.body.empty() && L.accs.empty()) {
+      // Nothing to do in this loop (a group that only scatters, split: its combine nest follows).
+    } else if (flat) {
       loop = flat_loop(f(rank), "0", count(S)) + " {\n" + indented(L.body) + "}\n";
     } else {
       const std::string iv = "i" + std::to_string(c - 1), K = dim(S[c - 1]);
@@ -2416,9 +2533,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         } else {
           update = operand(e.inputs[2], at);
         }
-        std::string combine;
-        scatter_into(e, update, g, pre, combine);
-        combines.emplace_back(at, std::move(combine));
+        std::string combine = scatter_runs(e, update, g, S, at, pre);
+        const bool nest = !combine.empty();
+        if (!nest) scatter_into(e, update, g, pre, combine);
+        combines.push_back(Combine{at, std::move(combine), nest});
       } else {
         scatter_into(e, operand(e.inputs[2], at), g, pre, stmts);
       }
@@ -2505,9 +2623,14 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   // updates; consecutive scatters of the same depth share a loop nest (they write different
   // results, none of which the others read).
   for (std::size_t k = 0; k < combines.size();) {
-    const std::size_t depth = combines[k].first;
+    if (combines[k].nest) {
+      lv[0].body += combines[k++].code;
+      continue;
+    }
+    const std::size_t depth = combines[k].depth;
     std::string inner;
-    for (; k < combines.size() && combines[k].first == depth; ++k) inner += combines[k].second;
+    for (; k < combines.size() && !combines[k].nest && combines[k].depth == depth; ++k)
+      inner += combines[k].code;
     for (std::size_t d = depth; d-- > 0;) {
       const std::string iv = "i" + std::to_string(d);
       inner = "for (long long " + iv + " = 0; " + iv + " < " + dim(S[d]) + "; ++" + iv + ") {\n" +
