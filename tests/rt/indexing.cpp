@@ -423,7 +423,8 @@ TEST(IndexingErrors, TooManyIndices) {
   expect_error<xpr::index_error>(
       [&] { (void)x(0, 0); },
       {"too many indices", "1-dimensional array of shape (4,) indexed with 2 regular indices"});
-  expect_error<xpr::index_error>([&] { (void)Array(1.0)[0]; }, {"too many indices"});
+  expect_error<xpr::index_error>([&] { (void)Array(1.0)[0]; },
+                                 {"too many indices", "rank-0 array indexed with 1 regular index"});
   expect_error<xpr::index_error>([&] { (void)x(ellipsis, ellipsis); }, {"single ellipsis"});
   expect_error<xpr::value_error>([&] { (void)x(range(0, 4, 0)); }, {"nonzero step"});
   expect_error<xpr::index_error>([&] { (void)xpr::zeros(Shape{0})[Array(0)]; },

@@ -345,7 +345,7 @@ TEST(LaxSlicing, DynamicSliceWrapsNegativeIndicesThenClamps) {
 
 TEST(LaxSlicing, DynamicUpdateSlice) {
   Array x = make(xpr::float32, {0, 0, 0, 0, 0, 0}, Shape{2, 3});
-  Array u = make(xpr::int32, {1, 2}, Shape{1, 2});
+  Array u = make(xpr::float32, {1, 2}, Shape{1, 2});
   Array y = xpr::dynamic_update_slice(x, u, {1, -1});  // -1 -> 2, clamped to 1
   EXPECT_EQ(y.dtype(), xpr::float32);
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 0, 0, 1, 2}));
@@ -354,6 +354,21 @@ TEST(LaxSlicing, DynamicUpdateSlice) {
   EXPECT_EQ(x.to_vector<float>(), std::vector<float>(6, 0.0f));  // arrays are immutable
   expect_error<xpr::type_error>([&] { xpr::dynamic_update_slice(x, u, {0}); },
                                 {"dynamic_update_slice", "expected 2 start indices"});
+  // As lax.dynamic_update_slice: the update has the operand's dtype. A float update into an
+  // integer array would otherwise be truncated with no error; an update made from a C++ number
+  // (weakly typed, as a Python scalar) is converted.
+  Array counts = make(xpr::int32, {5, 5, 5}, Shape{3});
+  expect_error<xpr::dtype_error>(
+      [&] { xpr::dynamic_update_slice(counts, make(xpr::float64, {1.7}, Shape{1}), {Array(0)}); },
+      {"dynamic_update_slice", "int32", "float64"});
+  expect_error<xpr::dtype_error>(
+      [&] {
+        xpr::dynamic_update_slice(x, make(xpr::int32, {1, 2}, Shape{1, 2}), {0, 0});
+      },
+      {"dynamic_update_slice", "float32", "int32"});
+  EXPECT_EQ(xpr::dynamic_update_slice(counts, make(xpr::float64, {7}, Shape{1}, true), {Array(1)})
+                .to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{5, 7, 5}));
 }
 
 TEST(LaxSlicing, TracedIndicesAreWrappedInTheProgram) {

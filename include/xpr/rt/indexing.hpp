@@ -271,6 +271,10 @@ XPR_FUNC std::vector<Index> canonical_indices(const Array& x, std::vector<Index>
     if (i.kind() == Index::Kind::ellipsis_axes) ++ellipses;
     if (i.kind() != Index::Kind::new_axis && i.kind() != Index::Kind::ellipsis_axes) ++consumed;
   }
+  // JAX's words: a slice, `all` and an integer each count as one "regular index".
+  auto regular = [](std::size_t n) {
+    return std::to_string(n) + (n == 1 ? " regular index" : " regular indices");
+  };
   if (ellipses > 1)
     throw core::index_error("index: an index can only have a single ellipsis, found " +
                             std::to_string(ellipses));
@@ -278,11 +282,11 @@ XPR_FUNC std::vector<Index> canonical_indices(const Array& x, std::vector<Index>
     throw core::index_error(
         "index: too many indices: expected an array of rank >= 1, found a "
         "rank-0 array indexed with " +
-        std::to_string(consumed) + " regular indices");
+        regular(consumed));
   if (consumed > x.ndim())
     throw core::index_error("index: too many indices: a " + std::to_string(x.ndim()) +
                             "-dimensional array of shape " + x.shape().str() + " indexed with " +
-                            std::to_string(consumed) + " regular indices");
+                            regular(consumed));
   std::vector<Index> out;
   bool expanded = false;
   for (const Index& i : idx) {

@@ -102,7 +102,10 @@ Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
                     const Axes& slice_sizes);
 
 /// `lax.dynamic_update_slice(x, update, start_indices)`: `x` with the window at the indices
-/// replaced by `update` (converted to `x`'s dtype); indices as in `dynamic_slice`.
+/// replaced by `update`, of `x`'s dtype as JAX requires (a `dtype_error` otherwise: a silent
+/// conversion would truncate a float update into an integer array); a weakly typed update (made
+/// from a C++ number) is converted, as JAX converts a Python scalar. Indices as in
+/// `dynamic_slice`.
 Array dynamic_update_slice(const Array& x, const Array& update,
                            const std::vector<Array>& start_indices);
 
@@ -299,7 +302,9 @@ XPR_FUNC Array dynamic_slice(const Array& x, const std::vector<Array>& start_ind
 
 XPR_FUNC Array dynamic_update_slice(const Array& x, const Array& update,
                                     const std::vector<Array>& start_indices) {
-  Arrays args{x, convert_element_type(update, x.dtype(), x.weak_type())};
+  Arrays args{x, update.weak_type() && update.dtype() != x.dtype()
+                     ? convert_element_type(update, x.dtype(), x.weak_type())
+                     : update};
   for (Array& i : detail::wrapped_indices("dynamic_update_slice", x, start_indices))
     args.push_back(std::move(i));
   return std::move(rt::bind(dynamic_update_slice_p, args).front());
