@@ -1423,6 +1423,9 @@ TEST(JitCodegen, PairForcesMatchEagerAndHandWritten) {
   // The pair loop gathers and stores each pair's updates (GCC vectorizes it); the scatter-adds
   // of take's transpose combine them in a loop of their own after it.
   EXPECT_NE(src.find("#pragma GCC ivdep"), std::string::npos) << src;
+  // The first particle's update is the second's negated (the cotangents of ri - rj): the pair
+  // loop stores one of them, and the first particle's combine negates it.
+  EXPECT_NE(src.find(" + (-o"), std::string::npos) << src;
 }
 
 TEST(JitCodegen, ADivisionOfAReciprocalByItsDenominatorIsASquare) {

@@ -2522,14 +2522,33 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
                   ";\n";
       } else if (split) {
         // The update is stored where it is computed (its buffer) and combined after the loops.
-        const Var& u = std::get<Var>(e.inputs[2]);
-        VarInfo& ui = info(u);
+        // The negation of a value of the loops (the cotangent of `ri - rj`'s second operand,
+        // whose first operand's is the value itself) is negated in the combine instead: its
+        // operand is stored once for both scatters.
+        const Var* u = &std::get<Var>(e.inputs[2]);
+        bool negated = false;
+        if (auto it = eqn_of.find(info(*u).id);
+            info(*u).group == gi && it != eqn_of.end() && it->second->primitive == &rt::neg_p)
+          if (const Var* w = std::get_if<Var>(&it->second->inputs[0]);
+              w && info(*w).group == gi && w->aval().shape == u->aval().shape) {
+            u = w;
+            negated = true;
+          }
+        VarInfo& ui = info(*u);
         std::string update;
         if (ui.group == gi && dry_run) {
           ui.spill = true;
           update = "0";
         } else if (ui.group == gi) {
           update = "o" + std::to_string(ui.id) + "[" + f(at) + "]";
+          if (negated) {
+            CCall nc;
+            nc.args = {update};
+            nc.arg_dtypes = {u->aval().dtype};
+            nc.out = u->aval().dtype;
+            nc.math_used = &math_used_;
+            update = c_expr<op::neg>::emit(nc);
+          }
         } else {
           update = operand(e.inputs[2], at);
         }
