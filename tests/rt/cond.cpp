@@ -358,6 +358,21 @@ TEST(Cond, TypeErrorsNameTheMismatch) {
     EXPECT_NE(m.find("f64[]"), std::string::npos) << m;
     EXPECT_NE(m.find("true_fn"), std::string::npos) << m;
   }
+  // As users write "else return 0" beside an f32 branch: JAX raises too; the message says
+  // that the f64 is a C++ number's weak type, and what to write instead.
+  auto zero_else = [](Array x) {
+    return xpr::cond(
+        x > 0.0, [](Array v) { return v * v; }, [](Array) { return Array(0.0); }, x);
+  };
+  try {
+    (void)zero_else(xpr::array({0.7f})(0));
+    FAIL() << "expected type_error";
+  } catch (const xpr::type_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("f32[] in true_fn"), std::string::npos) << m;
+    EXPECT_NE(m.find("float64 one is weakly typed, a C++ number"), std::string::npos) << m;
+    EXPECT_NE(m.find("xpr::zeros_like"), std::string::npos) << m;
+  }
   auto wrong_shape = [](Array x) {
     return xpr::cond(
         x[0] > 0.0, [](Array v) { return v; }, [](Array v) { return v[0]; }, x);

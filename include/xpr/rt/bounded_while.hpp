@@ -163,7 +163,8 @@ XPR_FUNC Arrays CheckMaxTripsP::impl(std::span<const Array> args, const Params& 
                             std::to_string(params.get<std::int64_t>("max_trips")) +
                             ") iterations, found it had not finished (cond_fn still true after " +
                             std::to_string(params.get<std::int64_t>("max_trips")) +
-                            " trips); its derivative would be wrong, so raise the bound");
+                            " trips): the value of the loop cut there, and any derivative "
+                            "through it, would be wrong, so raise the bound");
   return Arrays(args.begin() + 1, args.end());
 }
 

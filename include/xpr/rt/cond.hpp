@@ -814,6 +814,17 @@ XPR_FUNC std::optional<DceEqn> CondP::dce(const std::vector<bool>& used_outputs,
 
 namespace xpr::rt::detail {
 
+/// For branch outputs of different dtypes where one is weakly typed (a C++ number returned as
+/// it is, `return Array(0.0)` beside an f32 branch): what to write instead. JAX raises too.
+inline std::string weak_hint(const ShapedArray& a, const ShapedArray& b) {
+  if (a.dtype == b.dtype || a.weak_type == b.weak_type) return "";
+  const ShapedArray& strong = a.weak_type ? b : a;
+  return " (the " + std::string(core::name((a.weak_type ? a : b).dtype)) +
+         " one is weakly typed, a C++ number: give it the other's dtype " +
+         std::string(core::name(strong.dtype)) +
+         ", e.g. xpr::zeros_like(x) or xpr::full_like(x, value))";
+}
+
 XPR_FUNC Arrays bind_branches(const char* fn, const Array& index, std::span<const FlatFunction> fns,
                               std::span<std::optional<PyTreeDef>> out_defs,
                               std::span<const std::string> names, std::span<const Array> leaves) {
@@ -831,7 +842,7 @@ XPR_FUNC Arrays bind_branches(const char* fn, const Array& index, std::span<cons
         throw core::type_error(std::string(fn) + ": expected " + names[0] + " and " + names[b] +
                                " to return the same types, found output " + std::to_string(k) +
                                " of type " + o0[k].str() + " in " + names[0] + " and " +
-                               ob[k].str() + " in " + names[b]);
+                               ob[k].str() + " in " + names[b] + weak_hint(o0[k], ob[k]));
   }
   JoinedBranches joined = join_consts(std::move(traced));
   Arrays operands{index};
