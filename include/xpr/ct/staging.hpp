@@ -464,7 +464,9 @@ constexpr bool check_callable() {
       static_assert(std::is_invocable_v<const F&, const A&...>,
                     "xpr::ct: the function cannot be called with traced arguments: write it as a "
                     "generic lambda (auto parameters) using xpr:: functions (xpr::sin, not "
-                    "std::sin) and operators");
+                    "std::sin) and operators. Some xpr:: functions (xpr::round, xpr::isfinite, "
+                    "the bitwise ones) exist only in the runtime tier (xpr::grad): the "
+                    "compiler's 'no match for call' error above names the call");
       return false;
     }
   }
