@@ -3313,18 +3313,7 @@ XPR_FUNC std::string Lowering::emit_scatter(const Eqn& e) {
             ")";
   if (usrc.empty()) usrc = "0";
   body += "const long long t = " + dst + ";\n";
-  CCall c;
-  c.args = {"o[t]", "u[" + usrc + "]"};
-  c.arg_dtypes = {x.dtype, x.dtype};
-  c.out = x.dtype;
-  c.math_used = &math_used_;
-  const Primitive* p = e.primitive;
-  std::string v = p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
-                  : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
-                  : p == &rt::scatter_min_p ? c_expr<op::min>::emit(c)
-                  : p == &rt::scatter_max_p ? c_expr<op::max>::emit(c)
-                                            : c[1];
-  body += "o[t] = " + v + ";\n";
+  body += "o[t] = " + scatter_combine(e, "o[t]", "u[" + usrc + "]") + ";\n";
   // do/while(0): a dropped window's `continue` skips one element, loops or none.
   return s + loops(ua.shape, order, "do {\n" + body + "} while (false);\n", "j");
 }
