@@ -1,9 +1,11 @@
 // Tests of include/xpr/rt/fori_loop.hpp: with C++ integer bounds fori_loop is a scan (make_jaxpr
 // shows it) and grad works through it (against the closed form); with traced bounds it is a while
-// loop (forward mode and vmap work); pytree carries; empty and reversed ranges.
+// loop (forward mode and vmap work); pytree carries; empty and reversed ranges; a Thomas solver
+// written as users write it (traced indices into the carry) against the same solver by hand.
 #include "xpr/rt/fori_loop.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -80,6 +82,90 @@ TEST(ForiLoop, TracedBoundsAreAWhileLoop) {
     return xpr::grad([&](Array x) { return tri(n, x); })(Array(1.0));
   };
   EXPECT_THROW(xpr::vmap(grad_per_n)(xpr::array({1, 3})), xpr::type_error);
+}
+
+// The Thomas algorithm for a tridiagonal system A x = d, as users write it: two fori_loops with
+// traced indices reading the previous row (`cp[i - 1]`) and writing the current one
+// (`.at(i).set`). Sub-diagonal a (a[0] unused), diagonal b, super-diagonal c (c[n-1] unused).
+Array thomas(const Array& a, const Array& b, const Array& c, const Array& d) {
+  const std::int64_t n = d.shape()[0];
+  auto forward = [&](Array i, std::pair<Array, Array> s) {
+    const auto& [cp, dp] = s;
+    Array m = b[i] - a[i] * cp[i - 1];
+    return std::pair{cp.at(i).set(c[i] / m), dp.at(i).set((d[i] - a[i] * dp[i - 1]) / m)};
+  };
+  auto [cp, dp] = xpr::fori_loop(1, n, forward,
+                                 std::pair{xpr::zeros_like(d).at(0).set(c[0] / b[0]),
+                                           xpr::zeros_like(d).at(0).set(d[0] / b[0])});
+  auto backward = [&](Array k, Array x) {
+    Array i = (n - 2) - k;  // n - 2, ..., 0
+    return x.at(i).set(dp[i] - cp[i] * x[i + 1]);
+  };
+  return xpr::fori_loop(0, n - 1, backward, xpr::zeros_like(d).at(n - 1).set(dp[n - 1]));
+}
+
+/// The same algorithm on plain doubles: the independent reference.
+std::vector<double> thomas_by_hand(std::vector<double> a, std::vector<double> b,
+                                   std::vector<double> c, std::vector<double> d) {
+  const std::size_t n = d.size();
+  c[0] /= b[0];
+  d[0] /= b[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    const double m = b[i] - a[i] * c[i - 1];
+    c[i] /= m;
+    d[i] = (d[i] - a[i] * d[i - 1]) / m;
+  }
+  for (std::size_t i = n - 1; i-- > 0;) d[i] -= c[i] * d[i + 1];
+  return d;
+}
+
+TEST(ForiLoop, ThomasSolverAndItsDerivatives) {
+  const std::vector<double> a = {0.0, -1.0, 0.5, -0.7, 1.2, -0.3},
+                            b = {4.0, 5.0, -4.5, 6.0, 5.5, 4.2},
+                            c = {1.0, -0.8, 1.1, 0.4, -1.3, 0.0},
+                            d = {1.0, -2.0, 0.5, 3.0, -1.5, 2.0},
+                            w = {0.3, -1.0, 2.0, 0.7, -0.4, 1.1};
+  const std::size_t n = d.size();
+  Array A = xpr::array(a), B = xpr::array(b), C = xpr::array(c), D = xpr::array(d),
+        W = xpr::array(w);
+  const std::vector<double> x = thomas_by_hand(a, b, c, d);
+  const std::vector<double> got = thomas(A, B, C, D).to_vector<double>();
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_NEAR(got[i], x[i], 1e-15 * (1 + std::abs(x[i]))) << "x at " << i;
+  // The adjoint: y = A^-T w solves the transposed system (sub-diagonal c shifted down, super
+  // a shifted up). d(w.x)/dd = y; d(w.x)/db_i = -y_i x_i (dA = e_i e_i^T, dx = -A^-1 dA x).
+  std::vector<double> at(n, 0.0), ct(n, 0.0);
+  for (std::size_t i = 1; i < n; ++i) at[i] = c[i - 1];
+  for (std::size_t i = 0; i + 1 < n; ++i) ct[i] = a[i + 1];
+  const std::vector<double> y = thomas_by_hand(at, b, ct, w);
+  auto objective = [&](const Array& bb, const Array& dd) {
+    return xpr::sum(W * thomas(A, bb, C, dd));
+  };
+  const auto [gb, gd] = xpr::grad<0, 1>(objective)(B, D);
+  const std::vector<double> gbv = gb.to_vector<double>(), gdv = gd.to_vector<double>();
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(gdv[i], y[i], 1e-14 * (1 + std::abs(y[i]))) << "d/dd at " << i;
+    EXPECT_NEAR(gbv[i], -y[i] * x[i], 1e-14 * (1 + std::abs(y[i] * x[i]))) << "d/db at " << i;
+  }
+  // The Jacobian in d is A^-1 both ways: A J = I.
+  auto solve = [&](const Array& dd) { return thomas(A, B, C, dd); };
+  for (const Array& J : {xpr::jacfwd(solve)(D), xpr::jacrev(solve)(D)}) {
+    const std::vector<double> j = J.to_vector<double>();
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t k = 0; k < n; ++k) {
+        double ak = b[r] * j[r * n + k];
+        if (r > 0) ak += a[r] * j[(r - 1) * n + k];
+        if (r + 1 < n) ak += c[r] * j[(r + 1) * n + k];
+        EXPECT_NEAR(ak, r == k ? 1.0 : 0.0, 1e-14) << "(A J)(" << r << ", " << k << ")";
+      }
+  }
+  // vmap over right-hand sides equals the loop over them.
+  Array rhs = xpr::stack({D, W, D * 2.0 - W});
+  const std::vector<double> batched = xpr::vmap(solve)(rhs).to_vector<double>();
+  for (std::size_t k = 0; k < 3; ++k) {
+    const std::vector<double> one = solve(rhs[static_cast<std::int64_t>(k)]).to_vector<double>();
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(batched[k * n + i], one[i]) << k << ", " << i;
+  }
 }
 
 }  // namespace test_rt_fori_loop
