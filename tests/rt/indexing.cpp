@@ -929,4 +929,70 @@ TEST(IndexingRev, ValuesLawsAndText) {
   expect_error<xpr::value_error>([] { (void)xpr::rev(a34(), {0, 0}); }, {"rev"});
 }
 
+TEST(IndexingUnderTransformations, PairForcesByADoubleLoopAgainstHand) {
+  // As HPC users write a pair potential: a double loop over i < j indexing the rows of the
+  // positions, the forces -grad of the energy; against the forces written by hand. Then the
+  // Hessian both ways (jacfwd of grad, jacrev of grad), and vmap over two configurations.
+  const std::int64_t n = 6;
+  std::vector<double> p;
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    p.push_back(1.3 * static_cast<double>(k % 4) + 0.2 * std::sin(static_cast<double>(k)));
+  auto energy = [n](const Array& x) {
+    Array e = Array(0.0);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = i + 1; j < n; ++j) {
+        Array d = x[i] - x[j];
+        Array inv6 = 1.0 / xpr::pow(xpr::sum(d * d), 3.0);
+        e = e + 4.0 * (inv6 * inv6 - inv6);
+      }
+    return e;
+  };
+  std::vector<double> want(p.size(), 0.0);  // F_i = 24 inv2 inv6 (2 inv6 - 1) (r_i - r_j)
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i)
+    for (std::size_t j = i + 1; j < static_cast<std::size_t>(n); ++j) {
+      double d[3], r2 = 0;
+      for (std::size_t k = 0; k < 3; ++k) {
+        d[k] = p[3 * i + k] - p[3 * j + k];
+        r2 += d[k] * d[k];
+      }
+      const double inv2 = 1 / r2, inv6 = inv2 * inv2 * inv2, s = 24 * inv2 * inv6 * (2 * inv6 - 1);
+      for (std::size_t k = 0; k < 3; ++k) {
+        want[3 * i + k] += s * d[k];
+        want[3 * j + k] -= s * d[k];
+      }
+    }
+  Array x = xpr::array(p, xpr::Shape{n, 3});
+  const std::vector<double> force = (-xpr::grad(energy)(x)).to_vector<double>();
+  for (std::size_t k = 0; k < want.size(); ++k)
+    EXPECT_NEAR(force[k], want[k], 1e-12 * (1 + std::abs(want[k]))) << "force " << k;
+  auto gradient = xpr::grad(energy);
+  const std::vector<double> hf = xpr::jacfwd(gradient)(x).to_vector<double>(),
+                            hr = xpr::jacrev(gradient)(x).to_vector<double>();
+  const std::size_t m = want.size();
+  ASSERT_EQ(hf.size(), m * m);
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t k = 0; k < m; ++k) {
+      EXPECT_NEAR(hf[r * m + k], hr[r * m + k], 1e-10 * (1 + std::abs(hf[r * m + k])));
+      EXPECT_NEAR(hf[r * m + k], hf[k * m + r], 1e-10 * (1 + std::abs(hf[r * m + k])));
+    }
+  // Each row of the Hessian sums to 0 over the particles (translation invariance), up to the
+  // rounding of its terms (close pairs give entries of order r^-14).
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t c = 0; c < 3; ++c) {
+      double row = 0, size = 0;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+        row += hf[r * m + 3 * i + c];
+        size += std::abs(hf[r * m + 3 * i + c]);
+      }
+      EXPECT_NEAR(row, 0.0, 1e-14 * size) << "row " << r << ", coordinate " << c << ": " << size;
+    }
+  Array both = xpr::stack({x, x * 1.1});
+  const std::vector<double> batched = xpr::vmap(gradient)(both).to_vector<double>();
+  for (std::size_t b = 0; b < 2; ++b) {
+    const std::vector<double> one =
+        gradient(both[static_cast<std::int64_t>(b)]).to_vector<double>();
+    for (std::size_t k = 0; k < m; ++k) EXPECT_EQ(batched[b * m + k], one[k]) << b << ", " << k;
+  }
+}
+
 }  // namespace test_rt_indexing
