@@ -563,7 +563,8 @@ struct abs {
     return xpr::where(nonnegative, g, -g);
   }
 };
-/// sign x: -1, 0 or 1 (NaN stays NaN); its derivative is zero almost everywhere.
+/// sign x: -1, 0 or 1 (NaN stays NaN, and a zero keeps its sign, as XLA's sign does: -0.0 gives
+/// -0.0); its derivative is zero almost everywhere.
 struct sign {
   static constexpr std::string_view name = "sign";
   static constexpr int arity = 1;
@@ -573,7 +574,7 @@ struct sign {
   static constexpr auto number(const T& x) {
     if constexpr (detail::is_arith<T>) {
       if constexpr (std::is_floating_point_v<T>)
-        if (x != x) return x;  // NaN stays NaN, as in JAX
+        if (!(x < T(0)) && !(T(0) < x)) return x;  // NaN and ±0 are their own sign
       return static_cast<T>((T(0) < x) - (x < T(0)));
     } else if constexpr (requires { x.sign(); }) {
       return x.sign();
