@@ -525,7 +525,10 @@ class Jitted {
       // (Evaluated as a constant, so its static_assert fires now, not at the end of the unit.)
       [[maybe_unused]] constexpr bool checked =
           check_callable<F, std::tuple<tree_of_arrays_t<std::remove_cvref_t<A>>...>>();
-      throw core::type_error("jit: the function cannot be called with these arguments");
+      // An Array result, as `call_result` gives: the caller's use of it (`f(x).item<double>()`)
+      // then adds no errors of its own under the message.
+      return (throw core::type_error("jit: the function cannot be called with these arguments"),
+              Array());
     } else {
       using Result = decltype(body.template operator()<first>());
       const std::uint32_t mask = static_mask<A...>(state_->options.static_argnums);
