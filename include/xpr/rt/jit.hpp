@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -252,6 +253,7 @@ struct JitTrace {
 /// whose arguments are all leaves (Arrays and numbers, none static) of the types in `avals`, for
 /// the argument types `tag` stands for.
 struct JitFastEntry {
+  std::uint64_t hash = 0;  // signature_hash of the call
   const void* tag = nullptr;
   Avals avals;
   std::shared_ptr<const JitTrace> trace;
@@ -280,6 +282,9 @@ struct JitState {
   /// while this state lives). Readers share `fast_mutex`; an insertion holds it alone.
   std::shared_mutex fast_mutex;
   std::unordered_multimap<std::uint64_t, std::unique_ptr<const JitFastEntry>> fast;
+  /// The entry found last: a function called again and again with one signature, the common
+  /// case, finds it here without the lock and the hash table (about 20 ns of a 150 ns call).
+  std::atomic<const JitFastEntry*> last_fast{nullptr};
 
   XPR_MEMBER const JitFastEntry* find_fast(std::uint64_t h, const void* tag,
                                            std::span<const Array> leaves);
@@ -960,15 +965,21 @@ XPR_FUNC std::uint64_t signature_hash(const void* tag, std::span<const Array> le
 
 XPR_FUNC const JitFastEntry* JitState::find_fast(std::uint64_t h, const void* tag,
                                                  std::span<const Array> leaves) {
+  auto matches = [&](const JitFastEntry& e) {
+    if (e.hash != h || e.tag != tag || e.avals.size() != leaves.size()) return false;
+    for (std::size_t i = 0; i < leaves.size(); ++i)
+      if (!(e.avals[i] == leaves[i].aval())) return false;
+    return true;
+  };
+  // Entries are never removed while the state lives, so the last one found stays valid.
+  if (const JitFastEntry* e = last_fast.load(std::memory_order_acquire); e && matches(*e)) return e;
   std::shared_lock lock(fast_mutex);
   auto [lo, hi] = fast.equal_range(h);
-  for (auto it = lo; it != hi; ++it) {
-    const JitFastEntry& e = *it->second;
-    if (e.tag != tag || e.avals.size() != leaves.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; same && i < leaves.size(); ++i) same = e.avals[i] == leaves[i].aval();
-    if (same) return &e;
-  }
+  for (auto it = lo; it != hi; ++it)
+    if (matches(*it->second)) {
+      last_fast.store(it->second.get(), std::memory_order_release);
+      return it->second.get();
+    }
   return nullptr;
 }
 
@@ -976,6 +987,7 @@ XPR_FUNC const JitFastEntry* JitState::add_fast(std::uint64_t h, const void* tag
                                                 std::span<const Array> leaves,
                                                 std::shared_ptr<const JitTrace> trace) {
   auto e = std::make_unique<JitFastEntry>();
+  e->hash = h;
   e->tag = tag;
   e->avals = avals_of_values(leaves);
   e->trace = std::move(trace);
