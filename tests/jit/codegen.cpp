@@ -180,6 +180,27 @@ TEST(JitCodegen, RoundingAtHalvesAndSpecialValues) {
                                                          true, false, false, false}));
 }
 
+// sign keeps a zero's sign (XLA's sign: -0.0 gives -0.0) and NaN, in the eager kernels' SIMD
+// body and their scalar tail alike (11 elements: both) and in the generated loop.
+TEST(JitCodegen, SignOfSignedZerosAndNaN) {
+  constexpr double inf = INFINITY, nan = NAN;
+  const std::vector<double> in = {-0.0, 0.0,    2.5,     -2.5, -0.0, inf,
+                                  -inf, 1e-310, -1e-310, 0.0,  -0.0};
+  auto f = [](const Array& v) { return xpr::sign(v); };
+  for (const Array& got : {f(array(in)), xpr::jit(f)(array(in))}) {
+    const std::vector<double> s = got.to_vector<double>();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const double want = in[i] > 0 ? 1.0 : in[i] < 0 ? -1.0 : in[i];
+      EXPECT_EQ(s[i], want) << i;
+      EXPECT_EQ(std::signbit(s[i]), std::signbit(want)) << i;
+    }
+  }
+  Array n = xpr::jit(f)(array(std::vector<double>{nan, 1.0}));
+  EXPECT_TRUE(std::isnan(n.to_vector<double>()[0]));
+  EXPECT_TRUE(std::signbit(xpr::sign(Array(-0.0)).item<double>()));
+  EXPECT_TRUE(std::signbit(xpr::jit(f)(Array(-0.0f)).item<float>()));
+}
+
 TEST(JitCodegen, EveryBinaryPrimitiveAndComparison) {
   std::mt19937 g(2);
   const std::vector<std::pair<std::string, Fn2>> fs = {
@@ -1632,24 +1653,35 @@ TEST(JitCodegen, GatherClampsOnlyWhenSomeIndexIsOutOfRange) {
 
 TEST(JitCodegen, ReductionsOverTheLoopOutsideTheLastAxisCombineAfterIt) {
   // A reduction keeping the last axis over the axis just outside it (the transpose of
-  // x[None, :, :]): the operand is stored and combined after that loop, in the same order, so
-  // the loop has no chain through memory. Sums, maxima with NaN, minima; ranks 2 and 3.
+  // x[None, :, :]) leaves no chain through memory in that loop: where the last axis is short (3,
+  // a number in the source) its cells are a local array (`ra`) stored after the loop; where it
+  // is long (6) the operand is stored and combined after the loop. Both in the interpreter's
+  // order. Sums, maxima with NaN, minima; ranks 2 and 3.
   std::mt19937 g(29);
-  for (DType t : {DType::float64, DType::float32}) {
-    Array x = random_array(g, Shape{4, 9, 3}, t);
-    Array y = random_array(g, Shape{10, 3}, t);
-    auto f = [](const Array& v) {
-      Array w = xpr::sin(v) * 2.0 - v;
-      return std::vector<Array>{xpr::sum(w, 1), xpr::max(w / (v + 0.25), 1), xpr::min(w, 1), w};
-    };
-    auto h = [](const Array& v) { return xpr::sum(v * v, 0) + xpr::sum(xpr::exp(v), 0); };
-    check_compiled(make_jaxpr(f)(x), {x}, "middle axis " + x.aval().str());
-    check_compiled(make_jaxpr(h)(y), {y}, "leading axis " + y.aval().str());
-    const std::string src = compiled(f).lower(x).as_text();
-    EXPECT_NE(src.find("for (long long j1 = 0; j1 < "), std::string::npos) << src;
-    EXPECT_NE(compiled(h).lower(y).as_text().find("for (long long j0 = 0; j0 < "),
-              std::string::npos);
-  }
+  for (DType t : {DType::float64, DType::float32})
+    for (std::int64_t last : {3, 6}) {
+      Array x = random_array(g, Shape{4, 9, last}, t);
+      Array y = random_array(g, Shape{10, last}, t);
+      auto f = [](const Array& v) {
+        Array w = xpr::sin(v) * 2.0 - v;
+        return std::vector<Array>{xpr::sum(w, 1), xpr::max(w / (v + 0.25), 1), xpr::min(w, 1), w};
+      };
+      auto h = [](const Array& v) { return xpr::sum(v * v, 0) + xpr::sum(xpr::exp(v), 0); };
+      check_compiled(make_jaxpr(f)(x), {x}, "middle axis " + x.aval().str());
+      check_compiled(make_jaxpr(h)(y), {y}, "leading axis " + y.aval().str());
+      expect_close(compiled(h)(y), h(y), "jit, leading axis " + y.aval().str());
+      const std::string sf = compiled(f).lower(x).as_text(), sh = compiled(h).lower(y).as_text();
+      if (last == 3) {
+        EXPECT_NE(sf.find("for (long long j2 = 0; j2 < 3LL; ++j2) "), std::string::npos) << sf;
+        EXPECT_NE(sf.find(" ra"), std::string::npos) << sf;
+        EXPECT_EQ(sf.find("for (long long j1 = 0; j1 < "), std::string::npos) << sf;
+        EXPECT_NE(sh.find("for (long long j1 = 0; j1 < 3LL; ++j1) "), std::string::npos) << sh;
+      } else {
+        EXPECT_NE(sf.find("for (long long j1 = 0; j1 < "), std::string::npos) << sf;
+        EXPECT_EQ(sf.find(" ra"), std::string::npos) << sf;
+        EXPECT_NE(sh.find("for (long long j0 = 0; j0 < "), std::string::npos) << sh;
+      }
+    }
 }
 
 TEST(JitCodegen, ShortRowsReadAgainAreKept) {

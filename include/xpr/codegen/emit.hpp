@@ -218,7 +218,10 @@ struct c_expr<op::sign> {
   static std::string emit(const CCall& c) {
     std::string s = "static_cast<" + c.type() + ">((" + c.lit(0) + " < " + c[0] + ") - (" + c[0] +
                     " < " + c.lit(0) + "))";
-    if (c.floating()) return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + s + ")";
+    // NaN and ±0 are their own sign (-0.0 gives -0.0, as eager and XLA give).
+    if (c.floating())
+      return "(" + c[0] + " < " + c.lit(0) + " || " + c.lit(0) + " < " + c[0] + " ? " + s + " : " +
+             c[0] + ")";
     return s;
   }
 };
@@ -2490,16 +2493,37 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         const std::string cell = on + "[" + linear(o.aval().shape, kept) + "]";
         // Reduced over the loop just outside the last axis only (the transpose of the broadcast
         // `pos[None, :, :]`): that loop's iterations would all combine into the same cells, a
-        // chain through memory that keeps GCC from vectorizing it. The operand is stored in its
-        // buffer instead and combined after the loop, in the same order (the same sums).
+        // chain through memory that keeps GCC from vectorizing it. Where the last axis is short
+        // (a number in the source: x, y, z), the cells are a local array declared before that
+        // loop, which GCC keeps in registers, and stored after it (`regs`). Otherwise the
+        // operand is stored in its buffer and combined after the loop. Either way the cells
+        // combine in the same order as the interpreter's (the same sums).
         const Var& src = std::get<Var>(e.inputs[0]);
         VarInfo& si = info(src);
         auto sd = defs.find(si.id);
-        const bool after = at >= 2 && axes.size() == 1 &&
-                           axes[0] == static_cast<std::int64_t>(at - 2) && si.group == gi &&
-                           sd != defs.end() && !sd->second.pending && sd->second.depth == at &&
-                           lv[at].inst == sd->second.inst && (dry_run || si.buffer >= 0);
-        if (after && dry_run) {
+        const bool fits = at >= 2 && axes.size() == 1 &&
+                          axes[0] == static_cast<std::int64_t>(at - 2) && si.group == gi &&
+                          sd != defs.end() && !sd->second.pending && sd->second.depth == at &&
+                          lv[at].inst == sd->second.inst;
+        const bool regs = fits && !standalone_ && S[at - 1] >= 1 && S[at - 1] <= max_literal_dim;
+        const bool after = fits && !regs && (dry_run || si.buffer >= 0);
+        if (regs) {
+          const DType dt = o.aval().dtype;
+          const std::string ra = "ra" + std::to_string(info(o).id), K = dim(S[at - 1]);
+          const std::string il = "i" + std::to_string(at - 1), jl = "j" + std::to_string(at - 1);
+          std::string init = reduce_identity(e.primitive, dt);
+          for (std::int64_t k = 1; k < S[at - 1]; ++k)
+            init += ", " + reduce_identity(e.primitive, dt);
+          lv[at - 2].body += t + " " + ra + "[" + K + "] = {" + init + "};\n";
+          stmts = ra + "[" + il + "] = " +
+                  reduce_combine(e.primitive, dt, ra + "[" + il + "]", operand(e.inputs[0], at)) +
+                  ";\n";
+          kept.back() = jl;  // the last axis is kept (sink_reduce)
+          const std::string c2 = on + "[" + linear(o.aval().shape, kept) + "]";
+          lv[at - 1].after += "for (long long " + jl + " = 0; " + jl + " < " + K + "; ++" + jl +
+                              ") " + c2 + " = " +
+                              reduce_combine(e.primitive, dt, c2, ra + "[" + jl + "]") + ";\n";
+        } else if (after && dry_run) {
           si.spill = true;
         } else if (after) {
           const std::string ja = "j" + std::to_string(at - 2), jl = "j" + std::to_string(at - 1);
@@ -2516,7 +2540,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
                               dim(S[at - 1]) + "; ++" + jl + ")\n    " + c2 + " = " +
                               reduce_combine(e.primitive, o.aval().dtype, c2, x) + ";\n";
         }
-        if (!after || dry_run)
+        if (!regs && (!after || dry_run))
           stmts = cell + " = " +
                   reduce_combine(e.primitive, o.aval().dtype, cell, operand(e.inputs[0], at)) +
                   ";\n";
