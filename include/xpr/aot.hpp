@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <dlfcn.h>
 #include <filesystem>
 #include <optional>
 #include <ostream>
@@ -59,6 +60,12 @@ namespace detail {
 /// C identifier that no C or C++ rule reserves is accepted.
 void check_name(std::string_view name);
 
+/// Throws `value_error` when a scalar literal of `jaxpr` (or of a jaxpr in its parameters)
+/// equals one of `sizes` (a named size's value in the jaxpr): it may stand for that size.
+void refuse_size_literals(const rt::Jaxpr& jaxpr,
+                          const std::vector<std::pair<std::string, std::int64_t>>& sizes,
+                          std::size_t depth);
+
 /// `export_source`'s work once `f` is flattened: the plan (`plan_from_example`) exported.
 Exported export_flat(const rt::FlatFunction& f, const rt::Avals& avals,
                      const std::filesystem::path& dir, const std::string& name, const Options& o);
@@ -94,8 +101,9 @@ Exported export_source(F f, const Args& example_args, const std::filesystem::pat
 /// `export_source` for a closed jaxpr (e.g. from `parse_jaxpr`). `types` (one per invar, like
 /// "f64[n,3]"; empty: the invars' own types) may name dimensions: equal names are one size
 /// parameter, and the export fails with `value_error` unless the code is the same whatever the
-/// sizes. Without names, the invars' sizes are treated as an example, as `export_source(f, ...)`
-/// treats its example arguments.
+/// sizes and no number in the jaxpr equals a named size (it may be that size, written in when the
+/// jaxpr was traced: JAX prints `x[-1]` as `add i 5`). Without names, the function takes the
+/// jaxpr's own sizes: a jaxpr, unlike a C++ function, cannot be traced again at other sizes.
 Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<std::string>& types,
                        const std::filesystem::path& dir, const std::string& name,
                        const Options& options = {});
@@ -350,6 +358,23 @@ XPR_FUNC bool is_c_keyword(std::string_view s) {
   return std::find(std::begin(words), std::end(words), s) != std::end(words);
 }
 
+/// Names of the C and C++ standard libraries that are not functions a loaded library defines
+/// (macros, types, objects behind macros), which `check_name` refuses besides those it finds.
+XPR_FUNC bool is_library_name(std::string_view s) {
+  static constexpr std::string_view words[] = {
+      "assert",    "errno",       "NULL",     "offsetof",      "size_t",     "ptrdiff_t",
+      "ssize_t",   "FILE",        "EOF",      "stdin",         "stdout",     "stderr",
+      "va_list",   "va_arg",      "va_start", "va_end",        "va_copy",    "setjmp",
+      "jmp_buf",   "std",         "main",     "NAN",           "INFINITY",   "HUGE_VAL",
+      "isnan",     "isinf",       "isfinite", "signbit",       "fpclassify", "isnormal",
+      "int8_t",    "int16_t",     "int32_t",  "int64_t",       "uint8_t",    "uint16_t",
+      "uint32_t",  "uint64_t",    "intptr_t", "uintptr_t",     "intmax_t",   "uintmax_t",
+      "wint_t",    "time_t",      "clock_t",  "static_assert", "noreturn",   "complex",
+      "imaginary", "I",           "bool",     "true",          "false",      "alignas",
+      "alignof",   "thread_local"};
+  return std::find(std::begin(words), std::end(words), s) != std::end(words);
+}
+
 XPR_FUNC void check_name(std::string_view name) {
   auto fail = [&](const std::string& why) {
     std::string shown;
@@ -369,6 +394,22 @@ XPR_FUNC void check_name(std::string_view name) {
   if (name.find("__") != std::string_view::npos) fail("'__' is reserved in C++");
   if (name.rfind("xpr_", 0) == 0) fail("names starting with 'xpr_' are the export's own");
   if (is_c_keyword(name)) fail("not a keyword");
+  // The export defines `name` and `name_call` as C functions of default visibility: a name the
+  // C library already has (`j1`, libm's Bessel function; `free`; `sin`) would be bound to the
+  // library's function instead, by the exported code itself and by its callers, and the call
+  // would silently compute something else. Macros and types (`assert`, `size_t`) and POSIX's
+  // reserved `_t` suffix are refused by name; functions and objects by asking the dynamic linker
+  // whether this process (the C and C++ runtimes and libm, at least) already defines them.
+  if (is_library_name(name)) fail("not a name of the C or C++ standard library");
+  if (name.size() > 2 && name.substr(name.size() - 2) == "_t")
+    fail("POSIX reserves the '_t' suffix");
+  const std::string n(name);
+  for (const std::string& symbol : {n, n + "_call"})
+    if (dlsym(RTLD_DEFAULT, symbol.c_str()))
+      fail(
+          "not the name of a function that a loaded library already defines, as libm defines sin "
+          "and j1" +
+          (symbol == n ? std::string() : ": " + symbol + " is defined"));
 }
 
 XPR_FUNC TypeSpec parse_type(std::string_view text) {
@@ -926,6 +967,45 @@ XPR_FUNC Exported export_flat(const rt::FlatFunction& f, const rt::Avals& avals,
   return export_plan(plan_from_example(f, avals, o), dir, name);
 }
 
+XPR_FUNC void refuse_size_literals(const rt::Jaxpr& jaxpr,
+                                   const std::vector<std::pair<std::string, std::int64_t>>& sizes,
+                                   std::size_t depth) {
+  if (depth > rt::max_jaxpr_nesting) return;  // export_plan refuses such nesting itself
+  for (const rt::Eqn& e : jaxpr.eqns) {
+    for (const rt::Atom& a : e.inputs) {
+      const rt::Literal* l = std::get_if<rt::Literal>(&a);
+      if (!l || !l->value.is_concrete() || l->value.aval().shape.rank() != 0 ||
+          l->value.dtype() == DType::bool_)
+        continue;
+      const double v = rt::dispatch_dtype(l->value.dtype(), [&](auto tag) {
+        return static_cast<double>(l->value.item<decltype(tag)>());
+      });
+      for (const auto& [n, size] : sizes)
+        if (v == static_cast<double>(size))
+          throw core::value_error(
+              "aot: expected a jaxpr whose numbers do not stand for the sizes named in the types, "
+              "found the literal " +
+              std::to_string(size) + " in " + std::string(e.primitive ? e.primitive->name() : "?") +
+              ", the size " + n +
+              " has in the jaxpr: JAX writes sizes into a jaxpr as numbers "
+              "(x[-1] adds " +
+              std::to_string(size) +
+              " to the index, mean divides by it), which "
+              "would stay " +
+              std::to_string(size) +
+              " at every other size. Export it at its own "
+              "sizes (no types, or --fixed-sizes), or trace it again at the sizes you need");
+    }
+    for (const auto& [pname, value] : e.params) {
+      if (const rt::JaxprParam* j = std::get_if<rt::JaxprParam>(&value); j && *j)
+        refuse_size_literals((*j)->jaxpr, sizes, depth + 1);
+      if (const rt::JaxprTuple* t = std::get_if<rt::JaxprTuple>(&value))
+        for (const rt::JaxprParam& j : *t)
+          if (j) refuse_size_literals(j->jaxpr, sizes, depth + 1);
+    }
+  }
+}
+
 XPR_FUNC Arrays eval_any_shape(const rt::Jaxpr& jaxpr, std::span<const Array> consts,
                                std::span<const Array> in, std::size_t depth) {
   if (depth > rt::max_jaxpr_nesting)
@@ -973,8 +1053,10 @@ XPR_FUNC Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<
   detail::check_name(name);
   const rt::FlatFunction flat = detail::jaxpr_function(jaxpr);
   const rt::Avals own = jaxpr.jaxpr.in_avals();
-  if (types.empty())
-    return detail::export_plan(detail::plan_from_example(flat, own, options), dir, name);
+  // Without names, the jaxpr's own sizes: unlike a C++ function, which is traced again at other
+  // sizes, a jaxpr's text cannot show which of its numbers are sizes (JAX prints `x[-1]` as
+  // `add i 5`), so evaluating it at other sizes can look size-independent and be wrong.
+  if (types.empty()) return detail::export_plan(detail::fixed_plan(flat, own, options), dir, name);
   if (types.size() != own.size())
     throw core::value_error("aot: expected " + std::to_string(own.size()) +
                             " argument types (one per input of the jaxpr), found " +
@@ -1012,6 +1094,17 @@ XPR_FUNC Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<
   if (!named) return detail::export_plan(detail::fixed_plan(flat, fixed_avals, options), dir, name);
   if (options.fixed_sizes)
     throw core::value_error("aot: the types name sizes, but the options ask for fixed sizes");
+  // A number in the jaxpr equal to a named size may be that size, written in at tracing (JAX's
+  // `x[-1]` adds 5 to the index, `mean` divides by 5.0): it would stay 5 at every other size.
+  // Refused rather than guessed: such a jaxpr is exported at its own sizes.
+  std::vector<std::pair<std::string, std::int64_t>> named_sizes;
+  for (std::size_t i = 0; i < p.args.size(); ++i)
+    for (std::size_t k = 0; k < p.args[i].cls.size(); ++k)
+      if (p.args[i].cls[k] >= 0 && own[i].shape.rank() == p.args[i].cls.size() &&
+          own[i].shape[k] > 1)
+        named_sizes.emplace_back(p.class_names[static_cast<std::size_t>(p.args[i].cls[k])],
+                                 own[i].shape[k]);
+  detail::refuse_size_literals(jaxpr.jaxpr, named_sizes, 0);
   long long next = 100;
   for (int k = 0; k < 3; ++k)
     p.assignments.push_back(detail::probe_values(p.class_names.size(), avoid, next));
@@ -1074,7 +1167,8 @@ XPR_FUNC int run_xprc(const std::vector<std::string>& args, std::ostream& out, s
       "            [--precise-math] [--fixed-sizes]\n"
       "  Compiles a jaxpr (xpr's or JAX's text) into DIR/NAME.h and DIR/NAME.cpp, a C function\n"
       "  with no dependency on xpr; --shared also builds DIR/libNAME.so.\n"
-      "  --types  one type per input, like f64[n,3]: a name makes that size a parameter\n";
+      "  --types  one type per input, like f64[n,3]: a name makes that size a parameter\n"
+      "           (without --types: the jaxpr's own sizes)\n";
   std::string in, name, dir;
   std::vector<std::string> types;
   Options opts;

@@ -245,11 +245,23 @@ TEST(Aot, NamesMustBeCIdentifiers) {
   const ScratchDir dir("names");
   auto f = [](const Array& x) { return x * 2.0; };
   for (const char* bad : {"", "a;b", "../evil", "x\ny", "int", "1abc", "__x", "_Cap", "a b",
-                          "xpr_kernel", "a\"b", "a__b", "f/g"}) {
+                          "xpr_kernel", "a\"b", "a__b", "f/g",
+                          // Names the C library has: as an exported C function, `j1` would be
+                          // bound to libm's Bessel function (an examiner's silent garbage).
+                          "j1", "sin", "free", "aligned_alloc", "printf", "exit", "environ",
+                          "assert", "errno", "size_t", "int32_t", "std", "my_t", "NULL"}) {
     EXPECT_THROW(aot::export_source(f, ramp({3}), dir / "out", bad), xpr::value_error) << bad;
     EXPECT_THROW(aot::compile_library(dir, bad), xpr::value_error) << bad;
   }
   EXPECT_TRUE(listing(dir).empty());
+  try {
+    aot::export_source(f, ramp({3}), dir / "out", "j1");
+  } catch (const xpr::value_error& e) {
+    EXPECT_NE(std::string(e.what()).find("as libm defines sin and j1"), std::string::npos)
+        << e.what();
+  }
+  for (const char* good : {"j1x", "lj_forces", "f", "sine"})
+    EXPECT_NO_THROW(aot::export_source(f, ramp({3}), dir / good, good)) << good;
 }
 
 TEST(Aot, JaxprWithNamedSizes) {
@@ -286,6 +298,48 @@ inline int xprc(const std::vector<std::string>& args, std::string* err_text = nu
   int rc = aot::run_xprc(args, out, err);
   if (err_text) *err_text = err.str();
   return rc;
+}
+
+// A jaxpr holds its sizes as numbers where the function used them: JAX prints `x[-1]` on
+// f64[5] as `add i 5`. Exported without names, it takes its own sizes; with a named size that a
+// number of it equals, the export is refused (an examiner's xprc export gave x[4] at size 7).
+TEST(Aot, JaxprNumbersThatMayBeSizes) {
+  const std::string text =
+      "{ lambda ; a:f64[5] b:i32[]. let\n"
+      "    c:bool[] = lt b 0:i32[]\n"
+      "    d:i32[] = add b 5:i32[]\n"
+      "    e:i32[] = select_n c b d\n"
+      "    f:f64[1] = dynamic_slice[slice_sizes=(1,)] a e\n"
+      "    g:f64[] = squeeze[dimensions=(0,)] f\n"
+      "    h:f64[] = sin g\n"
+      "  in (h,) }";
+  ClosedJaxpr j = parse_jaxpr(text);
+  const ScratchDir dir("size-numbers");
+  aot::Exported e = aot::export_source(j, {}, dir, "last");
+  EXPECT_TRUE(e.size_names.empty());
+  CallFn fn = load(aot::compile_library(dir, "last"), "last");
+  Array x = ramp({5}, 0.3, 0.1);
+  for (std::int32_t i : {-1, -5, 0, 3}) {
+    const Array idx = xpr::array(std::vector<std::int32_t>{i}, Shape{});
+    Array want = eval_jaxpr(j, {x, idx})[0];
+    expect_matches(fn, {x, idx}, {}, {want}, "own sizes");
+    EXPECT_DOUBLE_EQ(want.item<double>(), std::sin(x.to_vector<double>()[(i + 5) % 5]));
+  }
+  try {
+    aot::export_source(j, {"f64[n]", "i32[]"}, dir, "last2");
+    ADD_FAILURE() << "a number equal to the named size was accepted";
+  } catch (const xpr::value_error& err) {
+    EXPECT_NE(std::string(err.what()).find("found the literal 5 in add, the size n has"),
+              std::string::npos)
+        << err.what();
+  }
+  std::ofstream(dir / "t.jaxpr") << text;
+  std::string out = (dir / "o").string(), err_text;
+  EXPECT_EQ(xprc({(dir / "t.jaxpr").string(), "--name", "last3", "--out", out, "--types", "f64[n]",
+                  "i32[]"},
+                 &err_text),
+            1);
+  EXPECT_NE(err_text.find("stand for the sizes"), std::string::npos) << err_text;
 }
 
 TEST(Xprc, UsageErrorsAndExitCodes) {
