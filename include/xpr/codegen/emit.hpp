@@ -442,6 +442,9 @@ std::string without_lines(const std::string& text, const std::string& token);
 /// Sizes up to this are written into the source as numbers, larger ones read from `n[]` (except
 /// in `lower_standalone`'s source, which takes every size as an argument).
 inline constexpr std::int64_t max_literal_dim = 4;
+/// The elements a reduction's eight accumulators take before they are added into the running
+/// ones and start again (the generated loops' blocked summation, `Lowering::emit_elementwise`).
+inline constexpr std::int64_t reduce_block = 1024;
 
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
@@ -2205,7 +2208,8 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   std::unordered_map<std::size_t, Def> defs;  // this group's vars, by id
   struct Acc {
     std::size_t id;
-    std::string type, ident, main, tail, finish;
+    std::string type, ident, main, tail, block, finish;
+    bool compensated = false;  // a float sum: its blocks are added with Kahan's compensation
   };
   struct Level {
     std::string body;
@@ -2249,25 +2253,46 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       } else {
         // Eight independent accumulators over runs of eight (vectorizable without reassociating
         // one running sum), then the rest one by one; each iteration runs in one of the copies.
+        // The eight start afresh every `reduce_block` elements and each block's are added into
+        // eight more (`sa`), with Kahan's compensation for a float sum (`ca`; four operations a
+        // block): the error of a float sum then grows with the block, not with n / 8 (the mean
+        // of 2e7 float32 0.1s was 2.4% off before). -ffp-contract=off and no -ffast-math keep
+        // the compensation as written.
         const std::string ln = "l" + std::to_string(c - 1);
-        std::string main = L.body, tail = L.body, init, fold;
+        std::string main = L.body, tail = L.body, outer, init, spill, fold;
         for (const Acc& a : L.accs) {
           const std::string tok = "@" + std::to_string(a.id) + "@";
           main = replaced(main, tok, a.main);
           tail = replaced(tail, tok, a.tail);
-          init += a.type + " a" + std::to_string(a.id) + "[8] = {" + a.ident;
-          for (int l = 1; l < 8; ++l) init += ", " + a.ident;
-          init += "};\n";
+          std::string idents = a.ident;
+          for (int l = 1; l < 8; ++l) idents += ", " + a.ident;
+          const std::string n = std::to_string(a.id);
+          outer += a.type + " sa" + n + "[8] = {" + idents + "};\n";
+          init += a.type + " a" + n + "[8] = {" + idents + "};\n";
+          std::string add = a.block;
+          if (a.compensated) {
+            const std::string at = "[" + ln + "]", cn = "ca" + n;
+            outer += a.type + " " + cn + "[8] = {" + idents + "};\n";
+            add = "{\n  const " + a.type + " y = a" + n + at + " - " + cn + at + ";\n  const " +
+                  a.type + " t = sa" + n + at + " + y;\n  " + cn + at + " = (t - sa" + n + at +
+                  ") - y;\n  sa" + n + at + " = t;\n}";
+          }
+          spill += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + add + "\n";
           fold += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + a.finish + "\n";
         }
-        const std::string k = "k" + std::to_string(c - 1);
+        const std::string k = "k" + std::to_string(c - 1), kb = "kb" + std::to_string(c - 1);
+        const std::string block = std::to_string(reduce_block);
         loop = "{\n  long long " + k + " = 0;\n  if (" + K + " >= 8) {\n" +
-               indented(indented(init + "for (; " + k + " + 8 <= " + K + "; " + k +
-                                 " += 8) {\n  for (int " + ln + " = 0; " + ln + " < 8; ++" + ln +
-                                 ") {\n" +
-                                 indented(indented("const long long " + iv + " = " + k + " + " +
-                                                   ln + ";\n" + fd + main)) +
-                                 "  }\n}\n" + fold)) +
+               indented(indented(outer + "while (" + k + " + 8 <= " + K + ") {\n" +
+                                 indented(init + "const long long " + kb + " = " + K + " - " + k +
+                                          " > " + block + " ? " + k + " + " + block + " : " + K +
+                                          ";\n" + "for (; " + k + " + 8 <= " + kb + "; " + k +
+                                          " += 8) {\n  for (int " + ln + " = 0; " + ln +
+                                          " < 8; ++" + ln + ") {\n" +
+                                          indented(indented("const long long " + iv + " = " + k +
+                                                            " + " + ln + ";\n" + fd + main)) +
+                                          "  }\n}\n" + spill) +
+                                 "}\n" + fold)) +
                "  }\n  for (; " + k + " < " + K + "; ++" + k + ") {\n" +
                indented(indented("const long long " + iv + " = " + k + ";\n" + fd + tail)) +
                "  }\n}\n";
@@ -2597,11 +2622,14 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
       L.body += extra + "const " + t + " " + r + " = " + x + ";\n@" + id + "@\n";
       extra.clear();
       lv[d].body += t + " " + v + " = " + reduce_identity(e.primitive, dt) + ";\n";
-      const std::string acc = "a" + id + "[l" + std::to_string(d) + "]";
+      const std::string lane = "[l" + std::to_string(d) + "]";
+      const std::string acc = "a" + id + lane, sum = "sa" + id + lane;
       L.accs.push_back(Acc{info(o).id, t, reduce_identity(e.primitive, dt),
                            acc + " = " + reduce_combine(e.primitive, dt, acc, r) + ";",
                            v + " = " + reduce_combine(e.primitive, dt, v, r) + ";",
-                           v + " = " + reduce_combine(e.primitive, dt, v, acc) + ";"});
+                           sum + " = " + reduce_combine(e.primitive, dt, sum, acc) + ";",
+                           v + " = " + reduce_combine(e.primitive, dt, v, sum) + ";",
+                           e.primitive == &rt::reduce_sum_p && core::is_floating(dt)});
       defs[info(o).id] = Def{d, lv[d].inst, at};
       if (info(o).buffer >= 0) {
         const std::string on = "o" + id;

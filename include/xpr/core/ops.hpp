@@ -928,7 +928,9 @@ struct max {
       using T = std::conditional_t<detail::simd_batch<A>, A, B>;
       using std::max;
       const T x(a), y(b);
-      return detail::keep_nan(x, y, max(x, y));
+      // (y, x): x86's maxpd returns its second operand where the two are equal, so a tie of
+      // +0 and -0 gives x, as the scalar code, the generated code and XLA's CPU backend give.
+      return detail::keep_nan(x, y, max(y, x));
     }
   }
   template <class T>
@@ -964,7 +966,7 @@ struct min {
       using T = std::conditional_t<detail::simd_batch<A>, A, B>;
       using std::min;
       const T x(a), y(b);
-      return detail::keep_nan(x, y, min(x, y));
+      return detail::keep_nan(x, y, min(y, x));  // x on a tie of ±0, as max above
     }
   }
   template <class T>

@@ -113,7 +113,9 @@ T binary_element(const T& a, const T& b) {
     for (std::size_t i = 0; i < T::size; ++i) xs[i] = std::pow(xs[i], ys[i]);
     return T::load_aligned(xs);
   } else if constexpr ((is_max || is_min) && !std::is_arithmetic_v<T>) {
-    const T m = is_max ? xsimd::max(a, b) : xsimd::min(a, b);
+    // (b, a): x86's maxpd/minpd return their second operand where the two are equal, so a tie
+    // of +0 and -0 gives a, the first operand, as scalar code, jit and XLA's CPU backend do.
+    const T m = is_max ? xsimd::max(b, a) : xsimd::min(b, a);
     // isnan, not `a != a`: xsimd 8.1's AVX `!=` is an ordered compare, false for NaN.
     return xsimd::select(xsimd::isnan(a), a, xsimd::select(xsimd::isnan(b), b, m));
   } else {

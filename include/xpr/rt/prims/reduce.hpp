@@ -123,6 +123,13 @@ struct MinMonoid {
 /// combine on every batch.
 template <class M, class T>
 T reduce_contiguous(const T* p, std::int64_t n) {
+  // Halves combined pairwise above 4096 elements (NumPy's pairwise summation, by blocks): the
+  // rounding error of a float sum grows with the block and log2(n / 4096), not with n divided
+  // by the accumulators (the mean of 2e7 float32 0.1s was 0.6% off with one pass).
+  if (n > 4096) {
+    const std::int64_t half = n / 2 / 64 * 64;
+    return M::combine(reduce_contiguous<M>(p, half), reduce_contiguous<M>(p + half, n - half));
+  }
   T r = M::template identity<T>();
   std::int64_t i = 0;
   if constexpr (simd_element_v<T>) {
