@@ -181,6 +181,9 @@ class Array {
   explicit Array(std::shared_ptr<const detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
 
   // ---- what it is ---------------------------------------------------------------------------
+  /// The type (shape, dtype, weak flag). Its sizes are not counted as read by `jit` (the library
+  /// reads them this way to check operands): a function that computes with a size reads it with
+  /// `shape()` or `size()`, or a jitted call at another size reuses the first size's number.
   const ShapedArray& aval() const noexcept { return impl_->aval(); }
   const Shape& shape() const noexcept {
     if (detail::size_reads) ++*detail::size_reads;
