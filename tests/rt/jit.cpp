@@ -317,9 +317,24 @@ TEST(Jit, BadStaticArgnums) {
   }
   auto arr = xpr::jit([](auto x, auto y) { return x + y; }, {.static_argnums = {0}});
   EXPECT_THROW(arr(x3(), 1.0), xpr::type_error);  // an Array is always traced
-  // A number the function takes as an int must be static.
+  // A number the function takes as an int must be static: the message says which.
   auto needs = xpr::jit([](auto x, int n) { return x * static_cast<double>(n); });
-  EXPECT_THROW(needs(1.0, 2), xpr::type_error);
+  try {
+    needs(1.0, 2);
+    ADD_FAILURE() << "no type_error";
+  } catch (const xpr::type_error& e) {
+    EXPECT_NE(std::string(e.what()).find("every argument traced (as xpr::Array), found one that "
+                                         "takes a C++ value where an Array would be passed: it "
+                                         "can be called with static_argnums = {1}"),
+              std::string::npos)
+        << e.what();
+  }
+  // A negative position counts from the end, as in JAX.
+  auto last =
+      xpr::jit([](auto x, int n) { return x * static_cast<double>(n); }, {.static_argnums = {-1}});
+  EXPECT_EQ(scalar(last(1.5, 2)), 3.0);
+  EXPECT_THROW(xpr::jit([](auto x, auto y) { return x + y; }, {.static_argnums = {-3}})(1.0, 2.0),
+               xpr::type_error);
 }
 
 // ---- pytrees

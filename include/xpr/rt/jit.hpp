@@ -187,10 +187,12 @@ std::uint32_t static_mask(const std::vector<int>& nums) {
   std::uint32_t mask = 0;
   for (int p : nums) {
     const std::size_t n = sizeof...(A);
-    if (p < 0 || static_cast<std::size_t>(p) >= n)
+    // A negative position counts from the end, as in JAX (-1: the last argument).
+    const long long q = p < 0 ? static_cast<long long>(n) + p : p;
+    if (q < 0 || static_cast<std::size_t>(q) >= n)
       throw core::type_error("jit: expected static_argnums within the " + std::to_string(n) +
                              " positional arguments, found " + std::to_string(p));
-    const auto i = static_cast<std::size_t>(p);
+    const auto i = static_cast<std::size_t>(q);
     if (!traceable[i]) continue;  // static anyway
     if (!number[i])
       throw core::type_error(
@@ -206,6 +208,18 @@ std::uint32_t static_mask(const std::vector<int>& nums) {
     mask |= 1u << k;
   }
   return mask;
+}
+
+/// The positions of the number arguments that `mask` makes static, as static_argnums would name
+/// them ("1, 2").
+template <class... A>
+std::string mask_positions(std::uint32_t mask) {
+  constexpr std::array<bool, sizeof...(A) + 1> number{NumberLeaf<std::remove_cvref_t<A>>..., false};
+  std::string out;
+  for (std::size_t i = 0, k = 0; i < sizeof...(A); ++i)
+    if (number[i] && k++ < 32 && (mask >> (k - 1) & 1u))
+      out += (out.empty() ? "" : ", ") + std::to_string(i);
+  return out;
 }
 
 /// The static arguments' values, compared to tell cache entries apart.
@@ -538,14 +552,14 @@ class Jitted {
       using Result = decltype(body.template operator()<first>());
       const std::uint32_t mask = static_mask<A...>(state_->options.static_argnums);
       std::optional<Result> result;
-      run_mask<A...>(mask, body, result, mask_sequence<A...>{});
+      run_mask<A...>(mask, first, body, result, mask_sequence<A...>{});
       return std::move(*result);
     }
   }
 
   template <class... A, class Body, class Result, std::uint32_t... M>
-  void run_mask(std::uint32_t mask, Body& body, std::optional<Result>& result,
-                std::integer_sequence<std::uint32_t, M...>) const {
+  void run_mask(std::uint32_t mask, std::uint32_t callable, Body& body,
+                std::optional<Result>& result, std::integer_sequence<std::uint32_t, M...>) const {
     (
         [&] {
           if (mask != M) return;
@@ -556,9 +570,18 @@ class Jitted {
                           "arguments are static; make it return the same type either way");
             result.emplace(body.template operator()<M>());
           } else {
+            const std::string now = mask_positions<A...>(M);
             throw core::type_error(
-                "jit: the function cannot be called with the arguments static_argnums makes "
-                "static (as their C++ values) and the others traced (as xpr::Array)");
+                "jit: expected a function that can be called with " +
+                (now.empty() ? std::string("every argument traced (as xpr::Array)")
+                             : "arguments " + now +
+                                   " static (as their C++ values) and the others "
+                                   "traced (as xpr::Array)") +
+                ", found one that takes a C++ value where an Array would be passed: it can be "
+                "called with static_argnums = {" +
+                mask_positions<A...>(callable) +
+                "}. Pass that option (a static argument is keyed by its value: each new value "
+                "traces again), or take the argument as xpr::Array or auto");
           }
         }(),
         ...);
