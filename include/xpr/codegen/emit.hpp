@@ -3396,17 +3396,61 @@ XPR_FUNC std::string Lowering::emit_reduce(const Eqn& e) {
     core::Shape inner(std::vector<std::int64_t>(
         in.shape.begin() + static_cast<std::ptrdiff_t>(first_red), in.shape.end()));
     std::string s = pre + "  const long long M = " + count(kept) + ", K = " + count(inner) + ";\n";
+    const std::string ids =
+        id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " + id;
     s += "  for (long long j = 0; j < M; ++j) {\n";
     s += "    const " + t + "* __restrict r = x + j * K;\n";
-    s += "    " + t + " acc[8] = {" + id + ", " + id + ", " + id + ", " + id + ", " + id + ", " +
-         id + ", " + id + ", " + id + "};\n";
+    s += "    " + t + " sa[8] = {" + ids + "}, ca[8] = {" + ids + "};\n";
     s += "    long long k = 0;\n";
-    s += "    for (; k + 8 <= K; k += 8)\n      for (int l = 0; l < 8; ++l) acc[l] = " +
+    // Blocks of reduce_block elements, each added into `sa` (with Kahan's compensation for a
+    // float sum), as emit_elementwise's reductions: the error does not grow with K / 8.
+    s += "    while (k + 8 <= K) {\n";
+    s += "      " + t + " acc[8] = {" + ids + "};\n";
+    s += "      const long long kb = K - k > " + std::to_string(reduce_block) + " ? k + " +
+         std::to_string(reduce_block) + " : K;\n";
+    s += "      for (; k + 8 <= kb; k += 8)\n        for (int l = 0; l < 8; ++l) acc[l] = " +
          combine("acc[l]", "r[k + l]") + ";\n";
+    if (e.primitive == &rt::reduce_sum_p && core::is_floating(dt))
+      s += "      for (int l = 0; l < 8; ++l) {\n        const " + t +
+           " y = acc[l] - ca[l];\n        const " + t +
+           " u = sa[l] + y;\n        ca[l] = (u - sa[l]) - y;\n        sa[l] = u;\n      }\n";
+    else
+      s += "      for (int l = 0; l < 8; ++l) sa[l] = " + combine("sa[l]", "acc[l]") + ";\n";
+    s += "    }\n    (void)ca;\n";
     s += "    " + t + " s = " + id + ";\n";
-    s += "    for (int l = 0; l < 8; ++l) s = " + combine("s", "acc[l]") + ";\n";
+    s += "    for (int l = 0; l < 8; ++l) s = " + combine("s", "sa[l]") + ";\n";
     s += "    for (; k < K; ++k) s = " + combine("s", "r[k]") + ";\n";
     s += "    o[j] = s;\n  }\n";
+    return s;
+  }
+  // Reduced axes leading, kept axes trailing (a float sum over a batch axis): rows of C kept
+  // elements summed into columns, in chunks of 256 columns, each column's rows in blocks of
+  // reduce_block / 4 added with Kahan's compensation. Row by row into the output, a column mean
+  // over 4e6 float32 rows was 3.9% off.
+  std::size_t first_kept = 0;
+  while (first_kept < in.ndim() && red[first_kept]) ++first_kept;
+  bool leading = first_kept > 0;
+  for (std::size_t k = first_kept; k < in.ndim(); ++k) leading = leading && !red[k];
+  if (leading && e.primitive == &rt::reduce_sum_p && core::is_floating(dt)) {
+    core::Shape rows(std::vector<std::int64_t>(
+        in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(first_kept)));
+    const std::string rb = std::to_string(reduce_block / 4);
+    std::string s =
+        pre + "  const long long R = " + count(rows) + ", C = " + count(oa.shape) + ";\n";
+    s += "  for (long long c0 = 0; c0 < C; c0 += 256) {\n";
+    s += "    const long long cn = C - c0 < 256 ? C - c0 : 256;\n";
+    s += "    " + t + " sa[256], ca[256], acc[256];\n";
+    s += "    for (long long c = 0; c < cn; ++c) sa[c] = ca[c] = " + id + ";\n";
+    s += "    for (long long r0 = 0; r0 < R; r0 += " + rb + ") {\n";
+    s += "      const long long rn = R - r0 < " + rb + " ? R - r0 : " + rb + ";\n";
+    s += "      for (long long c = 0; c < cn; ++c) acc[c] = " + id + ";\n";
+    s += "      for (long long r = r0; r < r0 + rn; ++r)\n";
+    s += "        for (long long c = 0; c < cn; ++c) acc[c] = acc[c] + x[r * C + c0 + c];\n";
+    s += "      for (long long c = 0; c < cn; ++c) {\n        const " + t +
+         " y = acc[c] - ca[c];\n        const " + t +
+         " u = sa[c] + y;\n        ca[c] = (u - sa[c]) - y;\n        sa[c] = u;\n      }\n";
+    s += "    }\n";
+    s += "    for (long long c = 0; c < cn; ++c) o[c0 + c] = sa[c];\n  }\n";
     return s;
   }
   std::string s = pre + "  const long long M = " + count(oa.shape) +

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -177,6 +178,23 @@ void combine_rows(T* acc, const T* p, std::int64_t n) {
   for (; i < n; ++i) acc[i] = M::combine(acc[i], p[i]);
 }
 
+/// acc[0, C) = the combination of `rows` rows of `cols` elements each starting at `p`, combined
+/// into acc, by pairwise halves above 16 rows: a float sum over a leading axis (a column mean
+/// over 4e6 rows was 3.9% off in float32 row by row) then errs by log2(rows), as
+/// `reduce_contiguous` does along a row. `scratch` holds one row per level (64 rows).
+template <class M, class T>
+void combine_rows_pairwise(T* acc, const T* p, std::int64_t rows, std::int64_t cols, T* scratch) {
+  if (rows <= 16) {
+    for (std::int64_t r = 0; r < rows; ++r) combine_rows<M>(acc, p + r * cols, cols);
+    return;
+  }
+  const std::int64_t half = rows / 2;
+  combine_rows_pairwise<M>(acc, p, half, cols, scratch);
+  std::fill(scratch, scratch + cols, M::template identity<T>());
+  combine_rows_pairwise<M>(scratch, p + half * cols, rows - half, cols, scratch + cols);
+  combine_rows<M>(acc, scratch, cols);
+}
+
 /// out = the reduction of `in` (shape `shape`) over the axes flagged in `reduced`.
 ///
 /// Size-1 axes are dropped and neighbouring axes of the same kind merged, so the common cases
@@ -214,14 +232,23 @@ void reduce_kernel(const T* in, const Shape& shape, const std::vector<bool>& red
       out_strides[k] = s;
       s *= sizes[k];
     }
+  // Kept rows under a reduced group (a sum over a leading axis): that group's rows at once,
+  // pairwise, rather than one by one into the output.
+  const bool row_block = !inner_reduced && outer >= 1 && red[outer - 1];
+  const std::size_t walk = row_block ? outer - 1 : outer;
+  const std::int64_t rows = row_block ? sizes[outer - 1] : 1;
+  std::unique_ptr<T[]> scratch;  // not a std::vector: T may be bool
+  if (row_block && rows > 16) scratch = std::make_unique<T[]>(static_cast<std::size_t>(inner) * 64);
   std::vector<std::int64_t> idx(outer, 0);
   std::int64_t o = 0;
-  for (const T* p = in;; p += inner) {
+  for (const T* p = in;; p += inner * rows) {
     if (inner_reduced)
       out[o] = M::combine(out[o], reduce_contiguous<M>(p, inner));
+    else if (row_block)
+      combine_rows_pairwise<M>(out + o, p, rows, inner, scratch.get());
     else
       combine_rows<M>(out + o, p, inner);
-    std::size_t k = outer;
+    std::size_t k = walk;
     for (;;) {
       if (k == 0) return;
       --k;
