@@ -445,6 +445,9 @@ inline constexpr std::int64_t max_literal_dim = 4;
 /// The elements a reduction's eight accumulators take before they are added into the running
 /// ones and start again (the generated loops' blocked summation, `Lowering::emit_elementwise`).
 inline constexpr std::int64_t reduce_block = 1024;
+/// The iterations of a loop whose float sum (over that loop, kept in registers) is flushed into
+/// a compensated running sum and started again.
+inline constexpr std::int64_t row_block = 256;
 
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
@@ -2216,6 +2219,9 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     long long inst = 0;
     std::vector<Acc> accs;
     std::string after;  // statements once the loop has ended (a reduction's result stored)
+    // Statements after each block of `row_block` iterations of this level's loop (a float sum
+    // over it flushed into its compensated running sum); non-empty: the loop runs in blocks.
+    std::string flush;
   };
   std::vector<Level> lv(rank + 1);
   std::size_t c = 0;  // loops open: over S[0 .. c)
@@ -2248,8 +2254,18 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
           L.body = replaced(L.body, "@" + std::to_string(a.id) + "@", a.tail);
           defs[a.id].pending = 0;
         }
-        loop = "for (long long " + iv + " = 0; " + iv + " < " + K + "; ++" + iv + ") {\n" +
-               indented(fd + L.body) + "}\n";
+        if (L.flush.empty()) {
+          loop = "for (long long " + iv + " = 0; " + iv + " < " + K + "; ++" + iv + ") {\n" +
+                 indented(fd + L.body) + "}\n";
+        } else {
+          // In blocks, each followed by the flush; the loop inside a block is the plain loop.
+          const std::string bv = "b" + iv, be = "e" + iv, B = std::to_string(row_block);
+          loop = "for (long long " + bv + " = 0; " + bv + " < " + K + "; " + bv + " += " + B +
+                 ") {\n  const long long " + be + " = " + K + " - " + bv + " < " + B + " ? " + K +
+                 " : " + bv + " + " + B + ";\n  for (long long " + iv + " = " + bv + "; " + iv +
+                 " < " + be + "; ++" + iv + ") {\n" + indented(indented(fd + L.body)) + "  }\n" +
+                 indented(L.flush) + "}\n";
+        }
       } else {
         // Eight independent accumulators over runs of eight (vectorizable without reassociating
         // one running sum), then the rest one by one; each iteration runs in one of the copies.
@@ -2297,6 +2313,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
                indented(indented("const long long " + iv + " = " + k + ";\n" + fd + tail)) +
                "  }\n}\n";
         for (const Acc& a : L.accs) defs[a.id].pending = 0;
+        loop += L.flush;  // not in blocks here: the flush once, after the whole loop
       }
     }
     // GCC's pragma only: clang (XPR_CXX=clang++, or an exported source built by clang) would warn
@@ -2534,7 +2551,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         const bool after = fits && !regs && (dry_run || si.buffer >= 0);
         if (regs) {
           const DType dt = o.aval().dtype;
-          const std::string ra = "ra" + std::to_string(info(o).id), K = dim(S[at - 1]);
+          const std::string n = std::to_string(info(o).id), ra = "ra" + n, K = dim(S[at - 1]);
           const std::string il = "i" + std::to_string(at - 1), jl = "j" + std::to_string(at - 1);
           std::string init = reduce_identity(e.primitive, dt);
           for (std::int64_t k = 1; k < S[at - 1]; ++k)
@@ -2545,9 +2562,24 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
                   ";\n";
           kept.back() = jl;  // the last axis is kept (sink_reduce)
           const std::string c2 = on + "[" + linear(o.aval().shape, kept) + "]";
+          std::string total = ra + "[" + jl + "]";
+          if (e.primitive == &rt::reduce_sum_p && core::is_floating(dt)) {
+            // A float sum: the loop runs in blocks, each block's sums added into `rs` with
+            // Kahan's compensation (`rc`) and started again, so the error grows with the block,
+            // not with the loop's length (2e6 float32 rows: 8e-3 row by row).
+            const std::string rs = "rs" + n, rc = "rc" + n, at_l = "[" + jl + "]";
+            lv[at - 2].body += t + " " + rs + "[" + K + "] = {" + init + "};\n" + t + " " + rc +
+                               "[" + K + "] = {" + init + "};\n";
+            lv[at - 1].flush += "for (long long " + jl + " = 0; " + jl + " < " + K + "; ++" + jl +
+                                ") {\n  const " + t + " y = " + ra + at_l + " - " + rc + at_l +
+                                ";\n  const " + t + " u = " + rs + at_l + " + y;\n  " + rc + at_l +
+                                " = (u - " + rs + at_l + ") - y;\n  " + rs + at_l + " = u;\n  " +
+                                ra + at_l + " = " + reduce_identity(e.primitive, dt) + ";\n}\n";
+            total = rs + at_l;
+          }
           lv[at - 1].after += "for (long long " + jl + " = 0; " + jl + " < " + K + "; ++" + jl +
-                              ") " + c2 + " = " +
-                              reduce_combine(e.primitive, dt, c2, ra + "[" + jl + "]") + ";\n";
+                              ") " + c2 + " = " + reduce_combine(e.primitive, dt, c2, total) +
+                              ";\n";
         } else if (after && dry_run) {
           si.spill = true;
         } else if (after) {
@@ -2560,10 +2592,45 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
           const std::string c2 = on + "[" + linear(o.aval().shape, kept) + "]";
           const std::string x =
               "o" + std::to_string(si.id) + "[" + linear(src.aval().shape, at_src) + "]";
-          lv[at - 1].after += "for (long long " + ja + " = 0; " + ja + " < " + dim(S[at - 2]) +
-                              "; ++" + ja + ")\n  for (long long " + jl + " = 0; " + jl + " < " +
-                              dim(S[at - 1]) + "; ++" + jl + ")\n    " + c2 + " = " +
-                              reduce_combine(e.primitive, o.aval().dtype, c2, x) + ";\n";
+          const DType dt = o.aval().dtype;
+          if (e.primitive == &rt::reduce_sum_p && core::is_floating(dt)) {
+            // A float sum: columns in chunks of 256, each column's rows in blocks of row_block
+            // added with Kahan's compensation (standalone sums over leading axes do the same).
+            const std::string n = std::to_string(info(o).id), c0 = "q" + n, cn = "qn" + n,
+                              r0 = "p" + n, rn = "pn" + n, B = std::to_string(row_block),
+                              R = dim(S[at - 2]), C = dim(S[at - 1]);
+            const std::string sa = "qs" + n, ca = "qc" + n, acc = "qa" + n, id = c_number(0, dt);
+            const std::string col = "(" + c0 + " + " + jl + ")";
+            std::vector<std::string> at_blk = at_src;
+            at_blk.back() = col;
+            const std::string xb =
+                "o" + std::to_string(si.id) + "[" + linear(src.aval().shape, at_blk) + "]";
+            std::vector<std::string> kept_blk = kept;
+            kept_blk.back() = col;
+            const std::string cb = on + "[" + linear(o.aval().shape, kept_blk) + "]";
+            const std::string each =
+                "for (long long " + jl + " = 0; " + jl + " < " + cn + "; ++" + jl + ") ";
+            lv[at - 1].after +=
+                "for (long long " + c0 + " = 0; " + c0 + " < " + C + "; " + c0 + " += 256) {\n" +
+                "  const long long " + cn + " = " + C + " - " + c0 + " < 256 ? " + C + " - " + c0 +
+                " : 256;\n  " + t + " " + sa + "[256], " + ca + "[256], " + acc + "[256];\n  " +
+                each + sa + "[" + jl + "] = " + ca + "[" + jl + "] = " + id + ";\n" +
+                "  for (long long " + r0 + " = 0; " + r0 + " < " + R + "; " + r0 + " += " + B +
+                ") {\n    const long long " + rn + " = " + R + " - " + r0 + " < " + B + " ? " + R +
+                " - " + r0 + " : " + B + ";\n    " + each + acc + "[" + jl + "] = " + id +
+                ";\n    for (long long " + ja + " = " + r0 + "; " + ja + " < " + r0 + " + " + rn +
+                "; ++" + ja + ")\n      " + each + acc + "[" + jl + "] = " + acc + "[" + jl +
+                "] + " + xb + ";\n    " + each + "{\n      const " + t + " y = " + acc + "[" + jl +
+                "] - " + ca + "[" + jl + "];\n      const " + t + " u = " + sa + "[" + jl +
+                "] + y;\n      " + ca + "[" + jl + "] = (u - " + sa + "[" + jl + "]) - y;\n      " +
+                sa + "[" + jl + "] = u;\n    }\n  }\n  " + each + cb + " = " + cb + " + " + sa +
+                "[" + jl + "];\n}\n";
+          } else {
+            lv[at - 1].after += "for (long long " + ja + " = 0; " + ja + " < " + dim(S[at - 2]) +
+                                "; ++" + ja + ")\n  for (long long " + jl + " = 0; " + jl + " < " +
+                                dim(S[at - 1]) + "; ++" + jl + ")\n    " + c2 + " = " +
+                                reduce_combine(e.primitive, dt, c2, x) + ";\n";
+          }
         }
         if (!regs && (!after || dry_run))
           stmts = cell + " = " +
