@@ -449,6 +449,15 @@ inline constexpr std::int64_t reduce_block = 1024;
 /// a compensated running sum and started again.
 inline constexpr std::int64_t row_block = 256;
 
+/// C statements, one block, adding `value` into the running float sum `sum` with Kahan's
+/// compensation `comp` (lvalues of C type `t`): what the blocked sums of the generated loops
+/// add each block with. -ffp-contract=off and no -ffast-math keep it as written.
+inline std::string kahan_add(const std::string& t, const std::string& sum, const std::string& comp,
+                             const std::string& value) {
+  return "{\n  const " + t + " y = " + value + " - " + comp + ";\n  const " + t + " u = " + sum +
+         " + y;\n  " + comp + " = (u - " + sum + ") - y;\n  " + sum + " = u;\n}\n";
+}
+
 /// The largest number of equations fused into one emitted function: compile time inside one
 /// function grows superlinearly (issue 14 measured 1000 statements at 0.7 s with -O3).
 inline constexpr std::size_t max_group_eqns = 200;
@@ -2285,15 +2294,13 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
           const std::string n = std::to_string(a.id);
           outer += a.type + " sa" + n + "[8] = {" + idents + "};\n";
           init += a.type + " a" + n + "[8] = {" + idents + "};\n";
-          std::string add = a.block;
+          std::string add = a.block + "\n";
           if (a.compensated) {
             const std::string at = "[" + ln + "]", cn = "ca" + n;
             outer += a.type + " " + cn + "[8] = {" + idents + "};\n";
-            add = "{\n  const " + a.type + " y = a" + n + at + " - " + cn + at + ";\n  const " +
-                  a.type + " t = sa" + n + at + " + y;\n  " + cn + at + " = (t - sa" + n + at +
-                  ") - y;\n  sa" + n + at + " = t;\n}";
+            add = kahan_add(a.type, "sa" + n + at, cn + at, "a" + n + at);
           }
-          spill += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + add + "\n";
+          spill += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + add;
           fold += "for (int " + ln + " = 0; " + ln + " < 8; ++" + ln + ") " + a.finish + "\n";
         }
         const std::string k = "k" + std::to_string(c - 1), kb = "kb" + std::to_string(c - 1);
@@ -2571,10 +2578,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
             lv[at - 2].body += t + " " + rs + "[" + K + "] = {" + init + "};\n" + t + " " + rc +
                                "[" + K + "] = {" + init + "};\n";
             lv[at - 1].flush += "for (long long " + jl + " = 0; " + jl + " < " + K + "; ++" + jl +
-                                ") {\n  const " + t + " y = " + ra + at_l + " - " + rc + at_l +
-                                ";\n  const " + t + " u = " + rs + at_l + " + y;\n  " + rc + at_l +
-                                " = (u - " + rs + at_l + ") - y;\n  " + rs + at_l + " = u;\n  " +
-                                ra + at_l + " = " + reduce_identity(e.primitive, dt) + ";\n}\n";
+                                ") {\n" +
+                                indented(kahan_add(t, rs + at_l, rc + at_l, ra + at_l) + ra + at_l +
+                                         " = " + reduce_identity(e.primitive, dt) + ";\n") +
+                                "}\n";
             total = rs + at_l;
           }
           lv[at - 1].after += "for (long long " + jl + " = 0; " + jl + " < " + K + "; ++" + jl +
@@ -2620,11 +2627,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
                 " - " + r0 + " : " + B + ";\n    " + each + acc + "[" + jl + "] = " + id +
                 ";\n    for (long long " + ja + " = " + r0 + "; " + ja + " < " + r0 + " + " + rn +
                 "; ++" + ja + ")\n      " + each + acc + "[" + jl + "] = " + acc + "[" + jl +
-                "] + " + xb + ";\n    " + each + "{\n      const " + t + " y = " + acc + "[" + jl +
-                "] - " + ca + "[" + jl + "];\n      const " + t + " u = " + sa + "[" + jl +
-                "] + y;\n      " + ca + "[" + jl + "] = (u - " + sa + "[" + jl + "]) - y;\n      " +
-                sa + "[" + jl + "] = u;\n    }\n  }\n  " + each + cb + " = " + cb + " + " + sa +
-                "[" + jl + "];\n}\n";
+                "] + " + xb + ";\n" +
+                indented(indented(each + kahan_add(t, sa + "[" + jl + "]", ca + "[" + jl + "]",
+                                                   acc + "[" + jl + "]"))) +
+                "  }\n  " + each + cb + " = " + cb + " + " + sa + "[" + jl + "];\n}\n";
           } else {
             lv[at - 1].after += "for (long long " + ja + " = 0; " + ja + " < " + dim(S[at - 2]) +
                                 "; ++" + ja + ")\n  for (long long " + jl + " = 0; " + jl + " < " +
@@ -3478,9 +3484,8 @@ XPR_FUNC std::string Lowering::emit_reduce(const Eqn& e) {
     s += "      for (; k + 8 <= kb; k += 8)\n        for (int l = 0; l < 8; ++l) acc[l] = " +
          combine("acc[l]", "r[k + l]") + ";\n";
     if (e.primitive == &rt::reduce_sum_p && core::is_floating(dt))
-      s += "      for (int l = 0; l < 8; ++l) {\n        const " + t +
-           " y = acc[l] - ca[l];\n        const " + t +
-           " u = sa[l] + y;\n        ca[l] = (u - sa[l]) - y;\n        sa[l] = u;\n      }\n";
+      s += indented(indented(
+          indented("for (int l = 0; l < 8; ++l) " + kahan_add(t, "sa[l]", "ca[l]", "acc[l]"))));
     else
       s += "      for (int l = 0; l < 8; ++l) sa[l] = " + combine("sa[l]", "acc[l]") + ";\n";
     s += "    }\n    (void)ca;\n";
@@ -3513,9 +3518,8 @@ XPR_FUNC std::string Lowering::emit_reduce(const Eqn& e) {
     s += "      for (long long c = 0; c < cn; ++c) acc[c] = " + id + ";\n";
     s += "      for (long long r = r0; r < r0 + rn; ++r)\n";
     s += "        for (long long c = 0; c < cn; ++c) acc[c] = acc[c] + x[r * C + c0 + c];\n";
-    s += "      for (long long c = 0; c < cn; ++c) {\n        const " + t +
-         " y = acc[c] - ca[c];\n        const " + t +
-         " u = sa[c] + y;\n        ca[c] = (u - sa[c]) - y;\n        sa[c] = u;\n      }\n";
+    s += indented(indented(indented("for (long long c = 0; c < cn; ++c) " +
+                                    kahan_add(t, "sa[c]", "ca[c]", "acc[c]"))));
     s += "    }\n";
     s += "    for (long long c = 0; c < cn; ++c) o[c0 + c] = sa[c];\n  }\n";
     return s;
