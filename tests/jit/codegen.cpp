@@ -1759,9 +1759,11 @@ TEST(JitCodegen, ReductionsOverTheLoopOutsideTheLastAxisCombineAfterIt) {
       } else {
         EXPECT_NE(sf.find("for (long long j1 = 0; j1 < "), std::string::npos) << sf;
         EXPECT_EQ(sf.find(" ra"), std::string::npos) << sf;
-        // Float sums: the rows in blocks, per chunk of columns (`p` the block, `q` the chunk).
-        EXPECT_NE(sh.find("for (long long j0 = p"), std::string::npos) << sh;
-        EXPECT_NE(sf.find("for (long long j1 = p"), std::string::npos) << sf;
+        // Float sums: the rows in blocks (`p`), per chunk of columns (`q`): blocked_column_sums.
+        for (const std::string* src : {&sh, &sf}) {
+          EXPECT_NE(src->find("for (long long p"), std::string::npos) << *src;
+          EXPECT_NE(src->find("for (long long q"), std::string::npos) << *src;
+        }
       }
     }
 }

@@ -297,7 +297,7 @@ struct JitState {
   std::shared_mutex fast_mutex;
   std::unordered_multimap<std::uint64_t, std::unique_ptr<const JitFastEntry>> fast;
   /// The entry found last: a function called again and again with one signature, the common
-  /// case, finds it here without the lock and the hash table (about 20 ns of a 150 ns call).
+  /// case, finds it here without the lock and the hash table (a tenth of the call in `perf`).
   std::atomic<const JitFastEntry*> last_fast{nullptr};
 
   XPR_MEMBER const JitFastEntry* find_fast(std::uint64_t h, const void* tag,
