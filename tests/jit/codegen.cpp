@@ -887,6 +887,25 @@ TEST(JitCodegen, JitRetracesWhereTheTraceReadASize) {
   EXPECT_DOUBLE_EQ(mean(xpr::array({1.0, 2.0, 6.0})).item<double>(), 3.0);
   EXPECT_DOUBLE_EQ(mean(xpr::array({1.0, 3.0})).item<double>(), 2.0);
   EXPECT_EQ(mean_traces, 2);
+  // A size read through aval() is a size read too (it was not counted once: the second call
+  // reused the first size's 1/3 and returned 0.5 * 4 / 3 for every element).
+  int aval_traces = 0;
+  auto normalized = xpr::jit([&](const Array& x) {
+    ++aval_traces;
+    return x / static_cast<double>(x.aval().shape[0]);
+  });
+  expect_close(normalized(xpr::array({3.0, 6.0, 9.0})), xpr::array({1.0, 2.0, 3.0}), "n 3");
+  expect_close(normalized(xpr::array({2.0, 4.0})), xpr::array({1.0, 2.0}), "n 2");
+  EXPECT_EQ(aval_traces, 2);
+  // The type's other parts (rank, dtype) are no size: a function reading only them is traced once.
+  int dtype_traces = 0;
+  auto twice = xpr::jit([&](const Array& x) {
+    ++dtype_traces;
+    return x.dtype() == xpr::DType::float64 && x.ndim() == 1 ? x * 2.0 : x;
+  });
+  expect_close(twice(xpr::array({1.0, 2.0, 3.0})), xpr::array({2.0, 4.0, 6.0}), "n 3");
+  expect_close(twice(xpr::array({1.0, 2.0})), xpr::array({2.0, 4.0}), "n 2");
+  EXPECT_EQ(dtype_traces, 1);
 }
 
 // A constant of fixed shape fits one size only: a trace holding one is for its size, and `f` is

@@ -150,8 +150,8 @@ constexpr bool is_element_type_v =
 }  // namespace detail
 
 namespace detail {
-/// While `jit` traces a function, counts the sizes read through `Array::shape()` and
-/// `Array::size()`: a trace that read none (and whose jaxpr names no size, rt/jit.hpp) is reused
+/// While `jit` traces a function, counts the sizes read through `Array::aval()`, `shape()` and
+/// `size()`: a trace that read none (and whose jaxpr names no size, rt/jit.hpp) is reused
 /// for inputs of other sizes without tracing the function again. Null otherwise.
 inline thread_local std::size_t* size_reads = nullptr;
 }  // namespace detail
@@ -181,21 +181,25 @@ class Array {
   explicit Array(std::shared_ptr<const detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
 
   // ---- what it is ---------------------------------------------------------------------------
-  /// The type (shape, dtype, weak flag). Its sizes are not counted as read by `jit` (the library
-  /// reads them this way to check operands): a function that computes with a size reads it with
-  /// `shape()` or `size()`, or a jitted call at another size reuses the first size's number.
-  const ShapedArray& aval() const noexcept { return impl_->aval(); }
+  /// The type (shape, dtype, weak flag). Inside a jitted function `aval()`, `shape()` and
+  /// `size()` count as reading a size, so the trace holds for this size only (`jit` traces again
+  /// at another); `ndim()`, `dtype()` and `weak_type()` do not. The library reads types through
+  /// `aval_of(x)`, which does not count (below).
+  const ShapedArray& aval() const noexcept {
+    if (detail::size_reads) ++*detail::size_reads;
+    return impl_->aval();
+  }
   const Shape& shape() const noexcept {
     if (detail::size_reads) ++*detail::size_reads;
-    return aval().shape;
+    return impl_->aval().shape;
   }
-  std::size_t ndim() const noexcept { return aval().shape.rank(); }
+  std::size_t ndim() const noexcept { return impl_->aval().shape.rank(); }
   std::int64_t size() const noexcept {
     if (detail::size_reads) ++*detail::size_reads;
-    return aval().shape.size();
+    return impl_->aval().shape.size();
   }
-  DType dtype() const noexcept { return aval().dtype; }
-  bool weak_type() const noexcept { return aval().weak_type; }
+  DType dtype() const noexcept { return impl_->aval().dtype; }
+  bool weak_type() const noexcept { return impl_->aval().weak_type; }
   const std::shared_ptr<const detail::ArrayImpl>& impl() const noexcept { return impl_; }
   bool is_tracer() const noexcept { return impl_->is_tracer(); }
   /// The concrete data, or null if this is a tracer whose value is not known.
@@ -289,6 +293,13 @@ class Array {
 
   std::shared_ptr<const detail::ArrayImpl> impl_;
 };
+
+/// The type of `x`, its sizes not counted as read (JAX's `core.get_aval`; `aval_of` also reads
+/// the type of a jaxpr atom or a linear operand). The library checks and propagates types this
+/// way: what it computes from a size lands in the jaxpr (a shape parameter, a literal), where
+/// `jit` sees it. User code reads types through `Array::aval()`, `shape()` and `size()`, which
+/// count, because `jit` cannot see what a user computes from a size.
+inline const ShapedArray& aval_of(const Array& x) noexcept { return x.impl()->aval(); }
 
 /// Builds a concrete array of the given type by filling its buffer once; used by every kernel.
 class ArrayBuilder {
@@ -482,7 +493,7 @@ XPR_FUNC const detail::ConcreteArray* Array::concrete_or_throw(const char* what)
   if (!c)
     throw core::concretization_error(
         std::string("Abstract tracer value encountered where a concrete value is expected: ") +
-        what + "() needs the elements of a traced array " + aval().str() +
+        what + "() needs the elements of a traced array " + aval_of(*this).str() +
         ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
         "or jit; use xpr::where for elementwise choices, xpr::cond / xpr::switch_ for branches, "
         "and xpr::while_loop / xpr::fori_loop / xpr::scan for loops");
