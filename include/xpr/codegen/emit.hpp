@@ -451,11 +451,15 @@ inline constexpr std::int64_t row_block = 256;
 
 /// C statements, one block, adding `value` into the running float sum `sum` with Kahan's
 /// compensation `comp` (lvalues of C type `t`): what the blocked sums of the generated loops
-/// add each block with. -ffp-contract=off and no -ffast-math keep it as written.
+/// add each block with. -ffp-contract=off and no -ffast-math keep it as written. A compensation
+/// that is not finite is dropped (`err - err == 0` is false only for inf and NaN): once the sum is
+/// infinite, `(u - sum) - y` is inf - inf = NaN, and carried on it would turn the sum of
+/// [inf, 1, 1] into NaN where the plain sum, and JAX, give inf.
 inline std::string kahan_add(const std::string& t, const std::string& sum, const std::string& comp,
                              const std::string& value) {
   return "{\n  const " + t + " y = " + value + " - " + comp + ";\n  const " + t + " u = " + sum +
-         " + y;\n  " + comp + " = (u - " + sum + ") - y;\n  " + sum + " = u;\n}\n";
+         " + y;\n  const " + t + " err = (u - " + sum + ") - y;\n  " + comp +
+         " = err - err == 0 ? err : 0;\n  " + sum + " = u;\n}\n";
 }
 
 /// C statements that add `rows` rows of `cols` floats (of C type `t`) into `cols` cells: columns
