@@ -87,7 +87,7 @@ Exported export_source(F f, const Args& example_args, const std::filesystem::pat
     using Tuple = std::tuple<std::remove_cvref_t<decltype(args)>...>;
     auto [leaves, def] = rt::tree_flatten(std::forward_as_tuple(args...));
     rt::Avals avals;
-    for (const rt::Array& a : leaves) avals.push_back(aval_of(a));
+    for (const rt::Array& a : leaves) avals.push_back(rt::detail::aval_of(a));
     std::optional<rt::PyTreeDef> out_def;
     rt::FlatFunction flat = rt::detail::flat_function<F, Tuple>(f, def, out_def);
     return detail::export_flat(flat, avals, dir, name, options);
@@ -491,7 +491,9 @@ XPR_FUNC TracedAt trace_at(const rt::FlatFunction& f, const rt::Avals& avals, co
 }
 
 XPR_FUNC bool same_values(const Array& a, const Array& b) {
-  if (!a.is_concrete() || !b.is_concrete() || !aval_of(a).same_type(aval_of(b))) return false;
+  if (!a.is_concrete() || !b.is_concrete() ||
+      !rt::detail::aval_of(a).same_type(rt::detail::aval_of(b)))
+    return false;
   const std::size_t n = core::checked_nbytes(a.size(), core::itemsize(a.dtype()));
   return std::memcmp(a.concrete()->bytes(), b.concrete()->bytes(), n) == 0;
 }

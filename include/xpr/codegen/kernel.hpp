@@ -270,9 +270,10 @@ XPR_FUNC void host_call(const void* ctx, int k, void* const* in, void* const* ou
     const rt::ShapedArray& want = e.outputs[j].aval();
     const rt::Array& r = results[j];
     if (!r.is_concrete() || r.shape() != want.shape || r.dtype() != want.dtype)
-      throw core::type_error("jit: result " + std::to_string(j) + " of '" + name + "'s impl is " +
-                             (r.is_concrete() ? aval_of(r).str() : std::string("not concrete")) +
-                             "; its abstract evaluation gave " + want.str());
+      throw core::type_error(
+          "jit: result " + std::to_string(j) + " of '" + name + "'s impl is " +
+          (r.is_concrete() ? rt::detail::aval_of(r).str() : std::string("not concrete")) +
+          "; its abstract evaluation gave " + want.str());
     std::memcpy(out[j], r.concrete()->bytes(), want.size() * core::itemsize(want.dtype));
   }
 }
@@ -388,9 +389,10 @@ XPR_FUNC void Kernel::check(const char* what, const rt::Avals& want, std::span<c
   // `got` are `want`'s entries from `offset` on; the caller checked the count.
   for (std::size_t j = 0; j < got.size(); ++j) {
     const std::size_t i = offset + j;
-    if (!want[i].same_type(aval_of(got[j])))
+    if (!want[i].same_type(rt::detail::aval_of(got[j])))
       throw core::type_error(std::string("jit kernel: expected ") + what + " " + std::to_string(i) +
-                             " of type " + want[i].str() + ", found " + aval_of(got[j]).str());
+                             " of type " + want[i].str() + ", found " +
+                             rt::detail::aval_of(got[j]).str());
     if (!got[j].is_concrete())
       throw core::type_error(std::string("jit kernel: expected concrete ") + what +
                              ", found a traced value");
@@ -428,7 +430,7 @@ XPR_FUNC std::string index_program(const rt::Jaxpr& jaxpr, const JitOptions& opt
     const rt::Array& x = std::get<rt::Literal>(a).value;
     if (!x.is_concrete()) return false;
     t += 'l';
-    aval(aval_of(x));
+    aval(rt::detail::aval_of(x));
     for (unsigned char c : rt::detail::array_bytes(x)) {
       t += "0123456789abcdef"[c >> 4];
       t += "0123456789abcdef"[c & 15];

@@ -308,7 +308,7 @@ auto linearize_impl(F& f, const P&... primals) {
                              state->in_def.str() + ", found " + t_def.str());
     const auto& in = state->linear.jaxpr.invars;
     for (std::size_t k = 0; k < t_leaves.size() && k < in.size(); ++k) {
-      const ShapedArray &want = in[k].aval(), &got = aval_of(t_leaves[k]);
+      const ShapedArray &want = in[k].aval(), &got = detail::aval_of(t_leaves[k]);
       if (!want.same_type(got))
         throw core::type_error(
             "linearize: the linearized function was called on a tangent inconsistent with its "
@@ -352,7 +352,7 @@ auto linear_transpose(F f_lin, const P&... primals) {
   using InCts = tree_of_arrays_t<Args>;
   auto [leaves, def] = tree_flatten(std::forward_as_tuple(primals...));
   Avals avals;
-  for (const Array& l : leaves) avals.push_back(aval_of(l));
+  for (const Array& l : leaves) avals.push_back(detail::aval_of(l));
   std::optional<PyTreeDef> out_def;
   ClosedJaxpr linear =
       linear_transpose_flat(detail::flat_function<F, Args>(f_lin, def, out_def), avals);
@@ -455,7 +455,7 @@ auto grad_impl(F f) {
           python_shape(value.shape()) + ".");
     check_real_outputs(fn, std::span<const Array>(&value, 1));
     Cotangents cts(linear.jaxpr.outvars.size());
-    cts[0] = ones_like_aval(aval_of(value));
+    cts[0] = ones_like_aval(detail::aval_of(value));
     auto g = partial.unflatten_wrt(transpose_linear(linear, cts));
     if constexpr (HasAux) {
       using Aux = std::remove_cvref_t<std::tuple_element_t<1, Out>>;
@@ -518,7 +518,7 @@ auto jacobian_impl(F f) {
     ArgnumsPartial<F, Args, Argnums...> partial(f, args...);
     Arrays wrt = partial.wrt_leaves();
     Avals in_avals;
-    for (const Array& x : wrt) in_avals.push_back(aval_of(x));
+    for (const Array& x : wrt) in_avals.push_back(detail::aval_of(x));
     if (Forward) {
       for (const Array& x : wrt)
         if (!core::is_floating(x.dtype()))
@@ -558,7 +558,7 @@ auto jacobian_impl(F f) {
       FlatFunction pushfwd = [&](std::span<const Array> tangents) {
         auto [ys, ts] = jvp_flat(flat, wrt, tangents);
         out_avals.clear();
-        for (const Array& y : ys) out_avals.push_back(aval_of(y));
+        for (const Array& y : ys) out_avals.push_back(detail::aval_of(y));
         return ts;
       };
       BatchDims in_axes(n_in, BatchDim(0));
@@ -581,7 +581,7 @@ auto jacobian_impl(F f) {
       auto [ys, linear] = linearize_flat(flat, wrt, static_cast<std::size_t>(-1), fn);
       check_real_outputs(fn, ys);
       Avals out_avals;
-      for (const Array& y : ys) out_avals.push_back(aval_of(y));
+      for (const Array& y : ys) out_avals.push_back(detail::aval_of(y));
       Arrays basis = std_basis(out_avals);
       FlatFunction pullback = [&](std::span<const Array> cts) {
         Cotangents c(cts.begin(), cts.end());
@@ -752,7 +752,7 @@ XPR_FUNC void check_real_outputs(const char* fn, std::span<const Array> outputs)
 XPR_FUNC Array check_cotangent(const char* fn, const Array& ct, const ShapedArray& out) {
   if (ct.shape() != out.shape || (ct.dtype() != out.dtype && !ct.weak_type()))
     throw core::type_error(std::string(fn) + ": unexpected type for a cotangent: got " +
-                           aval_of(ct).str() + ", but expected " + out.str() +
+                           detail::aval_of(ct).str() + ", but expected " + out.str() +
                            " because the corresponding output of the function had that type");
   return ct.dtype() == out.dtype ? ct : convert_element_type(ct, out.dtype, out.weak_type);
 }

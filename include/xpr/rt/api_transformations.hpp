@@ -289,7 +289,7 @@ auto make_jaxpr(F f) {
     auto [leaves, def] = tree_flatten(std::forward_as_tuple(args...));
     Avals avals;
     avals.reserve(leaves.size());
-    for (const Array& a : leaves) avals.push_back(aval_of(a));
+    for (const Array& a : leaves) avals.push_back(detail::aval_of(a));
     std::optional<PyTreeDef> out_def;
     return make_jaxpr_flat(detail::flat_function<F, Args>(f, def, out_def), avals);
   };

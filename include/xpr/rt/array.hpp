@@ -184,7 +184,7 @@ class Array {
   /// The type (shape, dtype, weak flag). Inside a jitted function `aval()`, `shape()` and
   /// `size()` count as reading a size, so the trace holds for this size only (`jit` traces again
   /// at another); `ndim()`, `dtype()` and `weak_type()` do not. The library reads types through
-  /// `aval_of(x)`, which does not count (below).
+  /// `detail::aval_of(x)`, which does not count (below).
   const ShapedArray& aval() const noexcept {
     if (detail::size_reads) ++*detail::size_reads;
     return impl_->aval();
@@ -294,12 +294,20 @@ class Array {
   std::shared_ptr<const detail::ArrayImpl> impl_;
 };
 
-/// The type of `x`, its sizes not counted as read (JAX's `core.get_aval`; `aval_of` also reads
-/// the type of a jaxpr atom or a linear operand). The library checks and propagates types this
-/// way: what it computes from a size lands in the jaxpr (a shape parameter, a literal), where
-/// `jit` sees it. User code reads types through `Array::aval()`, `shape()` and `size()`, which
-/// count, because `jit` cannot see what a user computes from a size.
+namespace detail {
+/// The type of `x`, its sizes not counted as read (JAX's `core.get_aval`). The library checks and
+/// propagates types this way: what it computes from a size lands in the jaxpr (a shape parameter,
+/// a literal), where `jit` sees it. User code reads types through `Array::aval()`, `shape()` and
+/// `size()`, which count, because `jit` cannot see what a user computes from a size. Called
+/// qualified (`detail::aval_of(x)`): the overload below is deleted.
 inline const ShapedArray& aval_of(const Array& x) noexcept { return x.impl()->aval(); }
+}  // namespace detail
+
+/// `aval_of` reads the type of a jaxpr atom or a linear operand (rt/jaxpr.hpp, rt/primitive.hpp);
+/// an Array's type is `x.aval()`. Deleted so that `aval_of(x)` on an Array, found by
+/// argument-dependent lookup, does not compile to the library's uncounted read (which would let a
+/// jitted function reuse one size's trace at another) or convert to a linear operand.
+const ShapedArray& aval_of(const Array& x) = delete;
 
 /// Builds a concrete array of the given type by filling its buffer once; used by every kernel.
 class ArrayBuilder {
@@ -493,7 +501,7 @@ XPR_FUNC const detail::ConcreteArray* Array::concrete_or_throw(const char* what)
   if (!c)
     throw core::concretization_error(
         std::string("Abstract tracer value encountered where a concrete value is expected: ") +
-        what + "() needs the elements of a traced array " + aval_of(*this).str() +
+        what + "() needs the elements of a traced array " + detail::aval_of(*this).str() +
         ". Python-style control flow on traced values is not possible inside make_jaxpr, vmap "
         "or jit; use xpr::where for elementwise choices, xpr::cond / xpr::switch_ for branches, "
         "and xpr::while_loop / xpr::fori_loop / xpr::scan for loops");

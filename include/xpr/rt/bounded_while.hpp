@@ -115,7 +115,7 @@ auto while_loop(const C& cond_fn, const B& body_fn, const T& init, max_trips tri
     Array p = cond_fn(x);
     if (p.ndim() != 0 || p.dtype() != DType::bool_)
       throw core::type_error("while_loop: expected cond_fn to return a bool scalar, found " +
-                             aval_of(p).str());
+                             detail::aval_of(p).str());
     return p;
   };
   Carry x;

@@ -276,7 +276,7 @@ auto cond_impl(const P& pred, const T& true_fn, const F& false_fn, const Ops&...
   if (p.dtype() != DType::bool_) {
     if (!core::is_floating(p.dtype()) && !core::is_integer(p.dtype()))
       throw core::type_error("cond: expected a bool or numeric predicate, found " +
-                             aval_of(p).str());
+                             detail::aval_of(p).str());
     p = p != 0;  // JAX: a number is true when it is nonzero
   }
   Array index = convert_element_type(p, DType::int32);
@@ -317,7 +317,8 @@ auto switch_(const I& index, const Branches& branch_fns, const Ops&... operands)
   if constexpr (std::is_same_v<I, Array> || detail::any_array_v<Ops...>) {
     Array i = detail::scalar_operand("switch_", "index", index);
     if (!core::is_integer(i.dtype()))
-      throw core::type_error("switch_: expected an integer index, found " + aval_of(i).str());
+      throw core::type_error("switch_: expected an integer index, found " +
+                             detail::aval_of(i).str());
     i = convert_element_type(i, DType::int32);
     if (i.is_concrete()) {
       i = Array(
@@ -396,7 +397,7 @@ XPR_FUNC JoinedBranches join_consts(std::vector<ConvertedJaxpr> branches) {
     for (std::size_t k = 0; k < n; ++k) slots[slot_of[b][k]] = j.invars[k];
     std::vector<Var> invars;
     for (std::size_t s = 0; s < slots.size(); ++s)
-      invars.push_back(slots[s] ? *slots[s] : Var(aval_of(out.consts[s])));
+      invars.push_back(slots[s] ? *slots[s] : Var(detail::aval_of(out.consts[s])));
     invars.insert(invars.end(), j.invars.begin() + static_cast<std::ptrdiff_t>(n), j.invars.end());
     j.invars = std::move(invars);
     out.branches.push_back(share(ClosedJaxpr{std::move(j), branches[b].jaxpr->consts}));
@@ -421,7 +422,7 @@ XPR_FUNC ConvertedJaxpr jvp_jaxpr_instantiated(const ClosedJaxpr& jaxpr,
     for (std::size_t i = 0; i < m; ++i)
       if (instantiate[i])
         primals_out.push_back(tangents_out[i] ? *tangents_out[i]
-                                              : staged_zeros(aval_of(primals_out[i])));
+                                              : staged_zeros(detail::aval_of(primals_out[i])));
     return primals_out;
   };
   return trace_to_converted_jaxpr(f, in_avals);
@@ -619,7 +620,7 @@ XPR_FUNC Cotangents CondP::transpose(std::span<const Cotangent> cts,
   for (const LinearArg& a : ops)
     if (!is_undefined_primal(a)) {
       known.push_back(std::get<Array>(a));
-      in_avals.push_back(aval_of(known.back()));
+      in_avals.push_back(detail::aval_of(known.back()));
     }
   const Avals out_avals = bs[0]->out_avals();
   in_avals.insert(in_avals.end(), out_avals.begin(), out_avals.end());

@@ -158,7 +158,8 @@ XPR_FUNC std::pair<Arrays, Arrays> CumulativeScan::jvp(std::span<const Array> pr
                                                        std::span<const Array> tangents,
                                                        const Params& params) const {
   detail::check_one_operand(name(), primals.size());
-  (void)abstract_eval_one(aval_of(primals[0]), params);  // malformed parameters fail here first
+  (void)abstract_eval_one(detail::aval_of(primals[0]),
+                          params);  // malformed parameters fail here first
   const std::int64_t axis = params.get<std::int64_t>("axis");
   const bool reverse = params.get<bool>("reverse");
   const Cumulative k = kind();

@@ -267,7 +267,7 @@ class CustomJvp {
                   "with equal container (pytree) structures, but got " +
                   out_def.str() + " and " + t_def.str() + " respectively.");
             for (std::size_t i = 0; i < t_leaves.size(); ++i) {
-              if (!aval_of(t_leaves[i]).same_type(aval_of(p_leaves[i]))) {
+              if (!detail::aval_of(t_leaves[i]).same_type(detail::aval_of(p_leaves[i]))) {
                 if (t_leaves[i].weak_type() && t_leaves[i].shape() == p_leaves[i].shape()) {
                   t_leaves[i] = convert_element_type(t_leaves[i], p_leaves[i].dtype());
                   continue;
@@ -275,8 +275,8 @@ class CustomJvp {
                 throw core::type_error(
                     "Custom JVP rule must produce primal and tangent outputs "
                     "with equal shapes and dtypes, but got " +
-                    aval_of(p_leaves[i]).str() + " and " + aval_of(t_leaves[i]).str() +
-                    " respectively.");
+                    detail::aval_of(p_leaves[i]).str() + " and " +
+                    detail::aval_of(t_leaves[i]).str() + " respectively.");
               }
             }
             return concat(p_leaves, t_leaves);
@@ -367,7 +367,7 @@ class CustomVjp {
                                  std::span<const Array> cts) {
       Arrays out = checked(res_def, res, cts);
       for (std::size_t i = 0; i < out.size(); ++i) {
-        if (aval_of(out[i]).same_type(avals[i])) continue;
+        if (detail::aval_of(out[i]).same_type(avals[i])) continue;
         if (out[i].weak_type() && out[i].shape() == avals[i].shape) {
           out[i] = convert_element_type(out[i], avals[i].dtype);
           continue;
@@ -379,7 +379,8 @@ class CustomVjp {
             std::to_string(i) +
             " the bwd rule produced an "
             "output of shape/dtype " +
-            aval_of(out[i]).str() + " corresponding to an input of shape/dtype " + avals[i].str());
+            detail::aval_of(out[i]).str() + " corresponding to an input of shape/dtype " +
+            avals[i].str());
       }
       return out;
     };
@@ -512,7 +513,7 @@ XPR_FUNC void check_rule_output(const std::string& what, const PyTreeDef& expect
                            found_def.str() + " while the function had output structure " +
                            expected_def.str());
   for (std::size_t i = 0; i < found.size(); ++i)
-    if (!aval_of(found[i]).same_type(expected[i]))
+    if (!detail::aval_of(found[i]).same_type(expected[i]))
       throw core::type_error(what +
                              " (equal to the output of the function, and in particular "
                              "with leaves of the same shape/dtype), but instead it had "
@@ -549,7 +550,7 @@ XPR_FUNC std::pair<Arrays, Tangents> CustomJvpCallP::jvp_symbolic(std::span<cons
   const ClosedJaxpr& jvp = rule->jvp_jaxpr.get();
   Arrays ins(primals.begin() + static_cast<std::ptrdiff_t>(nc), primals.end());
   for (std::size_t i = nc; i < tangents.size(); ++i)
-    ins.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(aval_of(primals[i])));
+    ins.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(detail::aval_of(primals[i])));
   Arrays outs = eval_jaxpr(jvp, ins);
   const std::size_t n_out = outs.size() / 2;
   Arrays primals_out(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(n_out));
@@ -643,7 +644,7 @@ XPR_FUNC std::pair<Arrays, Tangents> CustomVjpCallP::jvp_symbolic(std::span<cons
   Arrays lin_args(res_out.begin(), res_end);
   Arrays primals_out(res_end, res_out.end());
   for (std::size_t i = nc; i < tangents.size(); ++i)
-    lin_args.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(aval_of(primals[i])));
+    lin_args.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(detail::aval_of(primals[i])));
   auto lin = std::make_shared<const detail::CustomLinRule>(
       detail::CustomLinRule{rule, detail::avals_of_values(primals_out)});
   Params p{{"num_res", static_cast<std::int64_t>(fwd.num_res)},

@@ -32,7 +32,7 @@ std::optional<std::int64_t> static_bound(const B& b) {
     const Array& a = b;
     if (a.ndim() != 0 || core::is_floating(a.dtype()) || a.dtype() == DType::bool_)
       throw core::type_error("fori_loop: expected integer scalar bounds, found " +
-                             aval_of(a).str());
+                             detail::aval_of(a).str());
     if (!a.is_concrete()) return std::nullopt;
     return a.item<std::int64_t>();
   }

@@ -243,7 +243,7 @@ XPR_FUNC std::string index_kind_str(const Index& i) {
     case Index::Kind::integer:
       return "integer " + std::to_string(i.integer());
     case Index::Kind::array:
-      return "array " + aval_of(i.array()).str();
+      return "array " + detail::aval_of(i.array()).str();
     case Index::Kind::range:
       return "range";
     case Index::Kind::whole_axis:
@@ -645,7 +645,8 @@ XPR_FUNC Array index_update(const Array& x, std::vector<Index> raw, const Array&
   std::vector<Index> idx = canonical_indices(x, std::move(raw));
   Indexer ix = index_to_gather(x.shape(), idx, contiguous, normalize);
   if (ix.slice_shape.size() == 0) return x;
-  const WeakDType t = core::result_type(aval_of(x).weak_dtype(), aval_of(update).weak_dtype());
+  const WeakDType t =
+      core::result_type(detail::aval_of(x).weak_dtype(), detail::aval_of(update).weak_dtype());
   Array xs = x.dtype() == t.dtype ? x : convert_element_type(x, t.dtype, t.weak);
   Array y = update.dtype() == t.dtype ? update : convert_element_type(update, t.dtype, t.weak);
   y = broadcast_to(y, ix.slice_shape);

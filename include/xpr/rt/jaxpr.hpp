@@ -63,7 +63,7 @@ class Var {
 /// and of rank 0; larger constants become constvars of a ClosedJaxpr.
 struct Literal {
   Array value;
-  const ShapedArray& aval() const noexcept { return aval_of(value); }
+  const ShapedArray& aval() const noexcept { return detail::aval_of(value); }
 };
 
 /// An equation input or a jaxpr output: a variable or a literal.
@@ -317,13 +317,13 @@ XPR_FUNC std::string_view array_bytes(const Array& a) noexcept {
 }
 
 XPR_FUNC bool same_array(const Array& a, const Array& b) {
-  if (!(aval_of(a) == aval_of(b))) return false;
+  if (!(detail::aval_of(a) == detail::aval_of(b))) return false;
   if (!a.is_concrete() || !b.is_concrete()) return a.impl() == b.impl();
   return array_bytes(a) == array_bytes(b);
 }
 
 XPR_FUNC std::size_t hash_array(const Array& a) {
-  std::size_t h = std::hash<ShapedArray>{}(aval_of(a));
+  std::size_t h = std::hash<ShapedArray>{}(detail::aval_of(a));
   if (!a.is_concrete()) return hash_combine(h, std::hash<const void*>{}(a.impl().get()));
   return hash_combine(h, std::hash<std::string_view>{}(array_bytes(a)));
 }

@@ -121,9 +121,10 @@ XPR_FUNC void check_values(const char* fn, const char* what, std::span<const Var
     throw type_error(std::string(fn) + ": expected " + std::to_string(vars.size()) + " " + what +
                      ", found " + std::to_string(values.size()));
   for (std::size_t i = 0; i < vars.size(); ++i)
-    if (!vars[i].aval().same_type(aval_of(values[i])))
+    if (!vars[i].aval().same_type(detail::aval_of(values[i])))
       throw type_error(std::string(fn) + ": expected " + what + " " + std::to_string(i) +
-                       " of type " + vars[i].aval().str() + ", found " + aval_of(values[i]).str());
+                       " of type " + vars[i].aval().str() + ", found " +
+                       detail::aval_of(values[i]).str());
 }
 
 }  // namespace xpr::rt::detail

@@ -1154,9 +1154,9 @@ XPR_FUNC ClosedJaxpr parse_jaxpr(std::string_view text, std::vector<Array> const
         " consts for the constvars of the jaxpr, found " + std::to_string(consts.size()) +
         (j.constvars.empty() ? std::string() : " (use parse_open_jaxpr to read it without them)"));
   for (std::size_t i = 0; i < consts.size(); ++i)
-    if (!aval_of(consts[i]).same_type(j.constvars[i].aval()))
+    if (!detail::aval_of(consts[i]).same_type(j.constvars[i].aval()))
       throw type_error("parse_jaxpr: expected const " + std::to_string(i) + " of type " +
-                       j.constvars[i].aval().str() + ", found " + aval_of(consts[i]).str());
+                       j.constvars[i].aval().str() + ", found " + detail::aval_of(consts[i]).str());
   return ClosedJaxpr{std::move(j), std::move(consts)};
 }
 

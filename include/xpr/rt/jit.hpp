@@ -977,7 +977,7 @@ XPR_FUNC std::uint64_t signature_hash(const void* tag, std::span<const Array> le
   };
   std::uint64_t h = reinterpret_cast<std::uintptr_t>(tag);
   for (const Array& x : leaves) {
-    const ShapedArray& a = aval_of(x);
+    const ShapedArray& a = detail::aval_of(x);
     h = mix(
         h, (static_cast<std::uint64_t>(a.dtype) << 9) | (a.weak_type ? 256u : 0u) | a.shape.rank());
     for (std::size_t i = 0; i < a.shape.rank(); ++i)
@@ -991,7 +991,7 @@ XPR_FUNC const JitFastEntry* JitState::find_fast(std::uint64_t h, const void* ta
   auto matches = [&](const JitFastEntry& e) {
     if (e.hash != h || e.tag != tag || e.avals.size() != leaves.size()) return false;
     for (std::size_t i = 0; i < leaves.size(); ++i)
-      if (!(e.avals[i] == aval_of(leaves[i]))) return false;
+      if (!(e.avals[i] == detail::aval_of(leaves[i]))) return false;
     return true;
   };
   // Entries are never removed while the state lives, so the last one found stays valid.
@@ -1028,7 +1028,7 @@ XPR_FUNC std::string jit_key(const std::type_info& statics, std::uint32_t mask,
   key += std::to_string(mask);
   key += def.str();
   for (const Array& x : leaves) {
-    const ShapedArray& a = aval_of(x);
+    const ShapedArray& a = detail::aval_of(x);
     key += ranks_only
                ? std::string(core::short_name(a.dtype)) + "/" + std::to_string(a.shape.rank())
                : a.str();

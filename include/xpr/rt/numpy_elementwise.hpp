@@ -55,7 +55,7 @@ constexpr bool integer_fits(T v) {
   return std::in_range<E>(static_cast<W>(v));  // W: in_range rejects bool and character types
 }
 
-inline WeakDType weak_dtype_of(const Array& x) { return aval_of(x).weak_dtype(); }
+inline WeakDType weak_dtype_of(const Array& x) { return detail::aval_of(x).weak_dtype(); }
 /// A C++ number is weakly typed, like a Python scalar; a `bool` is not (JAX's bools never are).
 template <NumberArg T>
 constexpr WeakDType weak_dtype_of(const T&) {
@@ -305,13 +305,13 @@ XPR_FUNC Array bind_broadcasting(const Primitive& prim, std::initializer_list<Ar
   for (const Array& a : args) {
     if (a.ndim() == 0) continue;
     if (!common)
-      common = &aval_of(a).shape;
+      common = &detail::aval_of(a).shape;
     else
-      equal = equal && aval_of(a).shape == *common;
+      equal = equal && detail::aval_of(a).shape == *common;
   }
   if (!equal) {
     Shape out;
-    for (const Array& a : args) out = core::broadcast_shapes(out, aval_of(a).shape);
+    for (const Array& a : args) out = core::broadcast_shapes(out, detail::aval_of(a).shape);
     for (Array& a : args)
       if (a.ndim() != 0) a = broadcast_to(a, out);
   }

@@ -131,8 +131,8 @@ namespace xpr::rt::detail {
 
 XPR_FUNC std::vector<Array> promote_all(std::vector<Array> xs) {
   if (xs.empty()) return xs;
-  WeakDType t = aval_of(xs[0]).weak_dtype();
-  for (const Array& x : xs) t = core::result_type(t, aval_of(x).weak_dtype());
+  WeakDType t = detail::aval_of(xs[0]).weak_dtype();
+  for (const Array& x : xs) t = core::result_type(t, detail::aval_of(x).weak_dtype());
   for (Array& x : xs) x = convert_element_type(x, t.dtype, t.weak);
   return xs;
 }

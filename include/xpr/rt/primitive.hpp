@@ -54,7 +54,7 @@ inline bool is_undefined_primal(const LinearArg& x) noexcept {
 }
 inline const ShapedArray& aval_of(const LinearArg& x) {
   if (const auto* u = std::get_if<UndefinedPrimal>(&x)) return u->aval;
-  return aval_of(std::get<Array>(x));
+  return detail::aval_of(std::get<Array>(x));
 }
 
 /// A primitive's name as jaxprs print it. It reads as a `std::string_view` and joins strings
@@ -233,7 +233,8 @@ XPR_FUNC std::pair<Arrays, Tangents> Primitive::jvp_symbolic(std::span<const Arr
   Arrays instantiated;
   instantiated.reserve(tangents.size());
   for (std::size_t i = 0; i < tangents.size(); ++i)
-    instantiated.push_back(tangents[i] ? *tangents[i] : zeros_like_aval(aval_of(primals[i])));
+    instantiated.push_back(tangents[i] ? *tangents[i]
+                                       : zeros_like_aval(detail::aval_of(primals[i])));
   auto [out, tangents_out] = jvp(primals, instantiated, params);
   return {std::move(out), Tangents(tangents_out.begin(), tangents_out.end())};
 }

@@ -419,7 +419,7 @@ XPR_FUNC std::string array2string(const Array& x, const std::string& separator,
 }
 
 XPR_FUNC std::string traced_str(const Array& x) {
-  std::string s = "Traced<ShapedArray(" + aval_of(x).str();
+  std::string s = "Traced<ShapedArray(" + detail::aval_of(x).str();
   if (x.weak_type()) s += ", weak_type=True";
   return s + ")>";
 }

@@ -562,7 +562,7 @@ class Unflattener {
           throw core::type_error(std::string(fn_) +
                                  ": expected a rank-0 array for a number leaf "
                                  "of " +
-                                 def_.str() + ", found " + aval_of(leaf).str() +
+                                 def_.str() + ", found " + detail::aval_of(leaf).str() +
                                  "; use tree_unflatten_as_arrays to keep array leaves");
         return leaf.item<U>();  // throws concretization_error for a tracer
       }

@@ -225,12 +225,12 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
       throw core::shape_error(
           "scan: expected xs with a leading axis to scan over, found a value "
           "of type " +
-          aval_of(x).str() + " (leaf " + std::to_string(i) + ")");
+          detail::aval_of(x).str() + " (leaf " + std::to_string(i) + ")");
     if (n && *n != x.shape()[0])
-      throw core::shape_error("scan: expected every xs to have a leading axis of size " +
-                              std::to_string(*n) +
-                              (length ? " (the length argument)" : " (from an earlier leaf)") +
-                              ", found " + aval_of(x).str() + " (leaf " + std::to_string(i) + ")");
+      throw core::shape_error(
+          "scan: expected every xs to have a leading axis of size " + std::to_string(*n) +
+          (length ? " (the length argument)" : " (from an earlier leaf)") + ", found " +
+          detail::aval_of(x).str() + " (leaf " + std::to_string(i) + ")");
     n = x.shape()[0];
   }
   if (!n) throw core::value_error("scan: expected xs to scan over or a length, found neither");
@@ -251,8 +251,8 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
   };
   auto trace = [&](const Arrays& carry) {
     Avals avals;
-    for (const Array& c : carry) avals.push_back(aval_of(c));
-    for (const Array& x : xs_leaves) avals.push_back(detail::scan_unstacked(aval_of(x)));
+    for (const Array& c : carry) avals.push_back(detail::aval_of(c));
+    for (const Array& x : xs_leaves) avals.push_back(detail::scan_unstacked(detail::aval_of(x)));
     return detail::trace_to_converted_jaxpr(flat, avals);
   };
   detail::ConvertedJaxpr traced = trace(init_leaves);
@@ -280,12 +280,12 @@ auto scan(F body, const Init& init, const Xs& xs, std::optional<std::int64_t> le
     outs = traced.jaxpr->out_avals();
   }
   for (std::size_t c = 0; c < nc; ++c)
-    if (!outs[c].same_type(aval_of(init_leaves[c])))
+    if (!outs[c].same_type(detail::aval_of(init_leaves[c])))
       throw core::type_error(
           "scan: the body function's carry input and carry output must have "
           "the same types: the input carry element " +
           std::to_string(c) + " of " + init_def.str() + " has type " +
-          aval_of(init_leaves[c]).str() + " but the body returns type " + outs[c].str() +
+          detail::aval_of(init_leaves[c]).str() + " but the body returns type " + outs[c].str() +
           " for it");
   Arrays operands = traced.consts;
   operands.insert(operands.end(), init_leaves.begin(), init_leaves.end());
@@ -517,7 +517,7 @@ XPR_FUNC std::pair<Arrays, Tangents> ScanP::jvp_symbolic(std::span<const Array> 
       if (!gnz[i]) continue;
       in_order.push_back(t_pos++);
       const Tangent& t = tangents[from + i];
-      operands.push_back(t ? *t : zeros_like_aval(aval_of(primals[from + i])));
+      operands.push_back(t ? *t : zeros_like_aval(detail::aval_of(primals[from + i])));
       linear.push_back(true);
       ++added;
     }
@@ -803,7 +803,7 @@ XPR_FUNC std::optional<Arrays> ScanP::partial_eval(PartialEvalTrace& trace,
     Params p = detail::scan_params(body, s.length, s.reverse, n_inv + n_uk_consts, n_uk_carry,
                                    std::move(linear));
     Avals avals;
-    for (const Array& o : operands) avals.push_back(aval_of(o));
+    for (const Array& o : operands) avals.push_back(detail::aval_of(o));
     unknown_outs = trace.stage(*this, operands, p, abstract_eval(avals, p));
   }
   Arrays out;

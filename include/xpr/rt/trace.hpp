@@ -255,7 +255,7 @@ XPR_FUNC MainTrace& find_top_trace(std::span<const Array> args) {
   for (const Array& a : args) {
     if (!a.is_tracer()) continue;
     MainTrace& m = *detail::as_tracer(a).main();
-    detail::check_tracer_usable(m, aval_of(a));
+    detail::check_tracer_usable(m, detail::aval_of(a));
     if (m.level() > top->level()) top = &m;
   }
   return *top;
@@ -264,12 +264,12 @@ XPR_FUNC MainTrace& find_top_trace(std::span<const Array> args) {
 XPR_FUNC Array full_raise(Trace& trace, const Array& value) {
   if (!value.is_tracer()) return trace.pure(value);
   const MainTrace& m = *detail::as_tracer(value).main();
-  detail::check_tracer_usable(m, aval_of(value));
+  detail::check_tracer_usable(m, detail::aval_of(value));
   if (&m == &trace.main()) return value;
   if (m.level() < trace.main().level()) return trace.lift(value);
   // A live tracer above the current trace, or a sibling at the same level: it escaped from a
   // transformation that is still running (stored away and used in another one).
-  detail::throw_escaped(m, aval_of(value));
+  detail::throw_escaped(m, detail::aval_of(value));
 }
 
 XPR_FUNC Arrays bind(const Primitive& prim, std::span<const Array> args, const Params& params) {

@@ -113,12 +113,12 @@ XPR_FUNC std::pair<Arrays, Tangents> jvp_flat_symbolic(const FlatFunction& f,
   Arrays in;
   in.reserve(primals.size());
   for (std::size_t i = 0; i < primals.size(); ++i) {
-    if (tangents[i] && !aval_of(primals[i]).same_type(aval_of(*tangents[i])))
+    if (tangents[i] && !detail::aval_of(primals[i]).same_type(detail::aval_of(*tangents[i])))
       throw core::type_error(
           "jvp: primal and tangent arguments must have equal shapes and "
           "dtypes: expected " +
-          aval_of(primals[i]).str() + " for argument " + std::to_string(i) + ", found tangent " +
-          aval_of(*tangents[i]).str());
+          detail::aval_of(primals[i]).str() + " for argument " + std::to_string(i) +
+          ", found tangent " + detail::aval_of(*tangents[i]).str());
     in.push_back(trace.make_tracer(primals[i], tangents[i]));
   }
   Arrays out = f(in);
@@ -143,7 +143,7 @@ XPR_FUNC std::pair<Arrays, Arrays> jvp_flat(const FlatFunction& f, std::span<con
   instantiated.reserve(tangents_out.size());
   for (std::size_t i = 0; i < tangents_out.size(); ++i)
     instantiated.push_back(tangents_out[i] ? std::move(*tangents_out[i])
-                                           : zeros_like_aval(aval_of(primals_out[i])));
+                                           : zeros_like_aval(detail::aval_of(primals_out[i])));
   return {std::move(primals_out), std::move(instantiated)};
 }
 
@@ -243,7 +243,7 @@ XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(
   std::vector<PartialVal> pvals_in;
   pvals_in.reserve(2 * n);
   for (const Array& p : primals) pvals_in.push_back(PartialVal::known(p));
-  for (const Array& p : primals) pvals_in.push_back(PartialVal::unknown(aval_of(p)));
+  for (const Array& p : primals) pvals_in.push_back(PartialVal::unknown(detail::aval_of(p)));
   std::size_t num_out = 0;
   std::vector<bool> instantiate;  // filled once the outputs are known: the tangents must be unknown
   FlatFunction f_jvp = [&](std::span<const Array> primals_tangents) {
@@ -256,7 +256,7 @@ XPR_FUNC std::pair<Arrays, ClosedJaxpr> linearize_flat(
     // Zero tangents are instantiated: the linear function returns arrays for every output.
     for (std::size_t i = 0; i < num_out && i < num_linear; ++i)
       out.push_back(tangents_out[i] ? std::move(*tangents_out[i])
-                                    : zeros_like_aval(aval_of(out[i])));
+                                    : zeros_like_aval(detail::aval_of(out[i])));
     instantiate.assign(out.size(), false);
     std::fill(instantiate.begin() + static_cast<std::ptrdiff_t>(num_out), instantiate.end(), true);
     return out;

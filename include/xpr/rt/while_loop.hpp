@@ -202,7 +202,7 @@ XPR_FUNC ConvertedJaxpr trace_loop_body(const FlatFunction& body, Arrays& leaves
   Avals out = traced.jaxpr->out_avals();
   bool changed = false;
   for (std::size_t k = 0; k < leaves.size(); ++k) {
-    const ShapedArray& a = aval_of(leaves[k]);
+    const ShapedArray& a = detail::aval_of(leaves[k]);
     if (a.weak_type && a.shape == out[k].shape && (a.dtype != out[k].dtype || !out[k].weak_type)) {
       leaves[k] = convert_element_type(leaves[k], out[k].dtype, out[k].weak_type);
       changed = true;
@@ -213,10 +213,10 @@ XPR_FUNC ConvertedJaxpr trace_loop_body(const FlatFunction& body, Arrays& leaves
     out = traced.jaxpr->out_avals();
   }
   for (std::size_t k = 0; k < leaves.size(); ++k)
-    if (!out[k].same_type(aval_of(leaves[k])))
+    if (!out[k].same_type(detail::aval_of(leaves[k])))
       throw core::type_error(
           "while_loop: expected body_fn to return the carry's types, found leaf " +
-          std::to_string(k) + " of the carry of type " + aval_of(leaves[k]).str() +
+          std::to_string(k) + " of the carry of type " + detail::aval_of(leaves[k]).str() +
           " returned as " + out[k].str());
   return traced;
 }
@@ -350,7 +350,7 @@ XPR_FUNC std::pair<Arrays, Tangents> WhileP::jvp_symbolic(std::span<const Array>
   // The predicate ignores the tangents.
   ClosedJaxpr cond = p.cond;
   for (std::size_t k = 0; k < n_carry; ++k)
-    if (carry_nz[k]) cond.jaxpr.invars.emplace_back(aval_of(primals[p.nc + p.nb + k]));
+    if (carry_nz[k]) cond.jaxpr.invars.emplace_back(detail::aval_of(primals[p.nc + p.nb + k]));
   Arrays operands(primals.begin(), primals.begin() + static_cast<std::ptrdiff_t>(p.nc));
   operands.insert(operands.end(), body_jvp.consts.begin(), body_jvp.consts.end());
   operands.insert(operands.end(), primals.begin() + static_cast<std::ptrdiff_t>(p.nc),
@@ -362,7 +362,7 @@ XPR_FUNC std::pair<Arrays, Tangents> WhileP::jvp_symbolic(std::span<const Array>
   for (std::size_t k = 0; k < n_carry; ++k)
     if (carry_nz[k])
       operands.push_back(
-          instantiate_zeros(tangents[p.nc + p.nb + k], aval_of(primals[p.nc + p.nb + k])));
+          instantiate_zeros(tangents[p.nc + p.nb + k], detail::aval_of(primals[p.nc + p.nb + k])));
   Arrays outs = rt::bind(
       *this, operands,
       make_params(detail::share(std::move(cond)), p.nc, body_jvp.jaxpr, n_new + p.nb + n_bdot));
@@ -403,12 +403,12 @@ XPR_FUNC std::pair<Arrays, BatchDims> WhileP::batch(std::span<const Array> args,
     Avals avals;
     BatchDims ds;
     for (std::size_t i = 0; i < nconsts; ++i) {
-      avals.push_back(aval_of(moved[from + i]));
+      avals.push_back(detail::aval_of(moved[from + i]));
       ds.push_back(at_front[from + i]);
     }
     for (std::size_t k = 0; k < n_carry; ++k) {
-      ShapedArray a = aval_of(args[p.nc + p.nb + k]);
-      if (dims[p.nc + p.nb + k]) a = aval_of(moved[p.nc + p.nb + k]);
+      ShapedArray a = detail::aval_of(args[p.nc + p.nb + k]);
+      if (dims[p.nc + p.nb + k]) a = detail::aval_of(moved[p.nc + p.nb + k]);
       if (cb[k] && !dims[p.nc + p.nb + k]) {
         std::vector<std::int64_t> s{axis_size};
         s.insert(s.end(), a.shape.begin(), a.shape.end());
@@ -553,7 +553,7 @@ XPR_FUNC std::optional<Arrays> WhileP::partial_eval(PartialEvalTrace& trace,
   }
   Arrays known_out = rt::bind(*this, known_in, known_params(p, unknowns, carry_uk));
   Avals avals;
-  for (const Array& t : tracers) avals.push_back(aval_of(t));
+  for (const Array& t : tracers) avals.push_back(detail::aval_of(t));
   Arrays staged = trace.stage(*this, tracers, params, abstract_eval(avals, params));
   Arrays out;
   for (std::size_t k = 0, j = 0; k < n_carry; ++k)

@@ -166,7 +166,7 @@ namespace xpr::rt::detail {
 XPR_FUNC Avals avals_of_values(std::span<const Array> xs) {
   Avals out;
   out.reserve(xs.size());
-  for (const Array& x : xs) out.push_back(aval_of(x));
+  for (const Array& x : xs) out.push_back(detail::aval_of(x));
   return out;
 }
 
@@ -182,7 +182,7 @@ XPR_FUNC ConvertedJaxpr convert_constvars(ClosedJaxpr closed) {
   auto hoist = [&](Atom& a) {
     const Literal* l = std::get_if<Literal>(&a);
     if (!l || !l->value.is_tracer()) return;
-    auto [it, fresh] = hoisted.try_emplace(l->value.impl().get(), aval_of(l->value));
+    auto [it, fresh] = hoisted.try_emplace(l->value.impl().get(), detail::aval_of(l->value));
     if (fresh) {
       j.constvars.push_back(it->second);
       closed.consts.push_back(l->value);
@@ -218,7 +218,7 @@ XPR_FUNC JvpJaxpr jvp_jaxpr(const ClosedJaxpr& jaxpr, const std::vector<bool>& n
     for (std::size_t i = 0; i < m; ++i) {
       Tangent& t = tangents_out[i];
       if (!t && i < instantiate.size() && instantiate[i])
-        t = zeros_like_aval(aval_of(primals_out[i]));
+        t = zeros_like_aval(detail::aval_of(primals_out[i]));
       out_nonzero.push_back(t.has_value());
       if (t) primals_out.push_back(std::move(*t));
     }

@@ -19,7 +19,7 @@ namespace xpr::rt {
 class BatchTracer final : public Tracer {
  public:
   BatchTracer(std::shared_ptr<MainTrace> main, Array value, BatchDim batch_dim)
-      : Tracer(std::move(main), unbatched_aval(aval_of(value), batch_dim)),
+      : Tracer(std::move(main), unbatched_aval(detail::aval_of(value), batch_dim)),
         value_(std::move(value)),
         batch_dim_(batch_dim) {}
   const Array& value() const noexcept { return value_; }

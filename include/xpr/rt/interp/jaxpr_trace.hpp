@@ -171,7 +171,7 @@ XPR_FUNC const Var& JaxprTrace::const_var(const Array& value) {
   auto it = const_index_.find(value.impl().get());
   if (it != const_index_.end()) return consts_[it->second].second;
   const_index_.emplace(value.impl().get(), consts_.size());
-  consts_.emplace_back(value, Var(aval_of(value)));
+  consts_.emplace_back(value, Var(detail::aval_of(value)));
   const auto& kept = detail::kept_constvars();
   if (std::find(kept.begin(), kept.end(), value.impl().get()) != kept.end())
     kept_.insert(consts_.back().second.id());

@@ -24,7 +24,7 @@ namespace xpr::rt {
 class JvpTracer final : public Tracer {
  public:
   JvpTracer(std::shared_ptr<MainTrace> main, Array primal, Tangent tangent)
-      : Tracer(std::move(main), aval_of(primal)),
+      : Tracer(std::move(main), detail::aval_of(primal)),
         primal_(std::move(primal)),
         tangent_(std::move(tangent)) {}
   const Array& primal() const noexcept { return primal_; }
@@ -32,7 +32,7 @@ class JvpTracer final : public Tracer {
   const Tangent& tangent() const noexcept { return tangent_; }
   /// The tangent, zeros of the primal's type for a symbolic zero (JAX's `instantiate_zeros`).
   Array instantiated_tangent() const {
-    return tangent_ ? *tangent_ : zeros_like_aval(aval_of(primal_));
+    return tangent_ ? *tangent_ : zeros_like_aval(detail::aval_of(primal_));
   }
   const detail::ConcreteArray* concrete() const noexcept override { return primal_.concrete(); }
   /// A value with a zero tangent is just its primal (JAX's JVPTracer.full_lower), so work that
@@ -68,9 +68,10 @@ class JvpTrace final : public Trace {
 namespace xpr::rt {
 
 XPR_FUNC Array JvpTrace::make_tracer(Array primal, Tangent tangent) {
-  if (tangent && !aval_of(primal).same_type(aval_of(*tangent)))
+  if (tangent && !detail::aval_of(primal).same_type(detail::aval_of(*tangent)))
     throw core::type_error("jvp: a tangent must have its primal's shape and dtype: expected " +
-                           aval_of(primal).str() + ", found " + aval_of(*tangent).str());
+                           detail::aval_of(primal).str() + ", found " +
+                           detail::aval_of(*tangent).str());
   return Array(
       std::make_shared<const JvpTracer>(shared_main(), std::move(primal), std::move(tangent)));
 }

@@ -38,7 +38,7 @@ struct PartialVal {
   std::optional<Array> value;
 
   static PartialVal known(Array v) {
-    ShapedArray a = aval_of(v);
+    ShapedArray a = detail::aval_of(v);
     return PartialVal{std::move(a), std::move(v)};
   }
   static PartialVal unknown(ShapedArray aval) { return PartialVal{std::move(aval), std::nullopt}; }
@@ -363,7 +363,7 @@ XPR_FUNC Arrays PartialEvalTrace::default_process_primitive(const Primitive& pri
                                                             const Params& params) {
   Avals avals_in;
   avals_in.reserve(tracers.size());
-  for (const Array& t : tracers) avals_in.push_back(aval_of(t));
+  for (const Array& t : tracers) avals_in.push_back(detail::aval_of(t));
   return stage(prim, tracers, params, prim.abstract_eval(avals_in, params));
 }
 
@@ -446,7 +446,7 @@ XPR_FUNC ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
   Jaxpr jaxpr;
   std::vector<Array> consts;
   for (const Array& t : tracers_in) {
-    Var v(aval_of(t));
+    Var v(detail::aval_of(t));
     tracer_to_var.insert_or_assign(&detail::as_pe_tracer(t), v);
     jaxpr.invars.push_back(std::move(v));
   }
@@ -467,7 +467,7 @@ XPR_FUNC ClosedJaxpr tracers_to_jaxpr(std::span<const Array> tracers_in,
     if (std::holds_alternative<LambdaBindingRecipe>(r)) {
       (void)var_of(t);  // must be an input
     } else if (const auto* c = std::get_if<ConstRecipe>(&r)) {
-      auto [it, fresh] = const_to_var.try_emplace(c->value.impl().get(), aval_of(c->value));
+      auto [it, fresh] = const_to_var.try_emplace(c->value.impl().get(), detail::aval_of(c->value));
       if (fresh) {
         jaxpr.constvars.push_back(it->second);
         consts.push_back(c->value);

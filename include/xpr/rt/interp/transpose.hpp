@@ -119,10 +119,10 @@ XPR_FUNC Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> con
 
   // Backward: the linear equations in reverse.
   for (std::size_t i = 0; i < cts_out.size(); ++i) {
-    if (cts_out[i] && !aval_of(*cts_out[i]).same_type(aval_of(jaxpr.outvars[i])))
+    if (cts_out[i] && !detail::aval_of(*cts_out[i]).same_type(aval_of(jaxpr.outvars[i])))
       throw core::type_error("backward_pass: expected a cotangent of type " +
                              aval_of(jaxpr.outvars[i]).str() + " for output " + std::to_string(i) +
-                             ", found " + aval_of(*cts_out[i]).str());
+                             ", found " + detail::aval_of(*cts_out[i]).str());
     write_cotangent(jaxpr.outvars[i], cts_out[i]);
   }
   for (auto it = linear.rbegin(); it != linear.rend(); ++it) {
@@ -145,11 +145,11 @@ XPR_FUNC Cotangents backward_pass(const Jaxpr& jaxpr, std::span<const Array> con
                              "), found " + std::to_string(cts_in.size()));
     for (std::size_t k = 0; k < cts_in.size(); ++k) {
       if (!cts_in[k] || !is_undefined_primal(ins[k])) continue;
-      if (!aval_of(*cts_in[k]).same_type(aval_of(ins[k])))
+      if (!detail::aval_of(*cts_in[k]).same_type(aval_of(ins[k])))
         throw core::type_error("transpose rule for '" + e.primitive->name() +
                                "': expected a cotangent of type " + aval_of(ins[k]).str() +
                                " for operand " + std::to_string(k) + ", found " +
-                               aval_of(*cts_in[k]).str());
+                               detail::aval_of(*cts_in[k]).str());
       write_cotangent(e.inputs[k], cts_in[k]);
     }
   }

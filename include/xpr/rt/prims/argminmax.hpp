@@ -94,7 +94,7 @@ XPR_FUNC Avals ArgReduce::abstract_eval(std::span<const ShapedArray> args,
 
 XPR_FUNC Arrays ArgReduce::impl(std::span<const Array> args, const Params& params) const {
   check_arity(args.size());  // before args[0] is read
-  const ShapedArray out = abstract_eval_one(aval_of(args[0]), params);
+  const ShapedArray out = abstract_eval_one(detail::aval_of(args[0]), params);
   const Array& x = args[0];
   const auto a = static_cast<std::size_t>(params.get<Axes>("axes")[0]);
   // x as (outer, n, inner): the axis reduced is the middle one.
@@ -142,7 +142,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> ArgReduce::batch(std::span<const Array> ar
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
   // Malformed parameters are reported against the per-example shape, as without vmap.
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   Params moved = params;
   moved.set("axes", Axes{params.get<Axes>("axes")[0] + 1});
   return {{bind1(*this, {moveaxis(args[0], b, 0)}, moved)}, {0}};

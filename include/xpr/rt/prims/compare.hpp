@@ -33,7 +33,7 @@ class Comparison final : public detail::ZeroJvpPrimitive {
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
-    const ShapedArray avals[2] = {aval_of(args[0]), aval_of(args[1])};
+    const ShapedArray avals[2] = {detail::aval_of(args[0]), detail::aval_of(args[1])};
     ArrayBuilder out(abstract_eval_one(avals, params));
     const Array &a = args[0], &b = args[1];
     dispatch_dtype(a.dtype(), [&](auto tag) {
@@ -82,7 +82,7 @@ class Predicate final : public detail::ZeroJvpPrimitive {
     if (args.size() != 1)
       throw core::type_error(name() + " expected 1 operand, found " + std::to_string(args.size()));
     const Array& x = args[0];
-    ArrayBuilder out(abstract_eval_one(std::span(&aval_of(x), 1), params));
+    ArrayBuilder out(abstract_eval_one(std::span(&detail::aval_of(x), 1), params));
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (detail::accepts_v<T>(Op::accepts)) {

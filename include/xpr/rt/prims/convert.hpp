@@ -78,7 +78,7 @@ using rt::convert_element_type;
 namespace xpr::rt {
 
 XPR_FUNC Arrays ConvertElementType::impl(std::span<const Array> args, const Params& params) const {
-  ShapedArray out = abstract_eval_one(aval_of(args[0]), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(args[0]), params);
   const Array& x = args[0];
   ArrayBuilder b(out);
   auto n = static_cast<std::size_t>(x.size());
@@ -100,7 +100,7 @@ XPR_FUNC std::pair<Arrays, Arrays> ConvertElementType::jvp(std::span<const Array
                                                            std::span<const Array> tangents,
                                                            const Params& params) const {
   Arrays out = rt::bind(*this, primals, params);
-  const ShapedArray& a = aval_of(out[0]);
+  const ShapedArray& a = detail::aval_of(out[0]);
   Array t = core::is_floating(a.dtype) && core::is_floating(tangents[0].dtype())
                 ? rt::bind(*this, tangents, params)[0]
                 : zeros_like_aval(a);

@@ -112,7 +112,7 @@ XPR_FUNC ShapedArray CumulativeReduction::abstract_eval_one(const ShapedArray& x
 
 XPR_FUNC Arrays CumulativeReduction::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());  // before args[0] is read
-  const ShapedArray out = abstract_eval_one(aval_of(args[0]), params);
+  const ShapedArray out = abstract_eval_one(detail::aval_of(args[0]), params);
   const Array& x = args[0];
   const auto a = static_cast<std::size_t>(params.get<std::int64_t>("axis"));
   const bool reverse = params.get<bool>("reverse");
@@ -182,7 +182,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> CumulativeReduction::batch(std::span<const
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
   // Malformed parameters are reported against the per-example shape, as without vmap.
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   Params moved = params;
   moved.set("axis", detail::skip_batch_axis(params.get<std::int64_t>("axis"), b));
   return {{bind1(*this, {args[0]}, moved)}, {b}};

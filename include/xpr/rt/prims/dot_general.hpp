@@ -292,7 +292,7 @@ XPR_FUNC Arrays DotGeneral::impl(std::span<const Array> args, const Params& para
   check_arity(args.size());
   const auto& dn = params.get<DotDimensionNumbers>("dimension_numbers");
   const Array &lhs = args[0], &rhs = args[1];
-  detail::DotLayout l = detail::dot_layout(aval_of(lhs), aval_of(rhs), dn);
+  detail::DotLayout l = detail::dot_layout(detail::aval_of(lhs), detail::aval_of(rhs), dn);
   ArrayBuilder b(l.out);
   if (l.out.shape.size() == 0) return {std::move(b).finish()};
   dispatch_dtype(lhs.dtype(), [&](auto tag) {
@@ -328,7 +328,7 @@ XPR_FUNC std::pair<Arrays, Arrays> DotGeneral::jvp(std::span<const Array> primal
                                                    const Params& params) const {
   check_arity(primals.size());
   Array ans = bind1(*this, {primals[0], primals[1]}, params);
-  if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(aval_of(ans))}};
+  if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(detail::aval_of(ans))}};
   Array t = bind1(add_p, {bind1(*this, {tangents[0], primals[1]}, params),
                           bind1(*this, {primals[0], tangents[1]}, params)});
   return {{std::move(ans)}, {std::move(t)}};
@@ -339,7 +339,7 @@ XPR_FUNC std::pair<Arrays, Tangents> DotGeneral::jvp_symbolic(std::span<const Ar
                                                               const Params& params) const {
   check_arity(primals.size());
   Array ans = bind1(*this, {primals[0], primals[1]}, params);
-  if (!detail::has_tangent_space(aval_of(ans)) || detail::all_zero(tangents))
+  if (!detail::has_tangent_space(detail::aval_of(ans)) || detail::all_zero(tangents))
     return {{ans}, {std::nullopt}};
   std::optional<Array> t;
   if (tangents[0]) t = bind1(*this, {*tangents[0], primals[1]}, params);
@@ -347,7 +347,7 @@ XPR_FUNC std::pair<Arrays, Tangents> DotGeneral::jvp_symbolic(std::span<const Ar
     Array r = bind1(*this, {primals[0], *tangents[1]}, params);
     t = t ? bind1(add_p, {*t, r}) : r;
   }
-  return {{ans}, {detail::fit_tangent(*t, aval_of(ans))}};
+  return {{ans}, {detail::fit_tangent(*t, detail::aval_of(ans))}};
 }
 
 XPR_FUNC Cotangents DotGeneral::transpose(std::span<const Cotangent> cts,
@@ -381,7 +381,8 @@ XPR_FUNC std::pair<Arrays, BatchDims> DotGeneral::batch(std::span<const Array> a
   if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
   // Malformed dimension numbers are reported against the per-example shapes, as without vmap.
   auto example = [&](std::size_t i) {
-    return dims[i] ? detail::unbatched_aval(aval_of(args[i]), *dims[i]) : aval_of(args[i]);
+    return dims[i] ? detail::unbatched_aval(detail::aval_of(args[i]), *dims[i])
+                   : detail::aval_of(args[i]);
   };
   (void)detail::dot_layout(example(0), example(1), dn);
   auto shifted = [](const Axes& axes, bool lead) {

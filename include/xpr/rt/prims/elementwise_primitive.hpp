@@ -249,7 +249,7 @@ class Elementwise final : public Primitive {
     check_arity(args.size());
     if constexpr (has_parameter_v<Op>) {
       const Array& x = args[0];
-      ArrayBuilder out(abstract_eval_one(std::span(&aval_of(x), 1), params));
+      ArrayBuilder out(abstract_eval_one(std::span(&detail::aval_of(x), 1), params));
       const std::int64_t y = parameter(params);
       dispatch_dtype(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -261,7 +261,7 @@ class Elementwise final : public Primitive {
       return {std::move(out).finish()};
     } else if constexpr (arity == 1) {
       const Array& x = args[0];
-      ArrayBuilder out(abstract_eval_one(std::span(&aval_of(x), 1), params));
+      ArrayBuilder out(abstract_eval_one(std::span(&detail::aval_of(x), 1), params));
       dispatch_dtype(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
         if constexpr (detail::accepts_v<T>(Op::accepts)) {
@@ -271,7 +271,7 @@ class Elementwise final : public Primitive {
       });
       return {std::move(out).finish()};
     } else {
-      const ShapedArray avals[2] = {aval_of(args[0]), aval_of(args[1])};
+      const ShapedArray avals[2] = {detail::aval_of(args[0]), detail::aval_of(args[1])};
       ArrayBuilder out(abstract_eval_one(avals, params));
       const Array &a = args[0], &b = args[1];
       dispatch_dtype(out.aval().dtype, [&](auto tag) {
@@ -296,7 +296,7 @@ class Elementwise final : public Primitive {
                                 const Params& params) const override {
     Tangents ts(tangents.begin(), tangents.end());
     auto [out, t] = jvp_symbolic(primals, ts, params);
-    Array t0 = t[0] ? std::move(*t[0]) : zeros_like_aval(aval_of(out[0]));
+    Array t0 = t[0] ? std::move(*t[0]) : zeros_like_aval(detail::aval_of(out[0]));
     return {std::move(out), {std::move(t0)}};
   }
 
@@ -319,13 +319,13 @@ class Elementwise final : public Primitive {
     if constexpr (!is_differentiable_v<Op>) {
       return {{ans}, {std::nullopt}};
     } else {
-      if (!detail::has_tangent_space(aval_of(ans)) || detail::all_zero(tangents))
+      if (!detail::has_tangent_space(detail::aval_of(ans)) || detail::all_zero(tangents))
         return {{ans}, {std::nullopt}};
       if constexpr (has_parameter_v<Op>) {
         if (!Op::differentiable_at(y)) return {{ans}, {std::nullopt}};
       }
       Array t = standard_jvp<Op>(primals.data(), ans, tangents.data(), y);
-      t = detail::fit_tangent(std::move(t), aval_of(ans));
+      t = detail::fit_tangent(std::move(t), detail::aval_of(ans));
       return {{std::move(ans)}, {std::move(t)}};
     }
   }

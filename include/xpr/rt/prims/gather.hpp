@@ -278,7 +278,8 @@ class Scatter final : public Primitive {
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_operand_count(name(), args.size(), 3, " (operand, indices, updates)");
     const Array &x = args[0], &idx = args[1], &u = args[2];
-    const ShapedArray out = abstract_eval_one(aval_of(x), aval_of(idx), aval_of(u), params);
+    const ShapedArray out =
+        abstract_eval_one(detail::aval_of(x), detail::aval_of(idx), detail::aval_of(u), params);
     const auto& dn = params.get<ScatterDimensionNumbers>("dimension_numbers");
     const bool drop = detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop;
     const std::size_t rank = x.ndim(), batch_rank = idx.ndim() - 1;
@@ -345,7 +346,7 @@ class Scatter final : public Primitive {
                                 const Params& params) const override {
     Tangents ts(tangents.begin(), tangents.end());
     auto [out, t] = jvp_symbolic(primals, ts, params);
-    return {out, {t[0] ? *t[0] : zeros_like_aval(aval_of(out[0]))}};
+    return {out, {t[0] ? *t[0] : zeros_like_aval(detail::aval_of(out[0]))}};
   }
 
   inline std::pair<Arrays, Tangents> jvp_symbolic(std::span<const Array> primals,
@@ -504,7 +505,8 @@ std::pair<Arrays, BatchDims> Scatter<Kind>::batch(std::span<const Array> args,
   if (!dims[0] && !dims[1] && !dims[2]) return {rt::bind(*this, args, params), {std::nullopt}};
   ShapedArray e[3];
   for (std::size_t i = 0; i < 3; ++i)
-    e[i] = dims[i] ? detail::unbatched_aval(aval_of(args[i]), *dims[i]) : aval_of(args[i]);
+    e[i] = dims[i] ? detail::unbatched_aval(detail::aval_of(args[i]), *dims[i])
+                   : detail::aval_of(args[i]);
   (void)abstract_eval_one(e[0], e[1], e[2], params);
   auto shifted = [](const Axes& a) {
     Axes r;
@@ -540,16 +542,16 @@ std::pair<Arrays, Tangents> Scatter<Kind>::jvp_symbolic(std::span<const Array> p
                                                         const Params& params) const {
   detail::check_operand_count(name(), primals.size(), 3, " (operand, indices, updates)");
   const Array &x = primals[0], &idx = primals[1], &u = primals[2];
-  (void)abstract_eval_one(aval_of(x), aval_of(idx), aval_of(u), params);
+  (void)abstract_eval_one(detail::aval_of(x), detail::aval_of(idx), detail::aval_of(u), params);
   Arrays out = rt::bind(*this, primals, params);
-  if (!detail::has_tangent_space(aval_of(out[0])) || (!tangents[0] && !tangents[2]))
+  if (!detail::has_tangent_space(detail::aval_of(out[0])) || (!tangents[0] && !tangents[2]))
     return {std::move(out), {std::nullopt}};
   const auto& dn = params.get<ScatterDimensionNumbers>("dimension_numbers");
   const GatherScatterMode mode = detail::gs::mode_of(params);
   const bool sorted = detail::gs::flag(params, "indices_are_sorted");
   const bool unique = detail::gs::flag(params, "unique_indices");
-  auto tx = [&] { return tangents[0] ? *tangents[0] : zeros_like_aval(aval_of(x)); };
-  auto tu = [&] { return tangents[2] ? *tangents[2] : zeros_like_aval(aval_of(u)); };
+  auto tx = [&] { return tangents[0] ? *tangents[0] : zeros_like_aval(detail::aval_of(x)); };
+  auto tu = [&] { return tangents[2] ? *tangents[2] : zeros_like_aval(detail::aval_of(u)); };
   auto [gdn, ss] = detail::gs::inverse_gather(dn, x.ndim(), u.shape());
   // Gathers that read back what the scatter wrote: clip, since a dropped window's value is
   // dropped again by the scatter-add that uses it.
@@ -569,8 +571,8 @@ std::pair<Arrays, Tangents> Scatter<Kind>::jvp_symbolic(std::span<const Array> p
         throw core::not_implemented_error(
             "scatter-mul: the derivative with respect to the updates is only implemented for "
             "unique_indices=True (as in JAX)");
-      Array ty = bind1(mul_p, {x, scatter_add(zeros_like_aval(aval_of(x)), idx, *tangents[2], dn,
-                                              mode, sorted, unique)});
+      Array ty = bind1(mul_p, {x, scatter_add(zeros_like_aval(detail::aval_of(x)), idx,
+                                              *tangents[2], dn, mode, sorted, unique)});
       t = tangents[0] ? bind1(add_p, {t, ty}) : ty;
     }
   } else if constexpr (Kind == ScatterKind::set) {
@@ -594,15 +596,15 @@ std::pair<Arrays, Tangents> Scatter<Kind>::jvp_symbolic(std::span<const Array> p
                                 sorted, unique);
       Array kept = bind1(eq_p, {scattered, zeros_like_aval({x.shape(), id_dtype, false})});
       Array won = bind1(eq_p, {ids, read(scattered)});
-      Array mx = bind1(select_n_p, {kept, zeros_like_aval(aval_of(x)), tx()});
-      Array mu = bind1(select_n_p, {won, zeros_like_aval(aval_of(u)), tu()});
+      Array mx = bind1(select_n_p, {kept, zeros_like_aval(detail::aval_of(x)), tx()});
+      Array mu = bind1(select_n_p, {won, zeros_like_aval(detail::aval_of(u)), tu()});
       t = scatter_add(mx, idx, mu, dn, mode, sorted, unique);
     }
   } else {
     // JAX's `_scatter_extremal_jvp`: each location's tangent is the average of the tangents of
     // the values that attain the result (the operand's and the winning updates').
-    const ShapedArray& xa = aval_of(x);
-    const ShapedArray& ua = aval_of(u);
+    const ShapedArray& xa = detail::aval_of(x);
+    const ShapedArray& ua = detail::aval_of(u);
     Array initial = read(x), target = read(out[0]);
     Array successful = bind1(eq_p, {u, target});
     Array retained = bind1(eq_p, {initial, target});
@@ -627,7 +629,7 @@ std::pair<Arrays, Tangents> Scatter<Kind>::jvp_symbolic(std::span<const Array> p
         add_p, {bind1(mul_p, {target_tangents, operand_coef}), bind1(mul_p, {tu(), updates_coef})});
     t = scatter_add(tx(), idx, tangent_updates, dn, mode, sorted, unique);
   }
-  return {std::move(out), {detail::fit_tangent(std::move(t), aval_of(out[0]))}};
+  return {std::move(out), {detail::fit_tangent(std::move(t), detail::aval_of(out[0]))}};
 }
 
 template <ScatterKind Kind>
@@ -946,7 +948,7 @@ namespace xpr::rt {
 XPR_FUNC Arrays Gather::impl(std::span<const Array> args, const Params& params) const {
   detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
   const Array &x = args[0], &idx = args[1];
-  const ShapedArray out = abstract_eval_one(aval_of(x), aval_of(idx), params);
+  const ShapedArray out = abstract_eval_one(detail::aval_of(x), detail::aval_of(idx), params);
   const auto& dn = params.get<GatherDimensionNumbers>("dimension_numbers");
   const Axes& ss = params.get<Axes>("slice_sizes");
   const bool drop = detail::gs::mode_of(params) == GatherScatterMode::fill_or_drop;
@@ -1011,7 +1013,7 @@ XPR_FUNC std::pair<Arrays, Tangents> Gather::jvp_symbolic(std::span<const Array>
                                                           const Params& params) const {
   detail::check_operand_count(name(), primals.size(), 2, " (operand, indices)");
   Arrays out = rt::bind(*this, primals, params);
-  if (!tangents[0] || !detail::has_tangent_space(aval_of(out[0])))
+  if (!tangents[0] || !detail::has_tangent_space(detail::aval_of(out[0])))
     return {std::move(out), {std::nullopt}};
   return {std::move(out), {bind1(*this, {*tangents[0], primals[1]}, tangent_params(params))}};
 }
@@ -1168,10 +1170,10 @@ XPR_FUNC std::pair<Arrays, BatchDims> Gather::batch(std::span<const Array> args,
                                                     const Params& params) const {
   detail::check_operand_count(name(), args.size(), 2, " (operand, indices)");
   if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
-  const ShapedArray xe =
-      dims[0] ? detail::unbatched_aval(aval_of(args[0]), *dims[0]) : aval_of(args[0]);
-  const ShapedArray ie =
-      dims[1] ? detail::unbatched_aval(aval_of(args[1]), *dims[1]) : aval_of(args[1]);
+  const ShapedArray xe = dims[0] ? detail::unbatched_aval(detail::aval_of(args[0]), *dims[0])
+                                 : detail::aval_of(args[0]);
+  const ShapedArray ie = dims[1] ? detail::unbatched_aval(detail::aval_of(args[1]), *dims[1])
+                                 : detail::aval_of(args[1]);
   (void)abstract_eval_one(xe, ie, params);
   auto shifted = [](const Axes& a) {
     Axes r;

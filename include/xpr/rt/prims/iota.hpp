@@ -96,7 +96,7 @@ XPR_FUNC Arrays Iota::impl(std::span<const Array> args, const Params& params) co
 XPR_FUNC std::pair<Arrays, Arrays> Iota::jvp(std::span<const Array> primals, std::span<const Array>,
                                              const Params& params) const {
   Array ans = rt::bind(*this, primals, params)[0];
-  Array t = zeros_like_aval(aval_of(ans));
+  Array t = zeros_like_aval(detail::aval_of(ans));
   return {{std::move(ans)}, {std::move(t)}};
 }
 

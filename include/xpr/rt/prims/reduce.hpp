@@ -280,7 +280,7 @@ class Reduce final : public Primitive {
     check_arity(args.size());
     const Array& x = args[0];
     const Axes& axes = params.get<Axes>("axes");
-    ShapedArray out = abstract_eval_one(aval_of(x), axes);
+    ShapedArray out = abstract_eval_one(detail::aval_of(x), axes);
     std::vector<bool> reduced = detail::reduced_axes(name(), axes, x.ndim());
     ArrayBuilder b(out);
     dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -305,7 +305,7 @@ class Reduce final : public Primitive {
     check_arity(primals.size());
     Array ans = bind1(*this, {primals[0]}, params);
     if constexpr (Monoid::has_identity) return {{ans}, {bind1(*this, {tangents[0]}, params)}};
-    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(aval_of(ans))}};
+    if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(detail::aval_of(ans))}};
     const Array &x = primals[0], &t = tangents[0];
     Axes kept;  // where ans's dimensions sit in x
     std::vector<bool> reduced = detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
@@ -346,7 +346,7 @@ class Reduce final : public Primitive {
     const std::int64_t b = *dims[0];
     const Axes& axes = params.get<Axes>("axes");
     // Malformed axes are reported against the per-example shape, as without vmap.
-    (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), axes);
+    (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), axes);
     Axes new_axes;
     for (std::int64_t a : axes) new_axes.push_back(a + 1);
     return {{bind1(*this, {moveaxis(args[0], b, 0)}, {{"axes", std::move(new_axes)}})}, {0}};

@@ -86,7 +86,7 @@ namespace xpr::rt {
 XPR_FUNC Arrays Rev::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const Array& x = args[0];
-  ShapedArray out = abstract_eval_one(aval_of(x), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), params);
   std::vector<std::int64_t> strides = core::strides_of(x.shape());
   std::int64_t offset = 0;
   for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), x.ndim())) {
@@ -110,7 +110,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> Rev::batch(std::span<const Array> args,
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  const ShapedArray example = detail::unbatched_aval(aval_of(args[0]), b);
+  const ShapedArray example = detail::unbatched_aval(detail::aval_of(args[0]), b);
   Axes moved;
   for (std::size_t d : detail::unique_axes(name(), params.get<Axes>("dimensions"), example.ndim()))
     moved.push_back(detail::skip_batch_axis(static_cast<std::int64_t>(d), b));

@@ -77,7 +77,7 @@ namespace xpr::rt {
 XPR_FUNC Arrays SelectN::impl(std::span<const Array> args, const Params& params) const {
   std::vector<ShapedArray> avals;
   avals.reserve(args.size());
-  for (const Array& a : args) avals.push_back(aval_of(a));
+  for (const Array& a : args) avals.push_back(detail::aval_of(a));
   ArrayBuilder out(abstract_eval_one(avals, params));
   auto n = static_cast<std::size_t>(out.aval().size());
   const Array& which = args[0];
@@ -124,14 +124,14 @@ XPR_FUNC std::pair<Arrays, Tangents> SelectN::jvp_symbolic(std::span<const Array
                                                            std::span<const Tangent> tangents,
                                                            const Params& params) const {
   Arrays out = rt::bind(*this, primals, params);
-  if (!detail::has_tangent_space(aval_of(out[0])) || detail::all_zero(tangents.subspan(1)))
+  if (!detail::has_tangent_space(detail::aval_of(out[0])) || detail::all_zero(tangents.subspan(1)))
     return {std::move(out), {std::nullopt}};
   Arrays t_args{primals[0]};
   for (std::size_t i = 1; i < primals.size(); ++i) {
-    const ShapedArray& a = aval_of(primals[i]);
+    const ShapedArray& a = detail::aval_of(primals[i]);
     t_args.push_back(tangents[i] ? *tangents[i] : zeros_like_aval({Shape{}, a.dtype, a.weak_type}));
   }
-  Array t = detail::fit_tangent(rt::bind(*this, t_args, params)[0], aval_of(out[0]));
+  Array t = detail::fit_tangent(rt::bind(*this, t_args, params)[0], detail::aval_of(out[0]));
   return {std::move(out), {std::move(t)}};
 }
 

@@ -251,7 +251,7 @@ class Squeeze final : public Primitive {
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
-    return {detail::same_elements(args[0], abstract_eval_one(aval_of(args[0]), params))};
+    return {detail::same_elements(args[0], abstract_eval_one(detail::aval_of(args[0]), params))};
   }
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
@@ -291,7 +291,7 @@ class ExpandDims final : public Primitive {
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     detail::check_one_operand(name(), args.size());
-    return {detail::same_elements(args[0], abstract_eval_one(aval_of(args[0]), params))};
+    return {detail::same_elements(args[0], abstract_eval_one(detail::aval_of(args[0]), params))};
   }
 
   Avals abstract_eval(std::span<const ShapedArray> args, const Params& params) const override {
@@ -473,7 +473,7 @@ namespace xpr::rt {
 XPR_FUNC Arrays BroadcastInDim::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const Array& x = args[0];
-  ShapedArray out = abstract_eval_one(aval_of(x), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), params);
   if (out.shape == x.shape()) return {x};
   const Axes& dims = params.get<Axes>("broadcast_dimensions");
   std::vector<std::int64_t> in_strides(out.shape.rank(), 0);
@@ -491,7 +491,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> BroadcastInDim::batch(std::span<const Arra
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
   // Malformed params are reported against the per-example shape, as without vmap.
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   const Axes& bdims = params.get<Axes>("broadcast_dimensions");
   const std::int64_t at = b == 0 ? 0 : bdims[static_cast<std::size_t>(b - 1)] + 1;
   Axes new_dims;
@@ -534,7 +534,7 @@ XPR_FUNC ShapedArray BroadcastInDim::abstract_eval_one(const ShapedArray& x,
 XPR_FUNC Arrays Transpose::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const Array& x = args[0];
-  ShapedArray out = abstract_eval_one(aval_of(x), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), params);
   const Axes& perm = params.get<Axes>("permutation");
   if (detail::is_iota(perm)) return {x};
   return {permuted(x, std::move(out), perm)};
@@ -546,7 +546,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> Transpose::batch(std::span<const Array> ar
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   const Axes& perm = params.get<Axes>("permutation");
   Axes new_perm;
   for (std::size_t j = 0; j < perm.size(); ++j) {
@@ -578,10 +578,11 @@ XPR_FUNC ShapedArray Transpose::permuted_aval(const std::string& prim, const Sha
 XPR_FUNC Arrays Reshape::impl(std::span<const Array> args, const Params& params) const {
   detail::check_one_operand(name(), args.size());
   const Array& x = args[0];
-  ShapedArray out = abstract_eval_one(aval_of(x), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), params);
   const Axes* dims = dimensions(params);
   if (!dims || detail::is_iota(*dims)) return {detail::same_elements(x, std::move(out))};
-  Array t = Transpose::permuted(x, Transpose::permuted_aval(name(), aval_of(x), *dims), *dims);
+  Array t =
+      Transpose::permuted(x, Transpose::permuted_aval(name(), detail::aval_of(x), *dims), *dims);
   return {detail::same_elements(t, std::move(out))};
 }
 
@@ -592,7 +593,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> Reshape::batch(std::span<const Array> args
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   Array x = args[0];
   if (b != 0) {
     Axes to_front{b};
@@ -632,7 +633,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> Squeeze::batch(std::span<const Array> args
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  const ShapedArray example = detail::unbatched_aval(aval_of(args[0]), b);
+  const ShapedArray example = detail::unbatched_aval(detail::aval_of(args[0]), b);
   (void)abstract_eval_one(example, params);
   Axes new_dims;
   std::int64_t out = b;
@@ -669,7 +670,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> ExpandDims::batch(std::span<const Array> a
   detail::check_one_operand(name(), args.size());
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  const ShapedArray example = detail::unbatched_aval(aval_of(args[0]), b);
+  const ShapedArray example = detail::unbatched_aval(detail::aval_of(args[0]), b);
   (void)abstract_eval_one(example, params);
   const Axes& axes = params.get<Axes>("dimensions");
   const std::vector<std::size_t> add =

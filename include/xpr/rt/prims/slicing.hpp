@@ -391,7 +391,7 @@ XPR_FUNC void check_indices(const std::string& prim, std::span<const ShapedArray
 XPR_FUNC Avals avals_of(std::span<const Array> args) {
   Avals out;
   out.reserve(args.size());
-  for (const Array& a : args) out.push_back(aval_of(a));
+  for (const Array& a : args) out.push_back(detail::aval_of(a));
   return out;
 }
 
@@ -402,7 +402,7 @@ namespace xpr::rt {
 XPR_FUNC Arrays Slice::impl(std::span<const Array> args, const Params& params) const {
   detail::check_operand_count(name(), args.size(), 1);
   const Array& x = args[0];
-  ShapedArray out = abstract_eval_one(aval_of(x), params);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), params);
   ArrayBuilder b(out);
   detail::Box box(x.ndim());
   box.shape = out.shape.dims();
@@ -419,7 +419,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> Slice::batch(std::span<const Array> args,
   detail::check_operand_count(name(), args.size(), 1);
   if (!dims[0]) return {rt::bind(*this, args, params), {std::nullopt}};
   const std::int64_t b = *dims[0];
-  (void)abstract_eval_one(detail::unbatched_aval(aval_of(args[0]), b), params);
+  (void)abstract_eval_one(detail::unbatched_aval(detail::aval_of(args[0]), b), params);
   auto with = [b](Axes axes, std::int64_t v) {
     axes.insert(axes.begin() + b, v);
     return axes;
@@ -459,7 +459,7 @@ XPR_FUNC Arrays Pad::impl(std::span<const Array> args, const Params& params) con
   detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
   const Array &x = args[0], &v = args[1];
   const auto& cfg = params.get<PaddingConfig>("padding_config");
-  ShapedArray out = abstract_eval_one(aval_of(x), aval_of(v), cfg);
+  ShapedArray out = abstract_eval_one(detail::aval_of(x), detail::aval_of(v), cfg);
   ArrayBuilder b(out);
   auto n = out.shape.size();
   dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -496,10 +496,10 @@ XPR_FUNC std::pair<Arrays, Tangents> Pad::jvp_symbolic(std::span<const Array> pr
                                                        const Params& params) const {
   detail::check_operand_count(name(), primals.size(), 2, " (operand, padding_value)");
   Arrays out = rt::bind(*this, primals, params);
-  if (!detail::has_tangent_space(aval_of(out[0])) || detail::all_zero(tangents))
+  if (!detail::has_tangent_space(detail::aval_of(out[0])) || detail::all_zero(tangents))
     return {std::move(out), {std::nullopt}};
   Array t = rt::bind(*this, detail::instantiate_zeros(primals, tangents), params)[0];
-  return {std::move(out), {detail::fit_tangent(std::move(t), aval_of(out[0]))}};
+  return {std::move(out), {detail::fit_tangent(std::move(t), detail::aval_of(out[0]))}};
 }
 
 XPR_FUNC Cotangents Pad::transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
@@ -588,7 +588,7 @@ XPR_FUNC std::pair<Arrays, Tangents> DynamicSlice::jvp_symbolic(std::span<const 
                                                                 const Params& params) const {
   if (primals.empty()) throw core::type_error("dynamic_slice expected an operand, found none");
   Arrays out = rt::bind(*this, primals, params);
-  if (!tangents[0] || !detail::has_tangent_space(aval_of(out[0])))
+  if (!tangents[0] || !detail::has_tangent_space(detail::aval_of(out[0])))
     return {std::move(out), {std::nullopt}};
   Arrays t_args(primals.begin(), primals.end());
   t_args[0] = *tangents[0];
@@ -643,7 +643,7 @@ XPR_FUNC std::pair<Arrays, Tangents> DynamicUpdateSlice::jvp_symbolic(
   Avals avals = detail::avals_of(primals);
   (void)abstract_eval_one(avals);
   Arrays out = rt::bind(*this, primals, params);
-  if (!detail::has_tangent_space(aval_of(out[0])) || (!tangents[0] && !tangents[1]))
+  if (!detail::has_tangent_space(detail::aval_of(out[0])) || (!tangents[0] && !tangents[1]))
     return {std::move(out), {std::nullopt}};
   Arrays t_args(primals.begin(), primals.end());
   for (std::size_t i = 0; i < 2; ++i)
@@ -725,10 +725,10 @@ XPR_FUNC std::pair<Arrays, Tangents> Concatenate::jvp_symbolic(std::span<const A
                                                                std::span<const Tangent> tangents,
                                                                const Params& params) const {
   Arrays out = rt::bind(*this, primals, params);
-  if (!detail::has_tangent_space(aval_of(out[0])) || detail::all_zero(tangents))
+  if (!detail::has_tangent_space(detail::aval_of(out[0])) || detail::all_zero(tangents))
     return {std::move(out), {std::nullopt}};
   Array t = rt::bind(*this, detail::instantiate_zeros(primals, tangents), params)[0];
-  return {std::move(out), {detail::fit_tangent(std::move(t), aval_of(out[0]))}};
+  return {std::move(out), {detail::fit_tangent(std::move(t), detail::aval_of(out[0]))}};
 }
 
 XPR_FUNC Cotangents Concatenate::transpose(std::span<const Cotangent> cts,
@@ -765,8 +765,8 @@ XPR_FUNC std::pair<Arrays, BatchDims> Concatenate::batch(std::span<const Array> 
   Avals examples;
   Arrays operands;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    examples.push_back(dims[i] ? detail::unbatched_aval(aval_of(args[i]), *dims[i])
-                               : aval_of(args[i]));
+    examples.push_back(dims[i] ? detail::unbatched_aval(detail::aval_of(args[i]), *dims[i])
+                               : detail::aval_of(args[i]));
     operands.push_back(bdim_at_front(args[i], dims[i], axis_size));
   }
   (void)abstract_eval_one(examples, params);
@@ -911,10 +911,10 @@ XPR_FUNC std::pair<Arrays, BatchDims> Pad::batch(std::span<const Array> args,
   detail::check_operand_count(name(), args.size(), 2, " (operand, padding_value)");
   if (!dims[0] && !dims[1]) return {rt::bind(*this, args, params), {std::nullopt}};
   const auto& cfg = params.get<PaddingConfig>("padding_config");
-  const ShapedArray example =
-      dims[0] ? detail::unbatched_aval(aval_of(args[0]), *dims[0]) : aval_of(args[0]);
-  const ShapedArray value =
-      dims[1] ? detail::unbatched_aval(aval_of(args[1]), *dims[1]) : aval_of(args[1]);
+  const ShapedArray example = dims[0] ? detail::unbatched_aval(detail::aval_of(args[0]), *dims[0])
+                                      : detail::aval_of(args[0]);
+  const ShapedArray value = dims[1] ? detail::unbatched_aval(detail::aval_of(args[1]), *dims[1])
+                                    : detail::aval_of(args[1]);
   const ShapedArray out = abstract_eval_one(example, value, cfg);
   auto with_batch_axis = [&](std::int64_t b) {
     PaddingConfig c = cfg;

@@ -106,7 +106,7 @@ XPR_FUNC Arrays instantiate_zeros(std::span<const Array> primals, std::span<cons
   Arrays out;
   out.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i)
-    out.push_back(ts[i] ? *ts[i] : zeros_like_aval(aval_of(primals[i])));
+    out.push_back(ts[i] ? *ts[i] : zeros_like_aval(detail::aval_of(primals[i])));
   return out;
 }
 

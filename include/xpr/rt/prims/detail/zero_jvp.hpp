@@ -45,7 +45,7 @@ XPR_FUNC std::pair<Arrays, Arrays> ZeroJvpPrimitive::jvp(std::span<const Array> 
   Arrays out = rt::bind(*this, primals, params);
   Arrays zeros;
   zeros.reserve(out.size());
-  for (const Array& o : out) zeros.push_back(zeros_like_aval(aval_of(o)));
+  for (const Array& o : out) zeros.push_back(zeros_like_aval(detail::aval_of(o)));
   return {std::move(out), std::move(zeros)};
 }
 
