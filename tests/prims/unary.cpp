@@ -125,6 +125,31 @@ TEST(UnaryPrims, SpecialValuesMatchStd) {
     }
 }
 
+// xsimd's exp2 gave inf from 2^1023 on (finite up to 2^1024) and 0 for subnormal results; the
+// SIMD body now takes libm's value in those lanes. Each input is repeated so that the SIMD body,
+// not only the scalar tail, sees it.
+TEST(UnaryPrims, Exp2AtTheEdgesOfItsRange) {
+  const std::vector<double> f64{1022.9,  1023.0,  1023.5,  1023.99, 1024.0,  1100.0,  -1021.5,
+                                -1022.0, -1022.5, -1030.3, -1074.0, -1074.5, -1075.5, -1100.0};
+  const std::vector<double> f32{126.9,  127.0,  127.5,   127.99, 128.0, -125.5,
+                                -126.0, -126.5, -140.25, -149.0, -150.5};
+  for (DType t : {DType::float64, DType::float32}) {
+    std::vector<double> x;
+    for (double v : t == DType::float64 ? f64 : f32) x.insert(x.end(), 9, v);
+    const std::vector<double> got =
+        rt::bind1(rt::exp2_p, {make(t, Shape{static_cast<std::int64_t>(x.size())}, x)})
+            .to_vector<double>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double want = round_to(t, std::exp2(round_to(t, x[i])));  // of the f32 input
+      if (std::isinf(want) || want == 0)
+        EXPECT_EQ(got[i], want) << "exp2(" << x[i] << ") " << (t == DType::float32 ? "f32" : "f64");
+      else
+        EXPECT_LE(ulps(t, got[i], want), 2.0) << "exp2(" << x[i] << ") = " << got[i] << ", want "
+                                              << want << (t == DType::float32 ? " f32" : " f64");
+    }
+  }
+}
+
 TEST(UnaryPrims, SignKeepsNanAndSignedZero) {
   for (DType t : {DType::float32, DType::float64}) {
     const std::size_t w =

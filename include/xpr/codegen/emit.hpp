@@ -134,7 +134,8 @@ struct CCall {
   std::vector<DType> arg_dtypes;
   DType out = DType::float64;
   const rt::Params* params = nullptr;
-  std::set<std::string>* math_used = nullptr;  // "sin_f64", ...
+  std::set<std::string>* math_used = nullptr;     // "sin_f64", ...
+  std::set<std::string>* helpers_used = nullptr;  // "max_f64", ... (Lowering::helper)
 
   const std::string& operator[](std::size_t i) const { return args[i]; }
   DType in() const { return arg_dtypes.empty() ? out : arg_dtypes[0]; }
@@ -142,6 +143,9 @@ struct CCall {
   XPR_MEMBER std::string math(const std::string& fn, const std::string& x) const;
   XPR_MEMBER std::string math2(const std::string& fn, const std::string& x,
                                const std::string& y) const;
+  /// A call of the preamble's helper `xpr_<fn>_<dtype>(x, y)`, recorded as used.
+  XPR_MEMBER std::string helper(const std::string& fn, const std::string& x,
+                                const std::string& y) const;
   std::string lit(double v) const { return c_number(v, in()); }
   std::string type() const { return c_type(in()); }
 };
@@ -311,22 +315,25 @@ XPR_DETAIL_C_BITWISE(and_, "&")
 XPR_DETAIL_C_BITWISE(or_, "|")
 XPR_DETAIL_C_BITWISE(xor_, "^")
 #undef XPR_DETAIL_C_BITWISE
+/// max and min of floats carry a NaN, through a helper function (`xpr_max_f64(a, b)`, written by
+/// Lowering::helper) rather than the expression itself: its arguments are evaluated before the
+/// choice, so each operand is read unconditionally. Written inline, `a != a ? a : b != b ? b :
+/// ...` reads `b` only when `a` is a number, GCC 12 if-converts that read into a masked vector
+/// load at -O3, and with a read-modify-write of the same cells (a max over the middle axis of a
+/// (3, 2, 2) array, `o[k] = max(o[k], x[i])` with the loops unrolled) it miscompiled the loop:
+/// rows mixed into each other's results.
 template <>
 struct c_expr<op::max> {
   static std::string emit(const CCall& c) {
-    std::string m = "(" + c[0] + " < " + c[1] + " ? " + c[1] + " : " + c[0] + ")";
-    if (!c.floating()) return m;
-    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " + c[1] +
-           " : " + m + ")";
+    if (!c.floating()) return "(" + c[0] + " < " + c[1] + " ? " + c[1] + " : " + c[0] + ")";
+    return c.helper("max", c[0], c[1]);
   }
 };
 template <>
 struct c_expr<op::min> {
   static std::string emit(const CCall& c) {
-    std::string m = "(" + c[1] + " < " + c[0] + " ? " + c[1] + " : " + c[0] + ")";
-    if (!c.floating()) return m;
-    return "(" + c[0] + " != " + c[0] + " ? " + c[0] + " : " + c[1] + " != " + c[1] + " ? " + c[1] +
-           " : " + m + ")";
+    if (!c.floating()) return "(" + c[1] + " < " + c[0] + " ? " + c[1] + " : " + c[0] + ")";
+    return c.helper("min", c[0], c[1]);
   }
 };
 template <>
@@ -962,6 +969,13 @@ XPR_FUNC std::string CCall::math2(const std::string& fn, const std::string& x,
   return "xpr_" + id + "(" + x + ", " + y + ")";
 }
 
+XPR_FUNC std::string CCall::helper(const std::string& fn, const std::string& x,
+                                   const std::string& y) const {
+  std::string id = fn + "_" + dtype_suffix(in());
+  helpers_used->insert(id);
+  return "xpr_" + id + "(" + x + ", " + y + ")";
+}
+
 XPR_FUNC std::string c_select_n::emit(const CCall& c) {
   const std::size_t n = c.args.size() - 1;
   if (c.arg_dtypes[0] == DType::bool_) return "(" + c[0] + " ? " + c[2] + " : " + c[1] + ")";
@@ -1584,6 +1598,7 @@ XPR_FUNC std::string Lowering::scatter_combine(const Eqn& e, const std::string& 
   c.arg_dtypes = {t, t};
   c.out = t;
   c.math_used = &math_used_;
+  c.helpers_used = &helpers_used_;
   const Primitive* p = e.primitive;
   return p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
          : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
@@ -2135,6 +2150,7 @@ XPR_FUNC std::string Lowering::reduce_combine(const Primitive* p, DType dt, cons
   c.arg_dtypes = {dt, dt};
   c.out = dt;
   c.math_used = &math_used_;
+  c.helpers_used = &helpers_used_;
   return p == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
 }
 
@@ -2372,6 +2388,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     cc.out = e.outputs[0].aval().dtype;
     cc.params = &e.params;
     cc.math_used = &math_used_;
+    cc.helpers_used = &helpers_used_;
     if (e.primitive == &rt::div_p && !cc.floating())
       helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
     if (e.primitive == &rt::rem_p && !cc.floating())
@@ -2685,6 +2702,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
             nc.arg_dtypes = {u->aval().dtype};
             nc.out = u->aval().dtype;
             nc.math_used = &math_used_;
+            nc.helpers_used = &helpers_used_;
             update = c_expr<op::neg>::emit(nc);
           }
         } else {
@@ -3200,6 +3218,7 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
         c.arg_dtypes = {in.dtype};
         c.out = in.dtype;
         c.math_used = &math_used_;
+        c.helpers_used = &helpers_used_;
         const std::string fabs = in.dtype == DType::float32 ? "__builtin_fabsf" : "__builtin_fabs";
         combine = "(p - v) != (p - v) ? p + v : (p > v ? p : v) + " +
                   c.math("log1p", c.math("exp", "-" + fabs + "(p - v)"));
@@ -3639,6 +3658,13 @@ XPR_FUNC std::string Lowering::preamble() const {
 }
 
 XPR_FUNC std::string Lowering::helper(const std::string& h) {
+  if (h.rfind("max_", 0) == 0 || h.rfind("min_", 0) == 0) {
+    // NaN-propagating; ties (+0 and -0) give the first operand, as the interpreter's kernels.
+    std::string t = h.substr(4) == "f32" ? "float" : "double";
+    std::string pick = h[1] == 'a' ? "a < b ? b : a" : "b < a ? b : a";
+    return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
+           " b) { return a != a ? a : " + "b != b ? b : " + pick + "; }\n";
+  }
   if (h.rfind("irem_", 0) == 0) {
     std::string t = h == "irem_i32" ? "int" : "long long";
     // XLA: x rem 0 == x, INT_MIN rem -1 == 0 (C++ leaves both undefined), else C's %.

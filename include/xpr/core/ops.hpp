@@ -664,10 +664,21 @@ struct exp2 {
   static constexpr core::Accepts accepts = core::Accepts::floating;
   template <class T>
   static constexpr auto number(const T& x) {
-    return detail::map_number(x, [](const auto& v) {
+    const auto r = detail::map_number(x, [](const auto& v) {
       using std::exp2;
       return exp2(v);
     });
+    if constexpr (detail::simd_batch<T>) {
+      // xsimd's exp2 overflows to inf from 2^(max_exponent - 1) (f64: 1023, where 2^1023 is
+      // finite) and flushes subnormal results to 0 (below 2^-1022): libm's there.
+      using E = typename T::value_type;
+      constexpr E hi = std::numeric_limits<E>::max_exponent - 1;
+      constexpr E lo = std::numeric_limits<E>::min_exponent - 1;
+      return detail::libm_unless<T>((x < T(hi)) & (x >= T(lo)), r,
+                                    [](auto v) { return std::exp2(v); }, x);
+    } else {
+      return r;
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
