@@ -150,6 +150,27 @@ TEST(UnaryPrims, Exp2AtTheEdgesOfItsRange) {
   }
 }
 
+// Near the bottom of its range expm1 is -1 + e^x with e^x below an ulp of 1: xsimd's gave
+// exactly -1 on about [-37.4, -36.4] (f64), where the correctly rounded value is not -1, and
+// log1p(expm1(x)) became -inf. Libm's value there; each input repeated for the SIMD body.
+TEST(UnaryPrims, Expm1AtTheBottomOfItsRange) {
+  for (DType t : {DType::float64, DType::float32}) {
+    std::vector<double> x;
+    const double from = t == DType::float64 ? -40.0 : -20.0;
+    for (double v = from; v <= from + 10.0; v += 0.05) x.insert(x.end(), 9, v);
+    const std::vector<double> got =
+        rt::bind1(rt::expm1_p, {make(t, Shape{static_cast<std::int64_t>(x.size())}, x)})
+            .to_vector<double>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double xi = round_to(t, x[i]), want = round_to(t, std::expm1(xi));
+      EXPECT_LE(ulps(t, got[i], want), 1.0) << "expm1(" << xi << ") = " << got[i] << ", want "
+                                            << want << (t == DType::float32 ? " f32" : " f64");
+      EXPECT_EQ(got[i] == -1.0, want == -1.0)  // the class log1p sees: finite or -inf
+          << "expm1(" << xi << ") = " << got[i] << (t == DType::float32 ? " f32" : " f64");
+    }
+  }
+}
+
 TEST(UnaryPrims, SignKeepsNanAndSignedZero) {
   for (DType t : {DType::float32, DType::float64}) {
     const std::size_t w =

@@ -498,8 +498,13 @@ struct expm1 {
     using std::expm1;
     if constexpr (detail::simd_batch<T>) {
       const T r = detail::adl_select(x == T(0), x, expm1(x));  // expm1(-0.0) is -0.0
-      return detail::libm_unless<T>(
-          x <= T(detail::exp_bound<T>()), r, [](auto v) { return std::expm1(v); }, x);
+      // Below -(digits - 2) ln 2 the answer is -1 + e^x with e^x under 4 ulps of 1: xsimd's
+      // rounds it to -1 from about -36.4 (f64), where the correctly rounded value is
+      // -0.99999999999999989 until -37.4, and log1p(expm1(x)) turned -inf: libm's there.
+      using E = typename T::value_type;
+      constexpr E lo = -(std::numeric_limits<E>::digits - 2) * E(0.6931471805599453);
+      return detail::libm_unless<T>((x <= T(detail::exp_bound<T>())) & (x >= T(lo)), r,
+                                    [](auto v) { return std::expm1(v); }, x);
     } else {
       return expm1(x);
     }
