@@ -754,6 +754,13 @@ class Lowering {
 
   /// The identity and the combining expression of a reduction primitive on `dt`.
   XPR_MEMBER static std::string reduce_identity(const Primitive* p, DType dt);
+  /// A CCall that records the libm functions and helpers it uses in this lowering's preamble.
+  CCall c_call() {
+    CCall c;
+    c.math_used = &math_used_;
+    c.helpers_used = &helpers_used_;
+    return c;
+  }
   XPR_MEMBER std::string reduce_combine(const Primitive* p, DType dt, const std::string& a,
                                         const std::string& b);
 
@@ -1278,7 +1285,7 @@ XPR_FUNC std::string Lowering::not_lowered(const Eqn& e) {
     c.out = e.outputs[0].aval().dtype;
     c.params = &e.params;
     std::set<std::string> unused;
-    c.math_used = &unused;
+    c.math_used = c.helpers_used = &unused;
     if (c_expr<op::integer_pow>::emit(c).empty()) return "integer_pow of a huge exponent";
   }
   return {};
@@ -1593,12 +1600,10 @@ XPR_FUNC Lowering::ScatterCode Lowering::scatter_code(const Eqn& e, std::size_t 
 XPR_FUNC std::string Lowering::scatter_combine(const Eqn& e, const std::string& cell,
                                                const std::string& update) {
   const DType t = aval_of(e.inputs[0]).dtype;
-  CCall c;
+  CCall c = c_call();
   c.args = {cell, update};
   c.arg_dtypes = {t, t};
   c.out = t;
-  c.math_used = &math_used_;
-  c.helpers_used = &helpers_used_;
   const Primitive* p = e.primitive;
   return p == &rt::scatter_add_p   ? c_expr<op::add>::emit(c)
          : p == &rt::scatter_mul_p ? c_expr<op::mul>::emit(c)
@@ -2145,12 +2150,10 @@ XPR_FUNC std::string Lowering::reduce_combine(const Primitive* p, DType dt, cons
                                               const std::string& b) {
   if (p == &rt::reduce_sum_p)
     return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
-  CCall c;
+  CCall c = c_call();
   c.args = {a, b};
   c.arg_dtypes = {dt, dt};
   c.out = dt;
-  c.math_used = &math_used_;
-  c.helpers_used = &helpers_used_;
   return p == &rt::reduce_max_p ? c_expr<op::max>::emit(c) : c_expr<op::min>::emit(c);
 }
 
@@ -2382,13 +2385,11 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
 
   // The C expression of elementwise equation `e` on operand expressions `args`.
   auto elementwise_expr = [&](const Eqn& e, const std::vector<std::string>& args) {
-    CCall cc;
+    CCall cc = c_call();
     cc.args = args;
     for (const Atom& a : e.inputs) cc.arg_dtypes.push_back(aval_of(a).dtype);
     cc.out = e.outputs[0].aval().dtype;
     cc.params = &e.params;
-    cc.math_used = &math_used_;
-    cc.helpers_used = &helpers_used_;
     if (e.primitive == &rt::div_p && !cc.floating())
       helpers_used_.insert(std::string("idiv_") + dtype_suffix(cc.in()));
     if (e.primitive == &rt::rem_p && !cc.floating())
@@ -2697,12 +2698,10 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
         } else if (ui.group == gi) {
           update = "o" + std::to_string(ui.id) + "[" + f(at) + "]";
           if (negated) {
-            CCall nc;
+            CCall nc = c_call();
             nc.args = {update};
             nc.arg_dtypes = {u->aval().dtype};
             nc.out = u->aval().dtype;
-            nc.math_used = &math_used_;
-            nc.helpers_used = &helpers_used_;
             update = c_expr<op::neg>::emit(nc);
           }
         } else {
@@ -3214,11 +3213,9 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
         break;
       case rt::Cumulative::logsumexp: {
         // logaddexp, as the interpreter's kernel: floats only (abstract_eval checked it).
-        CCall c;
+        CCall c = c_call();
         c.arg_dtypes = {in.dtype};
         c.out = in.dtype;
-        c.math_used = &math_used_;
-        c.helpers_used = &helpers_used_;
         const std::string fabs = in.dtype == DType::float32 ? "__builtin_fabsf" : "__builtin_fabs";
         combine = "(p - v) != (p - v) ? p + v : (p > v ? p : v) + " +
                   c.math("log1p", c.math("exp", "-" + fabs + "(p - v)"));
@@ -3661,7 +3658,7 @@ XPR_FUNC std::string Lowering::helper(const std::string& h) {
   if (h.rfind("max_", 0) == 0 || h.rfind("min_", 0) == 0) {
     // NaN-propagating; ties (+0 and -0) give the first operand, as the interpreter's kernels.
     std::string t = h.substr(4) == "f32" ? "float" : "double";
-    std::string pick = h[1] == 'a' ? "a < b ? b : a" : "b < a ? b : a";
+    std::string pick = h.rfind("max_", 0) == 0 ? "a < b ? b : a" : "b < a ? b : a";
     return "static inline " + t + " xpr_" + h + "(" + t + " a, " + t +
            " b) { return a != a ? a : " + "b != b ? b : " + pick + "; }\n";
   }
