@@ -136,6 +136,9 @@ struct CCall {
   const rt::Params* params = nullptr;
   std::set<std::string>* math_used = nullptr;     // "sin_f64", ...
   std::set<std::string>* helpers_used = nullptr;  // "max_f64", ... (Lowering::helper)
+  /// Set while a flat loop is emitted a second time with the preamble's own sine and cosine
+  /// (Lowering::emit_group): f64 `sin` and `cos` then call them, and this is set to true.
+  bool* fast_trig = nullptr;
 
   const std::string& operator[](std::size_t i) const { return args[i]; }
   DType in() const { return arg_dtypes.empty() ? out : arg_dtypes[0]; }
@@ -759,8 +762,12 @@ class Lowering {
     CCall c;
     c.math_used = &math_used_;
     c.helpers_used = &helpers_used_;
+    if (fast_trig_) c.fast_trig = &fast_trig_used_;
     return c;
   }
+  /// While true, f64 `sin` and `cos` are emitted as the preamble's `xpr_fsin_f64(x, xpr_big)`
+  /// (see `emit_group`); `fast_trig_used_` records that some were.
+  bool fast_trig_ = false, fast_trig_used_ = false;
   XPR_MEMBER std::string reduce_combine(const Primitive* p, DType dt, const std::string& a,
                                         const std::string& b);
 
@@ -964,6 +971,13 @@ XPR_FUNC std::string c_literal(const Array& a) {
 }
 
 XPR_FUNC std::string CCall::math(const std::string& fn, const std::string& x) const {
+  if (fast_trig && in() == DType::float64 && (fn == "sin" || fn == "cos")) {
+    *fast_trig = true;
+    helpers_used->insert("trig_f64");
+    math_used->insert("sin_f64");  // what trig_f64 calls without hardware fma
+    math_used->insert("cos_f64");
+    return "xpr_f" + fn + "_f64(" + x + ", xpr_big)";
+  }
   std::string id = fn + "_" + dtype_suffix(in());
   math_used->insert(id);
   return "xpr_" + id + "(" + x + ")";
@@ -1973,8 +1987,27 @@ XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
       "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
       "(void* const* b, const long long* n, const XprHost* h) {\n  (void)b; (void)n; (void)h;\n";
   if (grp.kind == Kind::elementwise) {
-    const std::string body = emit_elementwise(g);
+    std::string body = emit_elementwise(g);
     if (parts_index_.empty()) return f + body + "}\n\n";
+    // A flat loop that calls f64 `sin` or `cos` runs first with the preamble's own (inline, so
+    // GCC vectorizes them with the loop's arithmetic: about three times libmvec's speed, see
+    // `Lowering::helper`), which cover |x| <= 2^30 and flag any other argument; the loop then
+    // runs again as written, with libm's. Running it twice is safe because it only reads its
+    // inputs and writes each element of its outputs once, unless an output shares its buffer
+    // with an input (a loop's carry updated in place): such loops call libm's only.
+    bool in_place = false;
+    for (const auto& pr : in_place_)
+      in_place = in_place || info(pr.first).group == static_cast<int>(g);
+    if (!opts_.precise_math && !in_place) {
+      fast_trig_ = true;
+      fast_trig_used_ = false;
+      const std::string fast = emit_elementwise(g);
+      fast_trig_ = false;
+      if (fast_trig_used_)
+        body = "  int xpr_big = 0;\n  {\n" + indented(fast) +
+               "  }\n  if (xpr_big) {  // an argument beyond 2^30, or not finite: libm's\n" +
+               indented(body) + "  }\n";
+    }
     // The loop over [lo, hi) in a function of its own, which the host runs in parts on several
     // threads when the loop is long (the pointers above the loop are read again by each part).
     const std::string id = "g" + std::to_string(g);
@@ -3654,7 +3687,63 @@ XPR_FUNC std::string Lowering::preamble() const {
   return s + "\n";
 }
 
+// The sine and cosine of the flat loops' first run (Lowering::emit_group). libmvec's 4-wide
+// AVX2 sine takes about 34 cycles, more than streaming its element from memory on one core; this
+// one is a dozen fused multiply-adds that GCC vectorizes inline. x = n pi + r (cos: (n + 1/2) pi
+// + r) with n from a rounding of x / pi, r by Cody and Waite's reduction with pi in three parts
+// (each fma exact or rounded once: r is within an ulp for |x| <= 2^30), sin r = r + r^3 p(r^2)
+// with Taylor's coefficients to r^21 (its remainder below 2^-60 on |r| <= pi/2), and the sign
+// of (-1)^n from n's last bit. About 2 ulp against the correctly rounded value (libmvec: 4).
+// |x| > 2^30, inf and NaN set `big`, and the loop runs again with libm's. Without hardware
+// fused multiply-add the reduction is not exact: libm's are called directly.
+inline constexpr const char* trig_f64_source = R"(#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+static inline double xpr_sinpoly_f64(double r) {
+  const double s = r * r;
+  double p = 0x1.71b8ef6dcf572p-66;
+  p = __builtin_fma(p, s, -0x1.2f49b46814157p-57);
+  p = __builtin_fma(p, s, 0x1.952c77030ad4ap-49);
+  p = __builtin_fma(p, s, -0x1.ae7f3e733b81fp-41);
+  p = __builtin_fma(p, s, 0x1.6124613a86d09p-33);
+  p = __builtin_fma(p, s, -0x1.ae64567f544e4p-26);
+  p = __builtin_fma(p, s, 0x1.71de3a556c734p-19);
+  p = __builtin_fma(p, s, -0x1.a01a01a01a01ap-13);
+  p = __builtin_fma(p, s, 0x1.1111111111111p-7);
+  p = __builtin_fma(p, s, -0x1.5555555555555p-3);
+  return __builtin_fma(p * s, r, r);
+}
+static inline double xpr_pi_reduced_f64(double x, double n) {
+  double r = __builtin_fma(-n, 0x1.921fb54442d18p+1, x);
+  r = __builtin_fma(-n, 0x1.1a62633145c07p-53, r);
+  return __builtin_fma(-n, -0x1.f1976b7ed8fbcp-109, r);
+}
+static inline double xpr_signed_f64(double y, double t, unsigned long long flip) {
+  const unsigned long long bit = (__builtin_bit_cast(unsigned long long, t) ^ flip) << 63;
+  return __builtin_bit_cast(double, __builtin_bit_cast(unsigned long long, y) ^ bit);
+}
+static inline double xpr_fsin_f64(double x, int& big) {
+  big |= !(__builtin_fabs(x) <= 0x1p+30);
+  const double t = x * 0x1.45f306dc9c883p-2 + 0x1.8p+52;  // n = round(x / pi), in t's last bit
+  const double y = xpr_signed_f64(xpr_sinpoly_f64(xpr_pi_reduced_f64(x, t - 0x1.8p+52)), t, 0);
+  // sin(-0) = -0: r + r^3 p is +0 there. A bitwise blend (a conditional expression here keeps
+  // GCC from vectorizing the loop).
+  const unsigned long long zero_sign =
+      __builtin_bit_cast(unsigned long long, x) & (x == 0 ? 0x8000000000000000ULL : 0ULL);
+  return __builtin_bit_cast(double, __builtin_bit_cast(unsigned long long, y) | zero_sign);
+}
+static inline double xpr_fcos_f64(double x, int& big) {
+  big |= !(__builtin_fabs(x) <= 0x1p+30);
+  const double t = (x * 0x1.45f306dc9c883p-2 - 0.5) + 0x1.8p+52;  // n = round(x / pi - 1/2)
+  // cos x = (-1)^(n + 1) sin r, r = x - (n + 1/2) pi
+  return xpr_signed_f64(xpr_sinpoly_f64(xpr_pi_reduced_f64(x, (t - 0x1.8p+52) + 0.5)), t, 1);
+}
+#else
+static inline double xpr_fsin_f64(double x, int&) { return xpr_sin_f64(x); }
+static inline double xpr_fcos_f64(double x, int&) { return xpr_cos_f64(x); }
+#endif
+)";
+
 XPR_FUNC std::string Lowering::helper(const std::string& h) {
+  if (h == "trig_f64") return trig_f64_source;
   if (h.rfind("max_", 0) == 0 || h.rfind("min_", 0) == 0) {
     // NaN-propagating; ties (+0 and -0) give the first operand, as the interpreter's kernels.
     std::string t = h.substr(4) == "f32" ? "float" : "double";
