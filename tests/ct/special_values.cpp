@@ -132,6 +132,24 @@ TEST(CtSpecialValues, MaximumAndMinimumPropagateNaNOnEveryPath) {
   EXPECT_TRUE(en.isNaN().all());
 }
 
+// where(p, 0.0, -0.0) is not a select of equal branches: the zeros differ in sign, and a
+// division by the result tells them apart (examiner's program: y / where(x > 0, 0.0, -0.0)).
+TEST(CtSpecialValues, WhereOfZerosOfOppositeSignsKeepsBoth) {
+  constexpr auto f = [](auto x, auto y) { return y / xpr::where(x > 0, 0.0, -0.0); };
+  for (double x : {1.0, -1.0}) {
+    const double want = f(x, 1.0);  // plain doubles: +inf, then -inf
+    auto [v, g] = ct::value_and_grad<1>(f)(x, 1.0);
+    EXPECT_EQ(v, want) << x;
+    EXPECT_EQ(g, want) << x;  // d/dy y / c = 1 / c
+    Eigen::ArrayXd b = ct::vmap(f)(std::vector<double>{x, x}, std::vector<double>{1.0, 2.0});
+    EXPECT_EQ(b[0], want) << x;
+    EXPECT_EQ(b[1], 2 * want) << x;
+  }
+  // Equal branches, bit for bit, are still one value: no select left to evaluate.
+  constexpr auto same = [](auto x, auto y) { return y / xpr::where(x > 0, -0.0, -0.0); };
+  EXPECT_EQ(ct::value_and_grad<1>(same)(1.0, 1.0).first, -INFINITY);
+}
+
 }  // namespace
 
 namespace {

@@ -3,6 +3,7 @@
 // `select_n c b a`. Linear in its two branches.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "xpr/core/ops.hpp"
@@ -23,8 +24,11 @@ struct Rules<op::select> {
   template <class T>
   static constexpr Simplified simplify(const T* x, std::int64_t, WeakDType out) {
     if (x[0].is_constant()) return rules::same(x[0].value() != 0 ? x[2] : x[1], out);
-    bool same_branches = x[1].is_constant() ? x[2].is_constant() && x[1].value() == x[2].value()
-                                            : !x[2].is_constant() && x[1].id() == x[2].id();
+    // Constants are the same by their bits: 0.0 == -0.0, but y / where(p, 0.0, -0.0) is +-inf.
+    bool same_branches = x[1].is_constant()
+                             ? x[2].is_constant() && std::bit_cast<std::uint64_t>(x[1].value()) ==
+                                                         std::bit_cast<std::uint64_t>(x[2].value())
+                             : !x[2].is_constant() && x[1].id() == x[2].id();
     if (same_branches) return rules::same(x[1], out);
     T p, f, t;
     if (rules::selected(x[1], p, f, t) && p.id() == x[0].id())
