@@ -20,7 +20,6 @@
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/ct/ct.hpp"
-#include "xpr/rt/api_transformations.hpp"  // xpr::not_mapped
 
 // A counting global operator new: `into` must not allocate. Only calls made while `counting` is
 // set are counted, so gtest's own allocations do not interfere. (Eigen allocates with malloc,

@@ -25,6 +25,7 @@ namespace xpr::core {
 struct NotMapped {
   friend constexpr bool operator==(NotMapped, NotMapped) { return true; }
 };
+inline constexpr NotMapped not_mapped{};
 
 // Checked arithmetic for sizes, byte counts and index bounds: input (a jaxpr text, a user's
 // shape) may ask for sizes past int64, and a wrapped product would allocate a small buffer and

@@ -22,6 +22,11 @@
 #include "xpr/interop/eigen.hpp"
 #include "xpr/interop/xsimd.hpp"
 
+namespace xpr {
+/// `in_axes` entry of a per-point argument (core/shape.hpp); the runtime tier's vmap takes it too.
+using core::not_mapped;
+}  // namespace xpr
+
 namespace xpr::ct {
 
 namespace detail {

@@ -26,8 +26,8 @@
 namespace xpr::rt {
 
 /// An `in_axes` / `out_axes` entry meaning "this value has no batch axis" (Python's None).
+using core::not_mapped;
 using core::NotMapped;
-inline constexpr NotMapped not_mapped{};
 
 namespace detail {
 
