@@ -7,7 +7,9 @@
 #include "xpr/rt/cond.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -315,6 +317,36 @@ TEST(Cond, SwitchThreeBranchesUnderJacrev) {
   auto plain =
       xpr::switch_(5, std::tuple{[](double v) { return v; }, [](double v) { return 2 * v; }}, 1.5);
   EXPECT_EQ(plain, 3.0);
+}
+
+// An int64 index beyond int32's range is clamped, not wrapped by its conversion to int32 (an
+// examiner's program: 2^31 picked branch 0, 2^32 + 1 branch 1), eagerly, under jit and batched.
+TEST(Cond, SwitchClampsAnInt64IndexBeforeNarrowingIt) {
+  auto s = [](Array i, Array x) {
+    return xpr::switch_(i,
+                        std::tuple{[](Array v) { return v; }, [](Array v) { return -v; },
+                                   [](Array v) { return v * 3.0; }},
+                        x);
+  };
+  const std::vector<std::int64_t> idx = {std::int64_t{1} << 31,
+                                         (std::int64_t{1} << 32) + 1,
+                                         -(std::int64_t{1} << 32) + 2,
+                                         std::int64_t{1} << 40,
+                                         -(std::int64_t{1} << 40),
+                                         1,
+                                         2,
+                                         -1};
+  auto want = [](std::int64_t i) {
+    return std::array{1.0, -1.0, 3.0}[std::clamp<std::int64_t>(i, 0, 2)];
+  };
+  auto js = xpr::jit(s);
+  for (std::int64_t i : idx) {
+    EXPECT_EQ(s(Array(i), Array(1.0)).item<double>(), want(i)) << i;
+    EXPECT_EQ(js(Array(i), Array(1.0)).item<double>(), want(i)) << i;
+  }
+  const Array batched = xpr::vmap(s, std::tuple{0, xpr::not_mapped})(xpr::array(idx), Array(1.0));
+  for (std::size_t k = 0; k < idx.size(); ++k)
+    EXPECT_EQ(batched.to_vector<double>()[k], want(idx[k])) << idx[k];
 }
 
 TEST(Cond, PytreeOperandsAndOutputs) {

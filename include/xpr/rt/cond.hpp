@@ -319,12 +319,16 @@ auto switch_(const I& index, const Branches& branch_fns, const Ops&... operands)
     if (!core::is_integer(i.dtype()))
       throw core::type_error("switch_: expected an integer index, found " +
                              detail::aval_of(i).str());
+    // An int64 index is clamped before it is narrowed: converted first (as lax.switch does),
+    // 2^32 + 1 would wrap to 1 and pick branch 1 instead of the last.
+    const DType index_dtype = i.dtype();
+    if (index_dtype == DType::int64) i = xpr::clip(i, 0, static_cast<std::int64_t>(n - 1));
     i = convert_element_type(i, DType::int32);
     if (i.is_concrete()) {
       i = Array(
           std::clamp<std::int32_t>(i.item<std::int32_t>(), 0, static_cast<std::int32_t>(n - 1)));
       i = convert_element_type(i, DType::int32);
-    } else {
+    } else if (index_dtype != DType::int64) {
       i = xpr::clip(i, 0, static_cast<std::int32_t>(n - 1));
     }
     using Out = typename detail::branch0_result<Branches, Ops...>::type;
