@@ -1073,6 +1073,17 @@ XPR_FUNC Exported export_source(const rt::ClosedJaxpr& jaxpr, const std::vector<
       throw core::dtype_error("aot: argument " + std::to_string(i) + " of the jaxpr has dtype " +
                               std::string(core::short_name(own[i].dtype)) +
                               ", the type given says " + std::string(core::short_name(t.dtype)));
+    // The type's numbers are the jaxpr's own and its names mark the sizes that vary: a jaxpr
+    // evaluated at another rank or another fixed size means something else (`reduce_sum` over
+    // axis 0 of f32[2,2] is not the total of f32[3] the text describes).
+    auto mismatch = [&] {
+      return core::shape_error("aot: argument " + std::to_string(i) + " of the jaxpr has type " +
+                               own[i].str() + ", the type given says " + types[i] +
+                               " (expected its rank, and its sizes where no name is given)");
+    };
+    if (t.dims.size() != own[i].ndim()) throw mismatch();
+    for (std::size_t k = 0; k < t.dims.size(); ++k)
+      if (t.dims[k].name.empty() && t.dims[k].value != own[i].shape[k]) throw mismatch();
     detail::ArgSig s{t.dtype, own[i].weak_type, {}, {}};
     std::vector<std::int64_t> fd;
     for (const detail::DimSpec& d : t.dims) {

@@ -289,6 +289,16 @@ TEST(Aot, JaxprWithNamedSizes) {
   EXPECT_THROW(aot::export_source(j, {"f32[n]", "f32[n,k]"}, dir, "fr"), xpr::dtype_error);
   EXPECT_THROW(aot::export_source(j, {"f64[n", "f64[n,k]"}, dir, "fr"), xpr::value_error);
   EXPECT_THROW(aot::export_source(j, {"f64[n;]", "f64[n,k]"}, dir, "fr"), xpr::value_error);
+  // Another rank, or another number where no name is given, is refused (an examiner's
+  // `--types 'f32[2,2]'` for `a:f32[3]` exported a sum over one axis of a 2x2 input).
+  EXPECT_THROW(aot::export_source(j, {"f64[n,2]", "f64[n,k]"}, dir, "fr"), xpr::shape_error);
+  EXPECT_THROW(aot::export_source(j, {"f64[n]", "f64[n]"}, dir, "fr"), xpr::shape_error);
+  EXPECT_THROW(aot::export_source(j, {"f64[4]", "f64[4,2]"}, dir, "fr"), xpr::shape_error);
+  EXPECT_THROW(aot::export_source(j, {"f64[n]", "f64[n,3]"}, dir, "fr"), xpr::shape_error);
+  aot::Exported own = aot::export_source(j, {"f64[3]", "f64[3,2]"}, dir, "fown");
+  EXPECT_TRUE(own.size_names.empty());
+  aot::Exported part = aot::export_source(j, {"f64[n]", "f64[n,2]"}, dir, "fpart");
+  EXPECT_EQ(part.size_names, (std::vector<std::string>{"n"}));
 }
 
 // ---- xprc ---------------------------------------------------------------------------------------
