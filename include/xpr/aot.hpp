@@ -51,6 +51,9 @@ struct Exported {
   /// one's name in the types given (or "n<k>") and its value in the example it was traced at.
   std::vector<std::string> size_names;
   std::vector<long long> size_examples;
+  /// Each size parameter's smallest value: below it tracing fails (an index or a slice past the
+  /// axis' end, a max or argmax over an empty axis), and the function returns 5.
+  std::vector<long long> size_minimums;
   rt::Avals in_avals, out_avals;  ///< the arguments and results at the example sizes
 };
 
@@ -202,6 +205,7 @@ struct Plan {
   TracedAt traced;  // at the first assignment
   std::vector<std::string> class_names;
   std::vector<long long> class_values;
+  std::vector<long long> class_min;  // each size parameter's smallest value (smallest_sizes)
   std::vector<Dims> in_dims, const_dims, out_dims, kernel_out_dims, temp_dims;
 };
 
@@ -211,6 +215,9 @@ Dims fixed_dims(const core::Shape& s);
 /// of them (and so are the constants), the sizes are parameters of the exported function.
 std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Problem& p, const Options& o,
                                     std::string& why);
+
+/// Each size class's smallest value at which `f` still traces (`Plan::class_min`).
+std::vector<long long> smallest_sizes(const rt::FlatFunction& f, const Problem& p);
 
 Plan fixed_plan(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o);
 
@@ -559,6 +566,7 @@ XPR_FUNC std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Pr
   Plan plan;
   plan.class_names = p.class_names;
   plan.class_values = p.assignments[0];
+  plan.class_min = smallest_sizes(f, p);
   auto each = [&](auto get, std::vector<Dims>& into, std::size_t count) {
     for (std::size_t k = 0; k < count; ++k) {
       std::vector<const core::Shape*> shapes;
@@ -590,6 +598,33 @@ XPR_FUNC std::optional<Plan> try_polymorphic(const rt::FlatFunction& f, const Pr
   for (const Array& c : t0.jaxpr.consts) plan.const_dims.push_back(fixed_dims(c.shape()));
   plan.traced = std::move(ts[0]);
   return plan;
+}
+
+XPR_FUNC std::vector<long long> smallest_sizes(const rt::FlatFunction& f, const Problem& p) {
+  // The probes are at least 101, where `x[1]` or `max` over the axis trace; the code generated
+  // there reads x[1] at every size. Per size, the smallest value at which the function still
+  // traces (the others at the first probe), by bisection: the sizes it fails at are those below
+  // an index or a slice's end, or an empty axis, so they lie below the sizes it traces at.
+  std::vector<long long> smallest;
+  for (std::size_t c = 0; c < p.class_names.size(); ++c) {
+    long long lo = 0, hi = p.assignments[0][c];
+    while (lo < hi) {
+      std::vector<long long> vals = p.assignments[0];
+      vals[c] = lo + (hi - lo) / 2;
+      bool traces = true;
+      try {
+        (void)rt::make_jaxpr_flat(f, avals_at(p, vals));
+      } catch (const core::error&) {
+        traces = false;
+      }
+      if (traces)
+        hi = vals[c];
+      else
+        lo = vals[c] + 1;
+    }
+    smallest.push_back(lo);
+  }
+  return smallest;
 }
 
 XPR_FUNC Plan fixed_plan(const rt::FlatFunction& f, const rt::Avals& avals, const Options& o) {
@@ -699,6 +734,7 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   std::string sizes_doc;
   for (std::size_t c = 0; c < params.size(); ++c)
     sizes_doc += " *   " + params[c] + ": a size" +
+                 (plan.class_min[c] > 0 ? " >= " + std::to_string(plan.class_min[c]) : "") +
                  (plan.class_names[c] == params[c] ? "" : " (" + plan.class_names[c] + ")") +
                  ", traced at " + std::to_string(plan.class_values[c]) + "\n";
   const std::string guard = "XPR_AOT_" + name + "_H";
@@ -713,9 +749,10 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
       " *\n"
       " *   " +
       sig + "\n" +
-      (params.empty()
-           ? std::string(" *\n * Sizes are fixed: the function takes none.\n")
-           : " *\n * Size parameters (the function works for any values of them):\n" + sizes_doc) +
+      (params.empty() ? std::string(" *\n * Sizes are fixed: the function takes none.\n")
+                      : " *\n * Size parameters (the function works for every value from the "
+                        "smallest shown):\n" +
+                            sizes_doc) +
       " *\n"
       " * Arrays are dense and row-major (C order), one pointer each; a rank-0 array is one\n"
       " * element. The caller allocates every output with the shape shown above. Outputs must not\n"
@@ -723,7 +760,7 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
       "when\n"
       " * the sizes make an array too large to index, 3 when working memory cannot be allocated,\n"
       " * 4 when a loop bounded by max_trips did not finish within it (the outputs are then left\n"
-      " * unspecified).\n"
+      " * unspecified), 5 when a size is below its smallest value shown above.\n"
       " *\n"
       " * " +
       name +
@@ -778,6 +815,9 @@ XPR_FUNC Files write_files(const Plan& plan, const std::string& name) {
   s += "extern \"C\" __attribute__((visibility(\"default\"))) " + decl + " {\n";
   s += "  using namespace " + ns + ";\n";
   for (const std::string& p : params) s += "  if (" + p + " < 0) return 1;\n";
+  for (std::size_t c = 0; c < params.size(); ++c)
+    if (plan.class_min[c] > 0)
+      s += "  if (" + params[c] + " < " + std::to_string(plan.class_min[c]) + "LL) return 5;\n";
   // Element counts of every array, checked, then the kernel's size array n[].
   for (std::size_t i = 0; i < nin; ++i)
     s += count_code("c_in" + std::to_string(i), plan.in_dims[i], cj.jaxpr.invars[i].aval().dtype);
@@ -926,6 +966,7 @@ XPR_FUNC Exported export_plan(const Plan& plan, const std::filesystem::path& dir
   e.declaration = f.declaration;
   e.size_names = plan.class_names;
   e.size_examples = plan.class_values;
+  e.size_minimums = plan.class_min;
   e.in_avals = plan.traced.jaxpr.jaxpr.in_avals();
   for (const auto& o : plan.traced.plan.outputs) e.out_avals.push_back(o.aval);
   return e;

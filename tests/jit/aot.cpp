@@ -6,12 +6,14 @@
 // interpreter, and never write outside the output directory.
 #include "xpr/aot.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <set>
@@ -239,6 +241,66 @@ TEST(Aot, SizesAreCheckedAtRunTime) {
   const long long one[] = {1};
   EXPECT_EQ(fn(ins, outs, one), 0);
   EXPECT_DOUBLE_EQ(y, 2.0);
+}
+
+// Code generated at the example's sizes reads x[1], or the first element of a max, at every
+// size: below the smallest size at which the function traces, the exported function returns 5
+// instead of reading past the input (an examiner's export of x[1] * 2 read in0[1] at n0 = 1).
+TEST(Aot, SizesBelowWhereTheFunctionTracesAreRefused) {
+  struct Case {
+    std::string name;
+    std::function<Array(const Array&)> f;
+    long long smallest;
+  };
+  const std::vector<Case> cases = {
+      {"idx", [](const Array& x) { return x[1] * 2.0; }, 2},
+      {"last", [](const Array& x) { return x[-1] + 1.0; }, 1},
+      {"mx", [](const Array& x) { return xpr::max(x); }, 1},
+      {"am", [](const Array& x) { return xpr::argmax(x); }, 1},
+      {"sl", [](const Array& x) { return xpr::slice(x, {2}, {4}) * 3.0; }, 4},
+      {"sn", [](const Array& x) { return xpr::sin(x); }, 0},
+      {"sm", [](const Array& x) { return xpr::sum(x); }, 0},
+  };
+  int polymorphic = 0;
+  for (const Case& c : cases) {
+    const ScratchDir dir("smallest_" + c.name);
+    aot::Exported e = aot::export_source(c.f, ramp({7}), dir, c.name);
+    if (e.size_names.empty()) continue;  // x[-1]: its code depends on the size, so fixed sizes
+    ++polymorphic;
+    ASSERT_EQ(e.size_minimums, std::vector<long long>{c.smallest}) << c.name;
+    std::ifstream hf(e.header);
+    std::stringstream hs;
+    hs << hf.rdbuf();
+    const std::string header = hs.str();
+    EXPECT_EQ(header.find("a size >= ") != std::string::npos, c.smallest > 0) << header;
+    CallFn fn = load(aot::compile_library(dir, c.name), c.name);
+    for (long long n = 0; n <= 9; ++n) {
+      std::vector<double> x(static_cast<std::size_t>(n) + 1, 1e300);  // one guard element
+      const Array in = ramp({n});
+      std::copy(in.data<double>(), in.data<double>() + n, x.begin());
+      double out[16] = {};
+      const void* ins[] = {x.data()};
+      void* outs[] = {out};
+      const long long sizes[] = {n};
+      const int rc = fn(ins, outs, sizes);
+      if (n < c.smallest) {
+        EXPECT_EQ(rc, 5) << c.name << " n=" << n;
+        EXPECT_THROW((void)c.f(in), xpr::error) << c.name << " n=" << n;  // eager agrees
+      } else {
+        ASSERT_EQ(rc, 0) << c.name << " n=" << n;
+        const Array want = xpr::astype(c.f(in), DType::float64);  // argmax: int32
+        const Array got =
+            xpr::astype(xpr::array(std::vector<double>(out, out + want.size())), DType::float64);
+        for (std::int64_t i = 0; i < want.size(); ++i) {
+          const double g = c.name == "am"
+                               ? static_cast<double>(reinterpret_cast<const std::int32_t*>(out)[i])
+                               : got.data<double>()[i];
+          EXPECT_EQ(g, want.data<double>()[i]) << c.name << " n=" << n;
+        }
+      }
+    }
+  }
+  EXPECT_GE(polymorphic, 6);
 }
 
 TEST(Aot, NamesMustBeCIdentifiers) {
