@@ -695,6 +695,7 @@ class Lowering {
   // ---- groups ----
 
   XPR_MEMBER std::string emit_group(std::size_t g);
+  XPR_MEMBER std::string emit_group_functions(std::size_t g);
 
   // ---- control flow ----
 
@@ -765,6 +766,9 @@ class Lowering {
     if (fast_trig_) c.fast_trig = &fast_trig_used_;
     return c;
   }
+  /// Set by a read that must stay conditional (a concatenation's operands): `emit_group` then
+  /// compiles the group's functions without loop if-conversion.
+  bool conditional_reads_ = false, no_ifcvt_used_ = false;
   /// While true, f64 `sin` and `cos` are emitted as the preamble's `xpr_fsin_f64(x, xpr_big)`
   /// (see `emit_group`); `fast_trig_used_` records that some were.
   bool fast_trig_ = false, fast_trig_used_ = false;
@@ -998,11 +1002,17 @@ XPR_FUNC std::string CCall::helper(const std::string& fn, const std::string& x,
 }
 
 XPR_FUNC std::string c_select_n::emit(const CCall& c) {
+  // Through the preamble's bitwise pick: its operands, often reads of the loop's inputs, are
+  // evaluated before the choice, where a conditional expression would read the case not taken
+  // only conditionally, which GCC 12 at -O3 turns into masked vector loads that it miscompiled
+  // in short unrolled loops (see Lowering::helper's pick).
   const std::size_t n = c.args.size() - 1;
-  if (c.arg_dtypes[0] == DType::bool_) return "(" + c[0] + " ? " + c[2] + " : " + c[1] + ")";
+  const std::string pick = "xpr_pick_" + std::string(dtype_suffix(c.out));
+  c.helpers_used->insert(pick.substr(4));
+  if (c.arg_dtypes[0] == DType::bool_) return pick + "(" + c[0] + ", " + c[2] + ", " + c[1] + ")";
   std::string e = c[n];
   for (std::size_t k = n - 1; k-- > 0;)
-    e = "(" + c[0] + " <= " + std::to_string(k) + " ? " + c[k + 1] + " : " + e + ")";
+    e = pick + "(" + c[0] + " <= " + std::to_string(k) + ", " + c[k + 1] + ", " + e + ")";
   return e;
 }
 
@@ -1982,6 +1992,18 @@ XPR_FUNC std::string Lowering::ptr(const Var& v, bool mut) {
 }
 
 XPR_FUNC std::string Lowering::emit_group(std::size_t g) {
+  // Its functions compiled without loop if-conversion when they read conditionally (see
+  // `conditional_reads_`).
+  conditional_reads_ = false;
+  std::string text = emit_group_functions(g);
+  if (conditional_reads_) {
+    text = replaced(text, "\nstatic void ", "\nXPR_NO_IFCVT static void ");
+    no_ifcvt_used_ = true;
+  }
+  return text;
+}
+
+XPR_FUNC std::string Lowering::emit_group_functions(std::size_t g) {
   const Group& grp = groups_[g];
   std::string f =
       "// group " + std::to_string(g) + "\nstatic void g" + std::to_string(g) +
@@ -3018,6 +3040,11 @@ XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std:
     std::string expr = reads.back();
     for (std::size_t k = reads.size() - 1; k-- > 0;)
       expr = "(" + ix[d] + " < " + ends[k] + " ? " + reads[k] + " : " + expr + ")";
+    // Each operand is read only where it is the one: a read of another would be out of its
+    // bounds. GCC 12 at -O3 makes such reads masked vector loads, and in short unrolled loops it
+    // used another lane's mask (a sum over a concatenation of (1, 5, 4) and (1, 1, 4) came out
+    // permuted); the loop's function is compiled without loop if-conversion (`emit_group`).
+    conditional_reads_ = true;
     return expr;
   }
   // gather: the window of the index vector at the batch position, as emit_gather reads it.
@@ -3061,7 +3088,10 @@ XPR_FUNC std::string Lowering::indexed_read(const Eqn& e, const std::vector<std:
   }
   for (std::size_t k = 0; k < xa.ndim(); ++k) at[k] = start[k].empty() ? "0" : start[k];
   const std::string x = read(0, at, "");
-  return drop ? "(" + oob + " ? " + fill_literal(e.params, oa.dtype) + " : " + x + ")" : x;
+  if (!drop) return x;
+  helpers_used_.insert(std::string("pick_") + dtype_suffix(oa.dtype));
+  return "xpr_pick_" + std::string(dtype_suffix(oa.dtype)) + "(" + oob + ", " +
+         fill_literal(e.params, oa.dtype) + ", " + x + ")";
 }
 
 XPR_FUNC std::string Lowering::nest(const core::Shape& shape, const std::string& body,
@@ -3435,8 +3465,10 @@ XPR_FUNC std::string Lowering::emit_gather(const Eqn& e) {
     flat += (k ? " + " : "") + std::string("i") + std::to_string(k) + " * (" + stride(oa.shape, k) +
             ")";
   if (flat.empty()) flat = "0";
+  if (drop) helpers_used_.insert(std::string("pick_") + dtype_suffix(oa.dtype));
   body += "o[" + flat + "] = " +
-          (drop ? "oob ? " + fill_literal(e.params, oa.dtype) + " : x[" + src + "]"
+          (drop ? "xpr_pick_" + std::string(dtype_suffix(oa.dtype)) + "(oob, " +
+                      fill_literal(e.params, oa.dtype) + ", x[" + src + "])"
                 : "x[" + src + "]") +
           ";\n";
   std::vector<std::size_t> order(oa.ndim());
@@ -3682,6 +3714,9 @@ XPR_FUNC std::string Lowering::preamble() const {
       "                                 long long lo, long long hi),\n"
       "                   void* const* b, const long long* n, const XprHost* h, long long count);\n"
       "};\n\n";
+  if (no_ifcvt_used_)
+    s += "#if defined(__clang__)\n#define XPR_NO_IFCVT\n#else\n#define XPR_NO_IFCVT "
+         "__attribute__((optimize(\"no-tree-loop-if-convert\")))\n#endif\n\n";
   for (const std::string& m : math_used_) s += math_declaration(m, opts_.precise_math);
   for (const std::string& h : helpers_used_) s += helper(h);
   return s + "\n";
@@ -3744,6 +3779,27 @@ static inline double xpr_fcos_f64(double x, int&) { return xpr_cos_f64(x); }
 
 XPR_FUNC std::string Lowering::helper(const std::string& h) {
   if (h == "trig_f64") return trig_f64_source;
+  if (h.rfind("pick_", 0) == 0) {
+    // c ? a : b by bits, for a gather's fill: written as a conditional, GCC 12 at -O3 with AVX
+    // turned the read of b (at a clamped, in-range index) into a masked vector load, and in
+    // short unrolled loops took the mask of another row (take_along_axis of (1, 5, 4) with one
+    // index out of range gave 0 for in-range elements of the next rows). A select the
+    // vectorizer does not if-convert: both operands are read, and the bits are blended.
+    const std::string d = h.substr(5);
+    const std::string t = d == "f64"   ? "double"
+                          : d == "f32" ? "float"
+                          : d == "i64" ? "long long"
+                          : d == "i32" ? "int"
+                                       : "bool";
+    const std::string u = d == "f64" || d == "i64" ? "unsigned long long"
+                          : d == "b"               ? "unsigned char"
+                                                   : "unsigned int";
+    return "static inline " + t + " xpr_" + h + "(bool c, " + t + " a, " + t + " b) {\n  const " +
+           u + " m = static_cast<" + u + ">(-static_cast<" + u +
+           ">(c));\n  return __builtin_bit_cast(" + t + ", static_cast<" + u +
+           ">((__builtin_bit_cast(" + u + ", a) & m) | (__builtin_bit_cast(" + u +
+           ", b) & ~m)));\n}\n";
+  }
   if (h.rfind("max_", 0) == 0 || h.rfind("min_", 0) == 0) {
     // NaN-propagating; ties (+0 and -0) give the first operand, as the interpreter's kernels.
     std::string t = h.substr(4) == "f32" ? "float" : "double";
