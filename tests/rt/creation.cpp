@@ -87,6 +87,12 @@ TEST(Creation, ArrayFromAVector) {
   EXPECT_EQ(f.dtype(), DType::float32);
   EXPECT_EQ(f.data<float>()[5], 6.0f);
   EXPECT_EQ(xpr::array(std::vector<int>{7}, xpr::float64).item<double>(), 7.0);
+  // `{}` is the empty shape, not a dtype (DType{} is bool): a rank-0 array of the value.
+  Array s = xpr::array(std::vector<int>{7}, {});
+  EXPECT_EQ(s.shape(), Shape{});
+  EXPECT_EQ(s.dtype(), DType::int32);
+  EXPECT_EQ(s.item<std::int32_t>(), 7);
+  EXPECT_THROW((void)xpr::array(std::vector<double>{1.5, 0.0}, {}), xpr::shape_error);
   Array b = xpr::array(std::vector<bool>{true, false, true});
   EXPECT_EQ(b.dtype(), DType::bool_);
   EXPECT_EQ(b.to_vector<bool>(), (std::vector<bool>{true, false, true}));

@@ -58,6 +58,44 @@ TEST(ForiLoop, PytreeCarryAndEmptyRange) {
             1.0);
 }
 
+// A body that changes the carry's shape is a type_error in fori_loop's words (init_val,
+// body_fun), not in those of the (i, x) scan or (i, upper, x) while loop it builds.
+TEST(ForiLoop, ACarryOfAnotherShapeIsATypeErrorNamingInitVal) {
+  auto grows = [](Array, Array x) { return xpr::reshape(x, {1}); };
+  auto message = [](auto&& run) {
+    try {
+      run();
+    } catch (const xpr::type_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string fixed = message([&] { (void)xpr::fori_loop(0, 3, grows, Array(1.0)); });
+  const std::string traced = message([&] {
+    (void)xpr::jit([&](Array n) { return xpr::fori_loop(0, n, grows, Array(1.0)); })(Array(3));
+  });
+  for (const std::string& m : {fixed, traced}) {
+    EXPECT_NE(m.find("fori_loop: expected body_fun to return a carry with the shapes of init_val"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("shape (1,)"), std::string::npos) << m;
+  }
+  // A carry whose structure is known only at run time: a std::vector that grows.
+  const std::string longer = message([&] {
+    (void)xpr::fori_loop(
+        0, 2,
+        [](Array, std::vector<Array> v) {
+          v.push_back(v[0]);
+          return v;
+        },
+        std::vector<Array>{Array(1.0)});
+  });
+  EXPECT_NE(longer.find("fori_loop: expected body_fun to return a carry with the structure of "
+                        "init_val"),
+            std::string::npos)
+      << longer;
+}
+
 TEST(ForiLoop, TracedBoundsAreAWhileLoop) {
   // sum of i for i in [0, n) with n traced: a while loop, under jvp and vmap.
   auto tri = [](Array n, Array x) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -280,6 +281,14 @@ TEST(IndexingEval, RangesAllEllipsisNewaxis) {
   expect_array(a(range(none, none, -2), 0), Shape{2}, {8, 0});
   expect_array(a(range(-1, -4, -1), -1), Shape{3}, {11, 7, 3});
   expect_array(a(all, range(100, none, -3)), Shape{3, 2}, {3, 0, 7, 4, 11, 8});
+  // Steps as long as the axis or longer take one element, as Python's x[::-2**63] is [x[-1]].
+  constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+  expect_array(a(all, range(none, none, lowest)), Shape{3, 1}, {3, 7, 11});
+  expect_array(a(all, range(none, none, highest)), Shape{3, 1}, {0, 4, 8});
+  expect_array(a(all, range(1, none, highest)), Shape{3, 1}, {1, 5, 9});
+  expect_array(a(all, range(2, none, -5)), Shape{3, 1}, {2, 6, 10});
+  expect_array(a(range(none, none, lowest), range(none, none, 4)), Shape{1, 1}, {8});
   expect_array(a(newaxis, 1), Shape{1, 4}, {4, 5, 6, 7});
   expect_array(a(1, newaxis), Shape{1, 4}, {4, 5, 6, 7});
   expect_array(a(all, newaxis, range(none, none, -2)), Shape{3, 1, 2}, {3, 1, 7, 5, 11, 9});

@@ -54,6 +54,15 @@ Array build_array(Shape shape, DType dtype, bool weak_type, At at) {
 
 void check_fill_size(const char* fn, const Shape& shape, std::size_t found);
 
+/// `array`'s dtype argument: a DType, but not `{}`. A DType parameter takes `{}` as `DType{}`,
+/// bool, so `array(values, {})`, written for the empty shape, made a rank-1 bool array of any
+/// values. Without a default constructor `{}` selects the overload taking a Shape (or none).
+struct ArrayDType {
+  DType value;
+  constexpr ArrayDType(DType d) : value(d) {}  // NOLINT(google-explicit-constructor): a DType
+  constexpr operator DType() const { return value; }
+};
+
 }  // namespace detail
 
 // ---- array -----------------------------------------------------------------------------------
@@ -61,7 +70,7 @@ void check_fill_size(const char* fn, const Shape& shape, std::size_t found);
 /// `xpr::array({1.0, 2.0, 3.0})`: a rank-1 array whose dtype comes from the element type
 /// (strongly typed, as `jnp.array` of a list), or `dtype` when given.
 template <detail::ElementNumber T>
-Array array(std::initializer_list<T> values, DType dtype = core::dtype_v<T>) {
+Array array(std::initializer_list<T> values, detail::ArrayDType dtype = core::dtype_v<T>) {
   const T* p = values.begin();
   return detail::build_array(Shape{static_cast<std::int64_t>(values.size())}, dtype, false,
                              [p](std::size_t i) -> T { return p[i]; });
@@ -70,7 +79,8 @@ Array array(std::initializer_list<T> values, DType dtype = core::dtype_v<T>) {
 /// `xpr::array({{1., 2.}, {3., 4.}})`: a rank-2 array, one inner list per row. Rows of
 /// different lengths throw `shape_error`.
 template <detail::ElementNumber T>
-Array array(std::initializer_list<std::initializer_list<T>> rows, DType dtype = core::dtype_v<T>) {
+Array array(std::initializer_list<std::initializer_list<T>> rows,
+            detail::ArrayDType dtype = core::dtype_v<T>) {
   std::size_t cols = rows.size() ? rows.begin()->size() : 0;
   std::vector<T> flat;
   flat.reserve(rows.size() * cols);
@@ -90,7 +100,8 @@ Array array(std::initializer_list<std::initializer_list<T>> rows, DType dtype = 
 
 /// A copy of `values` with the given shape (row-major); a size mismatch throws `shape_error`.
 template <detail::ElementNumber T>
-Array array(const std::vector<T>& values, const Shape& shape, DType dtype = core::dtype_v<T>) {
+Array array(const std::vector<T>& values, const Shape& shape,
+            detail::ArrayDType dtype = core::dtype_v<T>) {
   detail::check_fill_size("array", shape, values.size());
   return detail::build_array(shape, dtype, false,
                              [&values](std::size_t i) -> T { return values[i]; });
@@ -98,7 +109,7 @@ Array array(const std::vector<T>& values, const Shape& shape, DType dtype = core
 
 /// A rank-1 copy of `values`.
 template <detail::ElementNumber T>
-Array array(const std::vector<T>& values, DType dtype = core::dtype_v<T>) {
+Array array(const std::vector<T>& values, detail::ArrayDType dtype = core::dtype_v<T>) {
   return array(values, Shape{static_cast<std::int64_t>(values.size())}, dtype);
 }
 
@@ -106,7 +117,7 @@ Array array(const std::vector<T>& values, DType dtype = core::dtype_v<T>) {
 /// `RowVector3f`, ...) give shape (n,); everything else gives (rows, cols), row-major.
 template <class Derived>
 Array array(const Eigen::DenseBase<Derived>& m,
-            DType dtype = core::dtype_v<typename Derived::Scalar>) {
+            detail::ArrayDType dtype = core::dtype_v<typename Derived::Scalar>) {
   using S = typename Derived::Scalar;
   static_assert(std::is_arithmetic_v<S>,
                 "xpr::array(Eigen): the Eigen scalar type must be bool, an integer type, float "

@@ -52,6 +52,26 @@ Array counter(const B& b, std::int64_t value) {
   }
 }
 
+/// The body's carry against `init_val`'s, by the names the user wrote: the scan or while loop
+/// below would report a mismatch in the `(i, x)` or `(i, upper, x)` carry it builds.
+template <class X>
+void check_fori_carry(const X& init, const X& out) {
+  auto [in_leaves, in_def] = tree_flatten(init);
+  auto [out_leaves, out_def] = tree_flatten(out);
+  if (!(in_def == out_def))
+    throw core::type_error(
+        "fori_loop: expected body_fun to return a carry with the structure of "
+        "init_val, " +
+        in_def.str() + ", found " + out_def.str());
+  for (std::size_t k = 0; k < in_leaves.size(); ++k)
+    if (in_leaves[k].shape() != out_leaves[k].shape())
+      throw core::type_error(
+          "fori_loop: expected body_fun to return a carry with the shapes of "
+          "init_val, found leaf " +
+          std::to_string(k) + " of shape " + out_leaves[k].shape().str() + " where init_val has " +
+          in_leaves[k].shape().str());
+}
+
 }  // namespace detail
 
 /// `fori_loop(lower, upper, body, init)`: `x = init; for (i = lower; i < upper; ++i) x = body(i,
@@ -78,7 +98,9 @@ requires((std::integral<L> || std::convertible_to<const L&, const Array&>)&&(
     };
     auto w_cond = [](const W& w) { return std::get<0>(w) < std::get<1>(w); };
     auto w_body = [&](const W& w) {
-      return W{std::get<0>(w) + 1, std::get<1>(w), X(body(std::get<0>(w), std::get<2>(w)))};
+      X next(body(std::get<0>(w), std::get<2>(w)));
+      detail::check_fori_carry(std::get<2>(w), next);
+      return W{std::get<0>(w) + 1, std::get<1>(w), std::move(next)};
     };
     auto [init_leaves, init_def] = tree_flatten(init);
     X x0 = tree_unflatten<X>(static_cast<const PyTreeDef&>(init_def), init_leaves);
@@ -86,7 +108,8 @@ requires((std::integral<L> || std::convertible_to<const L&, const Array&>)&&(
   }
   std::int64_t n = std::max<std::int64_t>(*hi - *lo, 0);
   auto step = [&](std::pair<Array, X> c, std::tuple<>) {
-    X next = body(c.first, std::move(c.second));
+    X next = body(c.first, c.second);
+    detail::check_fori_carry(c.second, next);
     return std::pair{std::pair<Array, X>{c.first + 1, std::move(next)}, std::tuple<>{}};
   };
   std::pair<Array, T> start{detail::counter(lower, *lo), init};

@@ -218,8 +218,13 @@ XPR_FUNC Array wrap_negative(const Array& i, std::int64_t n) {
 }
 
 XPR_FUNC NormalizedRange normalize_range(const Range& r, std::int64_t n) {
-  const std::int64_t step = r.step.value_or(1);
+  std::int64_t step = r.step.value_or(1);
   if (step == 0) throw core::value_error("range: expected a nonzero step, found step 0");
+  // A step as long as the axis or longer takes one element, as Python's: clamped to the axis'
+  // length, so that -step and the length's arithmetic stay in range (x[::INT64_MIN] negated
+  // INT64_MIN and failed with "expected positive strides").
+  const std::int64_t most = std::max<std::int64_t>(n, 1);
+  step = std::clamp(step, -most, most);
   auto clip = [n, step](std::optional<std::int64_t> v, std::int64_t omitted) {
     if (!v) return omitted;
     std::int64_t i = *v;
