@@ -1346,10 +1346,12 @@ TEST(JitCodegen, GatherFillsOnlyTheOutOfRangeElementsOfSmallShapes) {
 // such loops are now compiled without loop if-conversion, and selects blend both operands.
 TEST(JitCodegen, ConcatenationsAndSelectsOfSmallShapes) {
   std::size_t wrong = 0, cases = 0;
+  // About 150 compiles (11 s): the shapes of the sweep that found it, with an axis of size 1,
+  // odd and even extents, rank 4.
   for (const Shape& s : {Shape{1, 5, 4}, Shape{3, 1, 4}, Shape{2, 3, 2}, Shape{2, 2, 2, 3},
-                         Shape{1, 3}, Shape{4, 1}, Shape{3, 2, 2}, Shape{2, 4, 4}}) {
+                         Shape{4, 1}, Shape{2, 4, 4}}) {
     for (int axis = 0; axis < static_cast<int>(s.rank()); ++axis) {
-      for (std::int64_t ext : {1, 2, 3}) {
+      for (std::int64_t ext : {1, 2}) {
         std::vector<std::int64_t> d2(s.begin(), s.end());
         d2[static_cast<std::size_t>(axis)] = ext;
         const Shape s2(d2);
@@ -1387,7 +1389,7 @@ TEST(JitCodegen, ConcatenationsAndSelectsOfSmallShapes) {
       }
     }
   }
-  EXPECT_EQ(cases, 276u);
+  EXPECT_EQ(cases, 144u);
 }
 
 TEST(JitCodegen, HostileTextFailsCleanlyOrCompilesToTheInterpretersResult) {
