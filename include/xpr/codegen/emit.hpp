@@ -2017,10 +2017,14 @@ XPR_FUNC std::string Lowering::emit_group_functions(std::size_t g) {
     // runs again as written, with libm's. Running it twice is safe because it only reads its
     // inputs and writes each element of its outputs once, unless an output shares its buffer
     // with an input (a loop's carry updated in place): such loops call libm's only.
-    bool in_place = false;
+    // Emitted a second time only where it can differ: an f64 sin or cos in the group.
+    bool trig = false, in_place = false;
+    for (const Eqn* e : grp.eqns)
+      trig = trig || ((e->primitive == &rt::sin_p || e->primitive == &rt::cos_p) &&
+                      e->outputs[0].aval().dtype == DType::float64);
     for (const auto& pr : in_place_)
       in_place = in_place || info(pr.first).group == static_cast<int>(g);
-    if (!opts_.precise_math && !in_place) {
+    if (trig && !opts_.precise_math && !in_place) {
       fast_trig_ = true;
       fast_trig_used_ = false;
       const std::string fast = emit_elementwise(g);
