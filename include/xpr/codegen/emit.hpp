@@ -139,6 +139,9 @@ struct CCall {
   /// Set while a flat loop is emitted a second time with the preamble's own sine and cosine
   /// (Lowering::emit_group): f64 `sin` and `cos` then call them, and this is set to true.
   bool* fast_trig = nullptr;
+  /// Set while that loop's fallback is emitted: f64 `sin` and `cos` then call libm's scalar
+  /// functions (see `emit_group`).
+  bool scalar_trig = false;
 
   const std::string& operator[](std::size_t i) const { return args[i]; }
   DType in() const { return arg_dtypes.empty() ? out : arg_dtypes[0]; }
@@ -764,6 +767,7 @@ class Lowering {
     c.math_used = &math_used_;
     c.helpers_used = &helpers_used_;
     if (fast_trig_) c.fast_trig = &fast_trig_used_;
+    c.scalar_trig = scalar_trig_;
     return c;
   }
   /// Set by a read that must stay conditional (a concatenation's operands): `emit_group` then
@@ -772,6 +776,8 @@ class Lowering {
   /// While true, f64 `sin` and `cos` are emitted as the preamble's `xpr_fsin_f64(x, xpr_big)`
   /// (see `emit_group`); `fast_trig_used_` records that some were.
   bool fast_trig_ = false, fast_trig_used_ = false;
+  /// While true, f64 `sin` and `cos` call libm's scalar functions (a fast loop's fallback).
+  bool scalar_trig_ = false;
   XPR_MEMBER std::string reduce_combine(const Primitive* p, DType dt, const std::string& a,
                                         const std::string& b);
 
@@ -983,6 +989,7 @@ XPR_FUNC std::string CCall::math(const std::string& fn, const std::string& x) co
     return "xpr_f" + fn + "_f64(" + x + ", xpr_big)";
   }
   std::string id = fn + "_" + dtype_suffix(in());
+  if (scalar_trig && in() == DType::float64 && (fn == "sin" || fn == "cos")) id += "_scalar";
   math_used->insert(id);
   return "xpr_" + id + "(" + x + ")";
 }
@@ -1082,7 +1089,13 @@ XPR_FUNC const ElementwiseRow* find_elementwise(const Primitive* p) {
 }
 
 XPR_FUNC std::string math_declaration(const std::string& id, bool precise) {
-  // id: "sin_f64" -> double xpr_sin_f64(double) asm("sin")
+  // id: "sin_f64" -> double xpr_sin_f64(double) asm("sin"); "sin_f64_scalar": the same without
+  // a SIMD clone (libmvec is then not needed by a kernel that calls no other vector function)
+  const std::string_view scalar_suffix = "_scalar";
+  if (id.size() > scalar_suffix.size() && id.ends_with(scalar_suffix)) {
+    std::string d = math_declaration(id.substr(0, id.size() - scalar_suffix.size()), true);
+    return d.replace(d.find('('), 1, "_scalar(");
+  }
   auto us = id.rfind('_');
   std::string fn = id.substr(0, us);
   bool f32 = id.substr(us + 1) == "f32";
@@ -2029,6 +2042,12 @@ XPR_FUNC std::string Lowering::emit_group_functions(std::size_t g) {
       fast_trig_used_ = false;
       const std::string fast = emit_elementwise(g);
       fast_trig_ = false;
+      // The fallback runs only for arguments the fast loop cannot take, so rarely that libm's
+      // scalar functions serve it: a kernel whose other functions need no SIMD clone then does
+      // not load libmvec (about 0.1-0.2 ms of a new process's first call).
+      scalar_trig_ = true;
+      if (fast_trig_used_) body = emit_elementwise(g);
+      scalar_trig_ = false;
       if (fast_trig_used_)
         body = "  int xpr_big = 0;\n  {\n" + indented(fast) +
                "  }\n  if (xpr_big) {  // an argument beyond 2^30, or not finite: libm's\n" +
