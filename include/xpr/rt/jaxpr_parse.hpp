@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -318,7 +319,14 @@ class Parser {
   XPR_MEMBER Params params();
 
   // ---- equations and jaxprs -------------------------------------------------------------------
-  XPR_MEMBER Eqn eqn(Scope& scope);
+  /// Appends the equation read (and any broadcasts `broadcast_operands` writes out) to `out`.
+  XPR_MEMBER void eqn(Scope& scope, std::vector<Eqn>& out);
+
+  /// JAX's n-ary elementwise operators (lax's `naryop`: `add`, `mul`, the comparisons, ...) take
+  /// operands of one rank whose sizes are equal or 1, and JAX since 0.4.36 prints a bias add as
+  /// `broadcast_in_dim` to `f32[1,4]` and then `add` with `f32[16,4]`. xpr's take equal shapes
+  /// (or rank 0), so each operand of another shape gets its `broadcast_in_dim` written out.
+  XPR_MEMBER static void broadcast_operands(Eqn& e, std::vector<Eqn>& out);
 
   /// JAX's `dot_general[... preferred_element_type=float32]` names the result dtype, which xpr's
   /// dot_general always takes from its operands: accepted (and dropped) when it is that dtype,
@@ -988,7 +996,7 @@ XPR_FUNC Params Parser::params() {
   return ps;
 }
 
-XPR_FUNC Eqn Parser::eqn(Scope& scope) {
+XPR_FUNC void Parser::eqn(Scope& scope, std::vector<Eqn>& out) {
   const Token& first = peek();
   if (first.line_start) eqn_column_ = first.column;
   std::vector<std::pair<Token, ShapedArray>> outs;  // binder tokens and declared types
@@ -1003,10 +1011,12 @@ XPR_FUNC Eqn Parser::eqn(Scope& scope) {
   const Token& prim_tok = expect_ident("a primitive name");
   // Newer JAX prints its jit primitive as `jit`, older as `pjit`: the same call.
   // JAX before 0.4.36 printed custom_vjp calls as `custom_vjp_call_jaxpr[fun_jaxpr=...]`.
+  // `add_any` is the sum JAX's transposes write (its own primitive there): `add` on equal types.
   const bool old_vjp = prim_tok.text == "custom_vjp_call_jaxpr";
-  const Primitive* prim = find_primitive(prim_tok.text == "jit" ? std::string_view("pjit")
-                                         : old_vjp ? std::string_view("custom_vjp_call")
-                                                   : prim_tok.text);
+  const Primitive* prim = find_primitive(prim_tok.text == "jit"       ? std::string_view("pjit")
+                                         : old_vjp                    ? "custom_vjp_call"
+                                         : prim_tok.text == "add_any" ? "add"
+                                                                      : prim_tok.text);
   if (!prim)
     fail(prim_tok, "a primitive name", "unknown primitive '" + std::string(prim_tok.text) + "'");
   Eqn e{prim, {}, {}, {}};
@@ -1017,8 +1027,14 @@ XPR_FUNC Eqn Parser::eqn(Scope& scope) {
       renamed.set(key == "fun_jaxpr" ? "call_jaxpr" : key, val);
     e.params = std::move(renamed);
   }
+  // JAX prints `num_consts` of its custom-derivative calls only when it is not 0 (newer versions
+  // not at all: the constants are closed over in `call_jaxpr`).
+  if ((prim->name() == "custom_jvp_call" || prim->name() == "custom_vjp_call") &&
+      !e.params.contains("num_consts"))
+    e.params.set("num_consts", std::int64_t{0});
   while (!operands_end(scope)) e.inputs.push_back(atom(scope));
   if (is_punct(";")) next();
+  broadcast_operands(e, out);
   preferred_element_type(prim_tok, e);
   elided_broadcast_params(e, outs);
 
@@ -1052,7 +1068,50 @@ XPR_FUNC Eqn Parser::eqn(Scope& scope) {
                "defined in this jaxpr");
     e.outputs.push_back(std::move(v));
   }
-  return e;
+  out.push_back(std::move(e));
+}
+
+XPR_FUNC void Parser::broadcast_operands(Eqn& e, std::vector<Eqn>& out) {
+  bool nary = e.primitive == &eq_p || e.primitive == &ne_p || e.primitive == &lt_p ||
+              e.primitive == &le_p || e.primitive == &gt_p || e.primitive == &ge_p;
+  boost::mp11::mp_for_each<elementwise_t<>>([&](auto op) {
+    if constexpr (decltype(op)::arity >= 2)
+      nary = nary || e.primitive == &elementwise_p<decltype(op)>;
+  });
+  if (!nary) return;
+  // The common shape, when the operands of rank > 0 have one rank and sizes equal or 1; other
+  // operands are left to the primitive's abstract evaluation, which says what is wrong.
+  std::optional<std::vector<std::int64_t>> to;
+  for (const Atom& a : e.inputs) {
+    const Shape& s = aval_of(a).shape;
+    if (s.rank() == 0) continue;
+    if (!to) {
+      to = s.dims();
+      continue;
+    }
+    if (to->size() != s.rank()) return;
+    for (std::size_t k = 0; k < s.rank(); ++k) {
+      if ((*to)[k] == s[k] || s[k] == 1) continue;
+      if ((*to)[k] != 1) return;
+      (*to)[k] = s[k];
+    }
+  }
+  if (!to) return;
+  const Shape shape(*to);
+  for (Atom& a : e.inputs) {
+    const ShapedArray in = aval_of(a);
+    if (in.shape.rank() == 0 || in.shape == shape) continue;
+    ShapedArray wide = in;
+    wide.shape = shape;
+    std::vector<std::int64_t> dims(in.shape.rank());
+    std::iota(dims.begin(), dims.end(), std::int64_t{0});
+    Var v(wide);
+    Params ps;
+    ps.set("shape", shape);
+    ps.set("broadcast_dimensions", Axes(std::move(dims)));
+    out.push_back(Eqn{&broadcast_in_dim_p, {a}, std::move(ps), {v}});
+    a = Atom(v);
+  }
 }
 
 XPR_FUNC void Parser::preferred_element_type(const Token& prim_tok, Eqn& e) {
@@ -1129,7 +1188,7 @@ XPR_FUNC Jaxpr Parser::jaxpr(bool toplevel) {
   while (!(is_ident("in") && is_punct("(", 1))) {
     if (peek().kind == Token::Kind::end || is_punct("}"))
       fail(peek(), "an equation or 'in' followed by the outputs");
-    j.eqns.push_back(eqn(scope));
+    eqn(scope, j.eqns);
   }
   next();  // in
   next();  // (
