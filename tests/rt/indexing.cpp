@@ -1004,4 +1004,31 @@ TEST(IndexingUnderTransformations, PairForcesByADoubleLoopAgainstHand) {
   }
 }
 
+// int64 indices beyond int32's range, with an int32 gather index dtype (every axis below 2^31):
+// they are out of bounds and stay so, where narrowing alone would wrap 2^32 + 1 to 1. Reads
+// clamp, updates and segment ids out of range are dropped, take_along_axis fills; eager and jit.
+TEST(IndexingInt64, IndicesBeyondInt32AreClampedOrDroppedNotWrapped) {
+  const Array z = xpr::array({10.0, 20.0, 30.0, 40.0, 50.0});
+  const std::int64_t big = (std::int64_t{1} << 32) + 1;
+  const Array idx = xpr::array(std::vector<std::int64_t>{big, -big, 2});
+  auto read = [](const Array& x, const Array& i) { return x[i]; };
+  auto add = [](const Array& x, const Array& i) { return x.at(i).add(1.0); };
+  auto set = [](const Array& x, const Array& i) { return x.at(i).set(0.0); };
+  auto seg = [](const Array& x, const Array& i) { return xpr::segment_sum(x[i * 0], i, 5); };
+  auto along = [](const Array& x, const Array& i) { return xpr::take_along_axis(x, i, 0); };
+  const std::vector<double> want_read{50.0, 10.0, 30.0}, want_add{10, 20, 31, 40, 50},
+      want_seg{0, 0, 10, 0, 0};
+  for (bool jitted : {false, true}) {
+    SCOPED_TRACE(jitted ? "jit" : "eager");
+    auto run = [&](auto f, const Array& i) { return jitted ? xpr::jit(f)(z, i) : f(z, i); };
+    EXPECT_EQ(run(read, idx).to_vector<double>(), want_read);
+    EXPECT_EQ(run(add, idx).to_vector<double>(), want_add);
+    EXPECT_EQ(run(set, Array(big)).to_vector<double>(), z.to_vector<double>());
+    EXPECT_EQ(run(seg, idx).to_vector<double>(), want_seg);
+    const std::vector<double> got = run(along, idx).to_vector<double>();
+    EXPECT_TRUE(std::isnan(got[0]) && std::isnan(got[1])) << got[0] << " " << got[1];
+    EXPECT_EQ(got[2], 30.0);
+  }
+}
+
 }  // namespace test_rt_indexing

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,6 +104,12 @@ struct Indexer {
 /// The index dtype of a gather into `shape`: int32 unless a dimension needs int64
 /// (`int_dtype_for_shape`).
 DType index_dtype_for(const Shape& shape);
+
+/// Index array `a` in the gather's index dtype. An int64 index narrowed to int32 is clamped to
+/// int32's range first: a value beyond it is out of bounds of every axis an int32 index serves
+/// and must stay so (a read clamps it, an update drops it), where the conversion alone would
+/// wrap it into range (2^32 + 1 to 1). JAX's `_index_to_gather` converts without clamping.
+Array narrow_index(const Array& a, DType dtype);
 
 /// A static or array index as an array of `dtype` (no equation for a static one).
 Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool normalize);
@@ -471,7 +478,15 @@ XPR_FUNC Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool 
   }
   Array a = i.array();
   if (normalize) a = wrap_negative(a, n);
-  return a.dtype() == dtype ? a : convert_element_type(a, dtype);
+  return narrow_index(a, dtype);
+}
+
+XPR_FUNC Array narrow_index(const Array& a, DType dtype) {
+  if (a.dtype() == dtype) return a;
+  if (a.dtype() != DType::int64 || dtype != DType::int32) return convert_element_type(a, dtype);
+  Array low = index_constant(std::numeric_limits<std::int32_t>::min(), DType::int64, true);
+  Array high = index_constant(std::numeric_limits<std::int32_t>::max(), DType::int64, true);
+  return convert_element_type(bind1(min_p, {bind1(max_p, {a, low}), high}), dtype);
 }
 
 XPR_FUNC Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx,
@@ -718,7 +733,7 @@ XPR_FUNC Array take_along_axis(const Array& a, const Array& indices, std::int64_
                             indices.shape().str() + " for an array of shape " + a.shape().str());
   const auto ax = static_cast<std::size_t>(detail::canonical_axis("take_along_axis", axis, rank));
   const DType index_dtype = detail::index_dtype_for(a.shape());
-  Array idx = indices.dtype() == index_dtype ? indices : convert_element_type(indices, index_dtype);
+  Array idx = detail::narrow_index(indices, index_dtype);
   const Shape& idx_shape = idx.shape();
   const std::int64_t axis_size = a.shape()[ax];
   std::vector<std::int64_t> arr_dims(a.shape().begin(), a.shape().end());
