@@ -56,6 +56,15 @@ TEST(ForiLoop, PytreeCarryAndEmptyRange) {
   EXPECT_EQ(scalar(xpr::fori_loop(
                 5, 2, [](Array, Array x) { return x + 1.0; }, 1.0)),
             1.0);
+  // Static bounds whose trip count does not fit in int64 are refused, not run zero times.
+  const std::int64_t lo = -5'000'000'000'000'000'000, hi = 5'000'000'000'000'000'000;
+  try {
+    (void)xpr::fori_loop(
+        lo, hi, [](Array, Array x) { return x + 1.0; }, Array(0.0));
+    ADD_FAILURE() << "no value_error";
+  } catch (const xpr::value_error& e) {
+    EXPECT_NE(std::string(e.what()).find("fits in int64"), std::string::npos) << e.what();
+  }
 }
 
 // A body that changes the carry's shape is a type_error in fori_loop's words (init_val,

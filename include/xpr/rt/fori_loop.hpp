@@ -106,7 +106,12 @@ requires((std::integral<L> || std::convertible_to<const L&, const Array&>)&&(
     X x0 = tree_unflatten<X>(static_cast<const PyTreeDef&>(init_def), init_leaves);
     return std::get<2>(while_loop(w_cond, w_body, W{bound(lower), bound(upper), x0}));
   }
-  std::int64_t n = std::max<std::int64_t>(*hi - *lo, 0);
+  std::int64_t n = 0;  // the trip count, upper - lower, which need not fit in int64
+  if (*hi > *lo && __builtin_sub_overflow(*hi, *lo, &n))
+    throw core::value_error(
+        "fori_loop: expected a trip count upper - lower that fits in int64, "
+        "found lower " +
+        std::to_string(*lo) + " and upper " + std::to_string(*hi));
   auto step = [&](std::pair<Array, X> c, std::tuple<>) {
     X next = body(c.first, c.second);
     detail::check_fori_carry(c.second, next);
