@@ -328,15 +328,30 @@ TEST(JitCache, CorruptEntriesAreRemovedAndRebuilt) {
 }
 
 TEST(JitCache, NoCompilerFallsBackToTheInterpreterAndSaysSoOnce) {
+  // XPR_CXX=false fails the probe; the silent one answers it (its --version runs g++) and then
+  // exits 0 without writing the library: not a working compiler either, said with what was
+  // expected. Either way every call interprets.
   std::string dir = fresh_dir("nocxx");
-  auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(), "XPR_CACHE_DIR=" + dir,
-                      "XPR_CXX=false"},
-                     dir);
-  ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_EQ(r.compiles, 0u);
-  auto first = r.err.find("falls back to the interpreter");
-  ASSERT_NE(first, std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("falls back to the interpreter", first + 1), std::string::npos) << r.err;
+  std::string silent = dir + "/silent-cxx";
+  {
+    std::ofstream f(silent);
+    f << "#!/bin/sh\ncase \"$*\" in *--version*|*-###*) exec g++ \"$@\";; esac\nexit 0\n";
+  }
+  fs::permissions(silent, fs::perms::owner_all);
+  for (const std::string& cxx : {std::string("false"), silent}) {
+    SCOPED_TRACE(cxx);
+    auto r = run_child({"XPR_JIT_CHILD=kernels", "XPR_JIT_NONCE=" + nonce(),
+                        "XPR_CACHE_DIR=" + dir + "/cache", "XPR_CXX=" + cxx},
+                       dir);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.compiles, 0u);
+    auto first = r.err.find("falls back to the interpreter");
+    ASSERT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("falls back to the interpreter", first + 1), std::string::npos) << r.err;
+    if (cxx == silent) {
+      EXPECT_NE(r.err.find("exited with status 0 but wrote no kernel"), std::string::npos) << r.err;
+    }
+  }
   fs::remove_all(dir);
 }
 

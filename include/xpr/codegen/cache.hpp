@@ -72,6 +72,9 @@ std::string random_suffix();
 
 std::shared_ptr<Library> open_library(const std::string& path, const std::string& key);
 
+/// Why this thread's last `open_library` returned null (`dlerror`'s text, or which symbol lacked).
+std::string& last_load_error();
+
 inline void log_line(const std::string& s) {
   if (log_enabled()) std::cerr << "xpr jit: " << s << "\n";
 }
@@ -154,17 +157,27 @@ XPR_FUNC std::string random_suffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + hex16(rd());
 }
 
+XPR_FUNC std::string& last_load_error() {
+  thread_local std::string why;
+  return why;
+}
+
 XPR_FUNC std::shared_ptr<Library> open_library(const std::string& path, const std::string& key) {
   // RTLD_LAZY: the kernel is linked with -fno-plt, so each function it calls is a GOT entry
   // bound while loading in either mode (a missing symbol still fails dlopen); what laziness
   // defers is libmvec's own 158 PLT slots, which RTLD_NOW bound on every first call (9 of the
   // ~65 us that loading a kernel and libmvec takes in a new process).
   void* h = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (!h) return nullptr;
+  if (!h) {
+    const char* why = ::dlerror();
+    last_load_error() = why ? why : "dlopen failed";
+    return nullptr;
+  }
   auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "xpr_abi_version"));
   auto fn = reinterpret_cast<KernelFn>(::dlsym(h, "xpr_kernel"));
   if (!abi || !fn || abi() != 2) {
     ::dlclose(h);
+    last_load_error() = "the library has no xpr_kernel of this version";
     return nullptr;
   }
   auto lib = std::make_shared<Library>();
@@ -210,6 +223,14 @@ XPR_FUNC std::string compile_to_bytes(const std::string& source, const std::stri
   std::string bytes = read_text(so);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+  // A command that answers --version and exits 0 without writing the library (XPR_CXX=true) is
+  // not a working compiler: said so, and the automatic backend falls back to the interpreter.
+  if (bytes.empty())
+    throw no_compiler_error("jit: the C++ compiler (XPR_CXX=" + env_or("XPR_CXX", "g++") +
+                            ") exited with status 0 but wrote no kernel: expected a shared "
+                            "library at " +
+                            so + ", found " +
+                            (std::filesystem::exists(so, ec) ? "an empty file" : "none"));
   counters().compiles++;
   return bytes;
 }
@@ -269,7 +290,7 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
           return;
         }
       }
-      throw core::error("jit: cannot load the compiled kernel " + key);
+      throw core::error("jit: cannot load the compiled kernel " + key + ": " + last_load_error());
     }
     // Memory-only: build and load in a private temporary directory, then delete the files.
     const char* tmpdir = std::getenv("TMPDIR");
@@ -284,7 +305,8 @@ XPR_FUNC std::shared_ptr<const Library> load_library(const std::string& source) 
     if (write_file(path, bytes)) lib = open_library(path, key);
     std::error_code ec;
     std::filesystem::remove_all(t.data(), ec);
-    if (!lib) throw core::error("jit: cannot load the compiled kernel " + key);
+    if (!lib)
+      throw core::error("jit: cannot load the compiled kernel " + key + ": " + last_load_error());
     slot->lib = lib;
   });
   if (!fresh) {
