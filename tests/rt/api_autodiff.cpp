@@ -638,4 +638,40 @@ TEST(Errors, LinearTransposeOfANonLinearFunction) {
   EXPECT_THROW(f_t(1.0), xpr::error);
 }
 
+// A transformed function held const, or passed to a solver as `const F&`, is callable: Newton's
+// method for x^3 = 2 with the derivative from `grad`, and the Jacobian of a 2-equation system.
+template <class F, class DF>
+double newton(const F& f, const DF& df, double x) {
+  for (int k = 0; k < 30; ++k) x -= scalar(f(Array(x))) / scalar(df(Array(x)));
+  return x;
+}
+
+TEST(ConstTransformedFunctions, AreCallable) {
+  auto f = [](const Array& x) { return x * x * x - 2.0; };
+  const auto df = xpr::grad(f);
+  EXPECT_NEAR(newton(f, df, 1.0), std::cbrt(2.0), 1e-14);
+  EXPECT_NEAR(scalar(df(Array(2.0))), 12.0, 1e-14);
+  const auto vf = xpr::value_and_grad(f);
+  EXPECT_NEAR(scalar(vf(Array(2.0)).second), 12.0, 1e-14);
+  auto g = [](const Array& v) { return xpr::stack({v[0] * v[1], v[0] - v[1]}); };
+  const auto jf = xpr::jacfwd(g);
+  const auto jr = xpr::jacrev(g);
+  const Array v = xpr::array({3.0, 5.0});
+  // d(v0 v1, v0 - v1) / dv = [[v1, v0], [1, -1]]
+  EXPECT_EQ(jf(v).to_vector<double>(), (std::vector<double>{5.0, 3.0, 1.0, -1.0}));
+  EXPECT_EQ(jr(v).to_vector<double>(), (std::vector<double>{5.0, 3.0, 1.0, -1.0}));
+  const auto h = xpr::hessian([](const Array& x) { return xpr::sum(x * x * x); });
+  EXPECT_EQ(h(v).to_vector<double>(), (std::vector<double>{18.0, 0.0, 0.0, 30.0}));
+  const auto vm = xpr::vmap(f);
+  EXPECT_EQ(vm(v).to_vector<double>(), (std::vector<double>{25.0, 123.0}));
+  // A mutable function still works, held const too (its state is the transformed function's).
+  int calls = 0;
+  const auto counted = xpr::grad([calls](const Array& x) mutable {
+    ++calls;
+    return x * x;
+  });
+  EXPECT_EQ(scalar(counted(Array(3.0))), 6.0);
+  (void)calls;
+}
+
 }  // namespace test_rt_api_autodiff

@@ -421,8 +421,9 @@ namespace detail {
 /// grad and value_and_grad: one linearization with the arguments `Argnums` unknown, then one
 /// backward pass seeded with a cotangent of one.
 template <bool ValueAndGrad, bool HasAux, int... Argnums, class F>
-auto grad_impl(F f) {
-  return [f = std::move(f)](const auto&... args) mutable {
+auto grad_impl(F fun) {
+  return [box = MutableBox<F>{std::move(fun)}](const auto&... args) {
+    F& f = box.f;
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;
     using Out = flat_result_t<F, Args>;
     static_assert(argnums_valid<sizeof...(args), Argnums...>(),
@@ -505,8 +506,9 @@ auto value_and_grad(F f, has_aux_t) {
 namespace detail {
 
 template <bool Forward, bool HasAux, int... Argnums, class F>
-auto jacobian_impl(F f) {
-  return [f = std::move(f)](const auto&... args) mutable {
+auto jacobian_impl(F fun) {
+  return [box = MutableBox<F>{std::move(fun)}](const auto&... args) {
+    F& f = box.f;
     static_assert(argnums_valid<sizeof...(args), Argnums...>(),
                   "xpr::jacfwd/jacrev: each argnum must name an argument of the call, once");
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;

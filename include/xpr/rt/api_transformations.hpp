@@ -31,6 +31,14 @@ using core::NotMapped;
 
 namespace detail {
 
+/// The user's function held by a transformed function (`grad(f)`, `vmap(f)`, ...), callable
+/// through a const one: `const auto df = xpr::grad(f); df(x)` compiles, as does a `const F&`
+/// parameter called in a solver, and a mutable lambda `f` still works.
+template <class F>
+struct MutableBox {
+  mutable F f;
+};
+
 template <class T>
 inline constexpr bool is_std_tuple_v = false;
 template <class... Ts>
@@ -248,9 +256,10 @@ requires(!detail::is_std_tuple_v<P>) auto jvp(F&& f, const P& primal, const T& t
 /// `xpr::not_mapped`, or a pytree of them that is a prefix of the argument's structure;
 /// `out_axes` likewise for the result. See examples/tour.cpp.
 template <class F, class InAxes = int, class OutAxes = int>
-auto vmap(F f, InAxes in_axes = 0, OutAxes out_axes = 0) {
-  return [f = std::move(f), in_axes = std::move(in_axes),
-          out_axes = std::move(out_axes)](const auto&... args) mutable {
+auto vmap(F fun, InAxes in_axes = 0, OutAxes out_axes = 0) {
+  return [box = detail::MutableBox<F>{std::move(fun)}, in_axes = std::move(in_axes),
+          out_axes = std::move(out_axes)](const auto&... args) {
+    F& f = box.f;
     using Args = std::tuple<std::remove_cvref_t<decltype(args)>...>;
     using Out = detail::flat_result_t<F, Args>;
     auto [leaves, def] = tree_flatten(std::forward_as_tuple(args...));
