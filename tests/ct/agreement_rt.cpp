@@ -198,6 +198,52 @@ TEST(TiersAgree, ArrayArgumentsAndResults) {
   }
 }
 
+// The accumulating loop of docs/compile-time.md, one generic lambda for both tiers: the runtime
+// tier's Array has `+=`, `-=`, `*=` and `/=` (each `x = x op y`) as the tracers do.
+TEST(TiersAgree, CompoundAssignmentInAccumulatingLoops) {
+  constexpr auto rosenbrock = [](const auto& x) {
+    decltype(x[0] * x[0]) s = 0;
+    for (std::size_t i = 0; i + 1 < x.size(); ++i)
+      s += 100 * xpr::square(x[i + 1] - x[i] * x[i]) + xpr::square(1 - x[i]);
+    return s;
+  };
+  constexpr auto mixed = [](const auto& x) {
+    decltype(x[0] * x[0]) p = 1, q = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      p *= x[i];
+      q -= x[i];
+    }
+    p /= 2.0;
+    return p + q;
+  };
+  const std::array<double, 4> x{0.5, -1.25, 2.0, 0.75};
+  std::array<double, 4> want{};  // the gradient of Rosenbrock's function, by hand
+  for (std::size_t i = 0; i + 1 < 4; ++i) {
+    const double r = x[i + 1] - x[i] * x[i];
+    want[i] += -400 * x[i] * r - 2 * (1 - x[i]);
+    want[i + 1] += 200 * r;
+  }
+  const std::array<double, 4> ct_grad = ct::grad(rosenbrock)(x);
+  const std::array<xpr::Array, 4> rt_grad = xpr::grad(rosenbrock)(x);
+  const std::array<xpr::Array, 4> jit_grad = xpr::jit(xpr::grad(rosenbrock))(x);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(ct_grad[i], want[i], 1e-12) << i;
+    EXPECT_NEAR(rt_grad[i].item<double>(), want[i], 1e-12) << i;
+    EXPECT_NEAR(jit_grad[i].item<double>(), want[i], 1e-12) << i;
+  }
+  // d/dx_i of prod(x) / 2 - sum(x): prod of the others / 2 - 1.
+  const std::array<double, 4> ct_mixed = ct::grad(mixed)(x);
+  const std::array<xpr::Array, 4> rt_mixed = xpr::grad(mixed)(x);
+  for (std::size_t i = 0; i < 4; ++i) {
+    double others = 1;
+    for (std::size_t k = 0; k < 4; ++k)
+      if (k != i) others *= x[k];
+    EXPECT_NEAR(ct_mixed[i], others / 2 - 1, 1e-14) << i;
+    EXPECT_NEAR(rt_mixed[i].item<double>(), others / 2 - 1, 1e-14) << i;
+  }
+  EXPECT_DOUBLE_EQ(mixed(x), 0.5 * -1.25 * 2.0 * 0.75 / 2 - (0.5 - 1.25 + 2.0 + 0.75));
+}
+
 // Compositions agree too: grad of grad, jvp of grad, jacrev of jacfwd.
 TEST(TiersAgree, Compositions) {
   auto f = [](auto x, auto y) { return xpr::sin(x) * y + xpr::exp(x * y); };

@@ -146,6 +146,25 @@ requires detail::ArrayOperands<A, B> Array operator>=(const A& a, const B& b) {
 }
 /// `-x`.
 inline Array operator-(const Array& x) { return xpr_apply(op::neg{}, x); }
+/// `x += y` is `x = x + y`, as Python's `+=` on a JAX array (immutable: no buffer is written,
+/// and a traced `x` names the new value), so accumulating loops read as in the compile-time
+/// tier. The result's dtype and shape are those of `x + y`.
+template <class B>
+requires detail::ArrayOperands<Array, B> Array& operator+=(Array& x, const B& y) {
+  return x = x + y;
+}
+template <class B>
+requires detail::ArrayOperands<Array, B> Array& operator-=(Array& x, const B& y) {
+  return x = x - y;
+}
+template <class B>
+requires detail::ArrayOperands<Array, B> Array& operator*=(Array& x, const B& y) {
+  return x = x * y;
+}
+template <class B>
+requires detail::ArrayOperands<Array, B> Array& operator/=(Array& x, const B& y) {
+  return x = x / y;
+}
 
 namespace detail {
 /// jnp.pow with an integer C++ exponent: `integer_pow` (exact repeated multiplication), on the
