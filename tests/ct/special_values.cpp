@@ -76,6 +76,37 @@ TEST(CtSpecialValues, TranscendentalsUnderVmapAgreeWithTheCLibrary) {
   EXPECT_TRUE(std::isinf(g));
 }
 
+TEST(CtSpecialValues, EigenArraysAgreeWithScalarsAtSpecialPoints) {
+  // A dynamic Eigen array is evaluated with Eigen's vectorized functions, whose exp and log clamp
+  // to the normal range and whose f32 sqrt and rsqrt flush denormals and make inf NaN: each
+  // element must equal the scalar program's value and derivative at it (f64 and f32).
+  auto check = [&]<class E>(E, const std::string& what, auto f) {
+    std::vector<double> xs = specials();
+    for (double x : {1e-39, 3e-39, 1e-45, 88.0, -103.0, -104.0, 20.0, 40.0}) xs.push_back(x);
+    Eigen::Array<E, Eigen::Dynamic, 1> a(static_cast<Eigen::Index>(xs.size()));
+    for (std::size_t i = 0; i < xs.size(); ++i) a[static_cast<Eigen::Index>(i)] = E(xs[i]);
+    const auto [v, g] = ct::value_and_grad(f)(a);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const auto k = static_cast<Eigen::Index>(i);
+      const auto [v1, g1] = ct::value_and_grad(f)(a[k]);
+      EXPECT_TRUE(same(v[k], v1, 4 * std::numeric_limits<E>::epsilon()))
+          << what << (sizeof(E) == 4 ? " f32(" : "(") << a[k] << "): " << v[k] << ", want " << v1;
+      EXPECT_TRUE(same(g[k], g1, 4 * std::numeric_limits<E>::epsilon()))
+          << what << (sizeof(E) == 4 ? "' f32(" : "'(") << a[k] << "): " << g[k] << ", want " << g1;
+    }
+  };
+  auto both = [&](const std::string& what, auto f) {
+    check(0.0, what, f);
+    check(0.0f, what, f);
+  };
+  both("exp", [](auto x) { return xpr::exp(x); });
+  both("log", [](auto x) { return xpr::log(x); });
+  both("sqrt", [](auto x) { return xpr::sqrt(x); });
+  both("rsqrt", [](auto x) { return xpr::rsqrt(x); });
+  both("erf", [](auto x) { return xpr::erf(x); });
+  both("where(sqrt)", [](auto x) { return xpr::where(x > 0.0, xpr::sqrt(x), 0.0); });
+}
+
 TEST(CtSpecialValues, PowUnderVmapAgreesWithTheCLibrary) {
   const std::vector<double> ys = {0.0,  -0.0, 1.0, -1.0, 2.0, -3.0, 0.5,
                                   -0.5, 2.5,  inf, -inf, nan, 1e300};

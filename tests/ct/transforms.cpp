@@ -138,6 +138,8 @@ TEST(CtGrad, BinaryPrimitives) {
   EXPECT_EQ(ty, 0.5);
   // pow at x = 0 with respect to the exponent: 0 ** y is constant in y for y > 0.
   EXPECT_EQ((ct::grad<1>([](auto a, auto b) { return xpr::pow(a, b); })(0.0, 2.5)), 0.0);
+  // ... and NaN for y < 0, where 0 ** y = inf: JAX's log(_replace_zero(x)) * ans = 0 * inf.
+  EXPECT_TRUE(std::isnan(ct::grad<1>([](auto a, auto b) { return xpr::pow(a, b); })(0.0, -1.0)));
 }
 
 TEST(CtGrad, WhereSelectsTheDerivative) {

@@ -17,6 +17,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "xpr/rt/api_autodiff.hpp"
+#include "xpr/rt/jit.hpp"
 
 #include "tests/prims/common.hpp"
 
@@ -185,6 +186,22 @@ TEST(BinaryPrims, PowSpecialValues) {
   EXPECT_EQ(got[1], INFINITY);
   EXPECT_TRUE(std::isnan(got[2]));  // negative base, non-integer exponent
   EXPECT_EQ(got[3], 2);
+}
+
+TEST(BinaryPrims, PowDerivativeInTheExponentAtAZeroBase) {
+  // JAX's _pow_jvp_rhs, g * log(_replace_zero(x)) * ans: 0 where 0 ** y = 0 (y > 0), 0 at y = 0
+  // (ans = 1), and 0 * inf = NaN where 0 ** y = inf (y < 0); log(x) x ** y elsewhere.
+  auto f = [](const Array& x, const Array& y) { return xpr::sum(xpr::pow(x, y)); };
+  Array x = make(DType::float64, Shape{4}, {0, 0, 0, 2});
+  Array y = make(DType::float64, Shape{4}, {2.5, 0, -1, 3});
+  auto dfdy = xpr::grad<1>(f);
+  for (const Array& out : {dfdy(x, y), xpr::jit(dfdy)(x, y)}) {
+    std::vector<double> g = out.to_vector<double>();
+    EXPECT_EQ(g[0], 0.0);
+    EXPECT_EQ(g[1], 0.0);
+    EXPECT_TRUE(std::isnan(g[2])) << g[2];
+    EXPECT_NEAR(g[3], std::log(2.0) * 8.0, 1e-14);
+  }
 }
 
 // ---- XLA's integer and NaN semantics ----------------------------------------------------------

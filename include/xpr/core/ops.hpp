@@ -291,11 +291,33 @@ template <class T, class M, class R, class F, class... X>
   return libm_lanes<T>(fine, T(r), f, x...);
 }
 
+/// `r` (an Eigen expression of `x`) evaluated, with the elements where `fine` is false recomputed
+/// by `f`, libm's function. Eigen's vectorized `exp` and `log` clamp their argument to the normal
+/// range (exp(-inf) = 5.6e-309, log(1e-310) = -708.4), and with EIGEN_FAST_MATH (its default) its
+/// float `sqrt` and `rsqrt` go through an approximate reciprocal square root that flushes
+/// denormals and turns inf into NaN. One more pass over the array tests the mask.
+template <class M, class R, class F, class X>
+auto eigen_libm_unless(const M& fine, const R& r, F f, const X& x) {
+  auto out = r.eval();
+  const auto ok = fine.eval();
+  if (!ok.all()) [[unlikely]] {
+    const auto xs = x.eval();
+    for (decltype(out.size()) i = 0; i < out.size(); ++i)
+      if (!ok.data()[i]) out.data()[i] = f(xs.data()[i]);
+  }
+  return out;
+}
+
 /// The least positive normal number and a bound below which `exp` neither overflows nor leaves
 /// the normal range, for a batch's element type.
 template <class T>
 constexpr typename T::value_type tiny() {
   return std::numeric_limits<typename T::value_type>::min();
+}
+/// The largest finite number of a batch's (or an Eigen array's) element type.
+template <class T>
+constexpr typename T::value_type huge() {
+  return std::numeric_limits<typename T::value_type>::max();
 }
 template <class T>
 constexpr typename T::value_type exp_bound() {  // 706 for double, 88 for float
@@ -440,6 +462,11 @@ struct exp {
       const T b(detail::exp_bound<T>());
       return detail::libm_unless<T>(
           abs(x) <= b, exp(x), [](auto v) { return std::exp(v); }, x);
+    } else if constexpr (requires { x.derived(); }) {
+      using S = typename T::Scalar;
+      const S b = detail::exp_bound<T>();
+      return detail::eigen_libm_unless(
+          x.abs() <= b, exp(x), [](S v) { return std::exp(v); }, x);
     } else {
       return exp(x);
     }
@@ -460,6 +487,10 @@ struct log {
     if constexpr (detail::simd_batch<T>) {
       return detail::libm_unless<T>(
           x >= T(detail::tiny<T>()), log(x), [](auto v) { return std::log(v); }, x);
+    } else if constexpr (requires { x.derived(); }) {
+      using S = typename T::Scalar;
+      return detail::eigen_libm_unless(
+          x >= detail::tiny<T>(), log(x), [](S v) { return std::log(v); }, x);
     } else {
       return log(x);
     }
@@ -522,7 +553,16 @@ struct sqrt {
   template <class T>
   static constexpr auto number(const T& x) {
     using std::sqrt;
-    return sqrt(x);
+    if constexpr (requires { x.derived(); }) {
+      using S = typename T::Scalar;
+      if constexpr (std::is_same_v<S, float>)
+        return detail::eigen_libm_unless((x >= detail::tiny<T>()) && (x <= detail::huge<T>()),
+                                         sqrt(x), [](S v) { return std::sqrt(v); }, x);
+      else
+        return sqrt(x);
+    } else {
+      return sqrt(x);
+    }
   }
   template <class T>
   static constexpr T jvp(const T& g, const T& ans, const T&) {
@@ -537,7 +577,12 @@ struct rsqrt {
   template <class T>
   static constexpr auto number(const T& x) {
     if constexpr (requires { x.rsqrt(); }) {
-      return x.rsqrt();
+      using S = typename T::Scalar;
+      if constexpr (std::is_same_v<S, float>)
+        return detail::eigen_libm_unless((x >= detail::tiny<T>()) && (x <= detail::huge<T>()),
+                                         x.rsqrt(), [](S v) { return 1 / std::sqrt(v); }, x);
+      else
+        return x.rsqrt();
     } else {
       using std::sqrt;  // xsimd::rsqrt is an approximation; 1/sqrt is exact to 1 ulp
       return detail::one_like(x) / sqrt(x);
@@ -1032,8 +1077,9 @@ struct pow {
   }
   template <class T>
   static constexpr T jvp_y(const T& g, const T& ans, const T& x, const T&) {
-    const T zero = x == 0;
-    return g * xpr::where(zero, 0, xpr::log(xpr::where(zero, 1, x)) * ans);
+    // JAX's `_pow_jvp_rhs`: log(_replace_zero(x)) * ans, so 0 at x = 0 for y > 0 (ans = 0), and
+    // 0 * inf = NaN for y < 0 (ans = inf), where pow is not differentiable in y.
+    return g * (xpr::log(xpr::where(x == 0, 1, x)) * ans);
   }
 };
 
