@@ -488,4 +488,61 @@ TEST(CustomVjp, DifferentiatingAClosedOverValueIsAnError) {
       << msg;
 }
 
+// A custom rule closing over a value that an enclosing vmap batches, differentiated from outside
+// that vmap: refused in the user's terms (JAX batches the closure too). Evaluating works, and so
+// does the value passed as an argument, which is the workaround the message gives.
+TEST(CustomRules, ClosingOverAVmappedValueDifferentiatedFromOutsideIsRefused) {
+  const Array ys = xpr::array({1.0, 2.0, 4.0});
+  auto times_y_jvp = [](auto y) {
+    return xpr::custom_jvp([y](auto x) { return x * y; },
+                           [y](auto p, auto t) {
+                             auto [x] = p;
+                             auto [tx] = t;
+                             return std::pair{x * y, tx * y};
+                           });
+  };
+  auto times_y_vjp = [](auto y) {
+    return xpr::custom_vjp([y](auto x) { return x * y; },
+                           [y](auto x) {
+                             return std::pair{x * y, y};
+                           },
+                           [](auto r, auto ct) { return std::tuple{ct * r}; });
+  };
+  auto g_jvp = [&](auto x) {
+    return xpr::sum(xpr::vmap([&](auto y) { return times_y_jvp(y)(x); })(ys));
+  };
+  auto g_vjp = [&](auto x) {
+    return xpr::sum(xpr::vmap([&](auto y) { return times_y_vjp(y)(x); })(ys));
+  };
+  EXPECT_EQ(scalar(g_jvp(Array(3.0))), 21.0);
+  EXPECT_EQ(scalar(g_vjp(Array(3.0))), 21.0);
+  auto refusal = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const xpr::not_implemented_error& e) {
+      return e.what();
+    }
+    return "no not_implemented_error";
+  };
+  for (const std::string& msg : {refusal([&] { (void)xpr::jvp(g_jvp, 3.0, 1.0); }),
+                                 refusal([&] { (void)xpr::grad(g_jvp)(3.0); }),
+                                 refusal([&] { (void)xpr::grad(g_vjp)(3.0); })})
+    EXPECT_NE(msg.find("closes over a value that an enclosing vmap batches"), std::string::npos)
+        << msg;
+  // The value as an argument: d/dx sum_i x y_i = sum(y) = 7, and likewise inside the vmap.
+  auto as_argument = [](auto x, auto y) {
+    return xpr::custom_jvp([](auto a, auto b) { return a * b; },
+                           [](auto p, auto t) {
+                             auto [a, b] = p;
+                             auto [ta, tb] = t;
+                             return std::pair{a * b, ta * b + a * tb};
+                           })(x, y);
+  };
+  auto g_arg = [&](auto x) {
+    return xpr::sum(xpr::vmap(as_argument, std::tuple{xpr::not_mapped, 0})(x, ys));
+  };
+  EXPECT_EQ(scalar(xpr::grad(g_arg)(3.0)), 7.0);
+  EXPECT_EQ(scalar(xpr::jvp(g_arg, 3.0, 1.0).second), 7.0);
+}
+
 }  // namespace test_rt_custom_derivatives

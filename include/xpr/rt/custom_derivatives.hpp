@@ -558,6 +558,33 @@ XPR_FUNC std::pair<Arrays, Tangents> CustomJvpCallP::jvp_symbolic(std::span<cons
   return {std::move(primals_out), std::move(tangents_out)};
 }
 
+namespace detail {
+
+/// `rule()` for a batched custom rule whose function closes over values an enclosing vmap
+/// batches (`closure_batched`): xpr batches a rule over its arguments, not over what the user's
+/// rule captured, so differentiating such a call from outside the vmap (jvp or grad of a vmap
+/// whose body calls it) is refused in words the user wrote, where it failed inside (an internal
+/// vmap without mapped arguments, or the vmap's tracer used after it ended). JAX batches the
+/// closure too.
+template <class R>
+auto closure_checked(const char* which, bool closure_batched, bool args_batched, R rule) {
+  const std::string why =
+      std::string(which) +
+      ": its function closes over a value that an enclosing vmap batches, and it is "
+      "differentiated from outside that vmap (jvp or grad of a vmap whose body calls it); "
+      "xpr batches a custom rule over its arguments only: pass the value as an argument (with "
+      "its in_axes), or differentiate inside the vmap";
+  if (closure_batched && !args_batched) throw core::not_implemented_error(why);
+  try {
+    return rule();
+  } catch (const core::escaped_tracer_error&) {
+    if (closure_batched) throw core::not_implemented_error(why);
+    throw;
+  }
+}
+
+}  // namespace detail
+
 XPR_FUNC std::pair<Arrays, BatchDims> CustomJvpCallP::batch(std::span<const Array> args,
                                                             std::span<const BatchDim> dims,
                                                             std::int64_t axis_size,
@@ -575,14 +602,18 @@ XPR_FUNC std::pair<Arrays, BatchDims> CustomJvpCallP::batch(std::span<const Arra
     // The new rule batches the old one when it is first needed, primals and tangents alike.
     BatchDims rule_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
     Avals rule_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
+    const bool closure_batched = detail::any_batched(std::span<const BatchDim>(at_front).first(nc));
+    const bool args_batched = detail::any_batched(rule_dims);
     const std::size_t n = rule_dims.size();
     for (std::size_t i = 0; i < n; ++i) {
       rule_dims.push_back(rule_dims[i]);
       rule_avals.push_back(rule_avals[i]);
     }
-    auto batched = std::make_shared<const detail::CustomJvpRule>(
-        detail::CustomJvpRule{detail::Memo<ClosedJaxpr>([rule, rule_dims, rule_avals] {
-          return detail::batch_jaxpr(rule->jvp_jaxpr.get(), rule_dims, rule_avals);
+    auto batched = std::make_shared<const detail::CustomJvpRule>(detail::CustomJvpRule{
+        detail::Memo<ClosedJaxpr>([rule, rule_dims, rule_avals, closure_batched, args_batched] {
+          return detail::closure_checked("custom_jvp", closure_batched, args_batched, [&] {
+            return detail::batch_jaxpr(rule->jvp_jaxpr.get(), rule_dims, rule_avals);
+          });
         })});
     p.set("jvp_jaxpr_fun", detail::opaque_param(std::move(batched)));
   }
@@ -668,12 +699,17 @@ XPR_FUNC std::pair<Arrays, BatchDims> CustomVjpCallP::batch(std::span<const Arra
   std::shared_ptr<const detail::CustomVjpRule> rule = rule_of(params);
   BatchDims arg_dims(at_front.begin() + static_cast<std::ptrdiff_t>(nc), at_front.end());
   Avals arg_avals(avals.begin() + static_cast<std::ptrdiff_t>(nc), avals.end());
+  const bool closure_batched = detail::any_batched(std::span<const BatchDim>(at_front).first(nc));
+  const bool args_batched = detail::any_batched(arg_dims);
   auto batched = std::make_shared<detail::CustomVjpRule>(detail::CustomVjpRule{
-      detail::Memo<detail::CustomVjpFwd>([rule, arg_dims, arg_avals] {
-        const detail::CustomVjpFwd& fwd = rule->fwd.get();
-        return detail::CustomVjpFwd{detail::batch_jaxpr(fwd.jaxpr, arg_dims, arg_avals),
-                                    fwd.num_res, fwd.res_def};
-      }),
+      detail::Memo<detail::CustomVjpFwd>(
+          [rule, arg_dims, arg_avals, closure_batched, args_batched] {
+            return detail::closure_checked("custom_vjp", closure_batched, args_batched, [&] {
+              const detail::CustomVjpFwd& fwd = rule->fwd.get();
+              return detail::CustomVjpFwd{detail::batch_jaxpr(fwd.jaxpr, arg_dims, arg_avals),
+                                          fwd.num_res, fwd.res_def};
+            });
+          }),
       [rule, arg_dims](const PyTreeDef& res_def, std::span<const Array> res,
                        std::span<const Array> cts) {
         const std::size_t nres = res.size();
