@@ -253,8 +253,8 @@ requires(!detail::is_std_tuple_v<P>) auto jvp(F&& f, const P& primal, const T& t
 
 /// `vmap(f, in_axes, out_axes)`: `f` mapped over an axis of its arguments. `in_axes` is one axis
 /// for every argument or a std::tuple with one entry per argument, each an integer,
-/// `xpr::not_mapped`, or a pytree of them that is a prefix of the argument's structure;
-/// `out_axes` likewise for the result. See examples/tour.cpp.
+/// `xpr::not_mapped`, or a pytree of them (tuples, vectors, maps) that is a prefix of the
+/// argument's structure; `out_axes` likewise for the result. See examples/tour.cpp.
 template <class F, class InAxes = int, class OutAxes = int>
 auto vmap(F fun, InAxes in_axes = 0, OutAxes out_axes = 0) {
   return [box = detail::MutableBox<F>{std::move(fun)}, in_axes = std::move(in_axes),
