@@ -222,6 +222,7 @@ XPR_FUNC std::string compile_to_bytes(const std::string& source, const std::stri
   }
   std::string bytes = read_text(so);
   std::error_code ec;
+  const bool wrote = std::filesystem::exists(so, ec);
   std::filesystem::remove_all(dir, ec);
   // A command that answers --version and exits 0 without writing the library (XPR_CXX=true) is
   // not a working compiler: said so, and the automatic backend falls back to the interpreter.
@@ -229,8 +230,7 @@ XPR_FUNC std::string compile_to_bytes(const std::string& source, const std::stri
     throw no_compiler_error("jit: the C++ compiler (XPR_CXX=" + env_or("XPR_CXX", "g++") +
                             ") exited with status 0 but wrote no kernel: expected a shared "
                             "library at " +
-                            so + ", found " +
-                            (std::filesystem::exists(so, ec) ? "an empty file" : "none"));
+                            so + ", found " + (wrote ? "an empty file" : "none"));
   counters().compiles++;
   return bytes;
 }

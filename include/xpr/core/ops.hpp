@@ -319,6 +319,15 @@ template <class T>
 constexpr typename T::value_type huge() {
   return std::numeric_limits<typename T::value_type>::max();
 }
+/// `r` = sqrt(x) or rsqrt(x) of an Eigen expression, with float elements outside the normal
+/// range recomputed by `f` (EIGEN_FAST_MATH's approximate reciprocal square root; see above).
+template <class X, class R, class F>
+auto eigen_float_sqrt(const X& x, const R& r, F f) {
+  if constexpr (std::is_same_v<typename X::Scalar, float>)
+    return eigen_libm_unless((x >= tiny<X>()) && (x <= huge<X>()), r, f, x);
+  else
+    return r;
+}
 template <class T>
 constexpr typename T::value_type exp_bound() {  // 706 for double, 88 for float
   using E = typename T::value_type;
@@ -554,12 +563,7 @@ struct sqrt {
   static constexpr auto number(const T& x) {
     using std::sqrt;
     if constexpr (requires { x.derived(); }) {
-      using S = typename T::Scalar;
-      if constexpr (std::is_same_v<S, float>)
-        return detail::eigen_libm_unless((x >= detail::tiny<T>()) && (x <= detail::huge<T>()),
-                                         sqrt(x), [](S v) { return std::sqrt(v); }, x);
-      else
-        return sqrt(x);
+      return detail::eigen_float_sqrt(x, sqrt(x), [](auto v) { return std::sqrt(v); });
     } else {
       return sqrt(x);
     }
@@ -577,12 +581,7 @@ struct rsqrt {
   template <class T>
   static constexpr auto number(const T& x) {
     if constexpr (requires { x.rsqrt(); }) {
-      using S = typename T::Scalar;
-      if constexpr (std::is_same_v<S, float>)
-        return detail::eigen_libm_unless((x >= detail::tiny<T>()) && (x <= detail::huge<T>()),
-                                         x.rsqrt(), [](S v) { return 1 / std::sqrt(v); }, x);
-      else
-        return x.rsqrt();
+      return detail::eigen_float_sqrt(x, x.rsqrt(), [](auto v) { return 1 / std::sqrt(v); });
     } else {
       using std::sqrt;  // xsimd::rsqrt is an approximation; 1/sqrt is exact to 1 ulp
       return detail::one_like(x) / sqrt(x);

@@ -484,9 +484,9 @@ XPR_FUNC Array index_as_array(const Index& i, std::int64_t n, DType dtype, bool 
 XPR_FUNC Array narrow_index(const Array& a, DType dtype) {
   if (a.dtype() == dtype) return a;
   if (a.dtype() != DType::int64 || dtype != DType::int32) return convert_element_type(a, dtype);
-  Array low = index_constant(std::numeric_limits<std::int32_t>::min(), DType::int64, true);
-  Array high = index_constant(std::numeric_limits<std::int32_t>::max(), DType::int64, true);
-  return convert_element_type(bind1(min_p, {bind1(max_p, {a, low}), high}), dtype);
+  return convert_element_type(xpr::clip(a, std::int64_t{std::numeric_limits<std::int32_t>::min()},
+                                        std::int64_t{std::numeric_limits<std::int32_t>::max()}),
+                              dtype);
 }
 
 XPR_FUNC Indexer index_to_gather(const Shape& x_shape, const std::vector<Index>& idx,

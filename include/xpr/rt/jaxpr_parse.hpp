@@ -1079,25 +1079,21 @@ XPR_FUNC void Parser::broadcast_operands(Eqn& e, std::vector<Eqn>& out) {
       nary = nary || e.primitive == &elementwise_p<decltype(op)>;
   });
   if (!nary) return;
-  // The common shape, when the operands of rank > 0 have one rank and sizes equal or 1; other
-  // operands are left to the primitive's abstract evaluation, which says what is wrong.
-  std::optional<std::vector<std::int64_t>> to;
+  // The common shape, when the operands of rank > 0 have one rank and broadcast; other operands
+  // are left to the primitive's abstract evaluation, which says what is wrong.
+  std::optional<Shape> to;
   for (const Atom& a : e.inputs) {
     const Shape& s = aval_of(a).shape;
     if (s.rank() == 0) continue;
-    if (!to) {
-      to = s.dims();
-      continue;
-    }
-    if (to->size() != s.rank()) return;
-    for (std::size_t k = 0; k < s.rank(); ++k) {
-      if ((*to)[k] == s[k] || s[k] == 1) continue;
-      if ((*to)[k] != 1) return;
-      (*to)[k] = s[k];
+    if (to && to->rank() != s.rank()) return;
+    try {
+      to = to ? core::broadcast_shapes(*to, s) : s;
+    } catch (const core::shape_error&) {
+      return;
     }
   }
   if (!to) return;
-  const Shape shape(*to);
+  const Shape& shape = *to;
   for (Atom& a : e.inputs) {
     const ShapedArray in = aval_of(a);
     if (in.shape.rank() == 0 || in.shape == shape) continue;
