@@ -187,6 +187,24 @@ namespace {
 
 // Dynamic Eigen arrays as the scalar type (one lane per element): arguments, tangents and
 // cotangents of other lengths are a shape_error, not Eigen's assertion or a read past the end.
+TEST(CtSpecialValues, IntegerPowersBeyondInt32AreNotCut) {
+  // An exponent of 2^32 + 1 was evaluated as an int: x ** 1. Now as the int64 it is, for plain
+  // numbers, the compile-time tier's value and its derivative y * x ** (y - 1).
+  constexpr long long y = 4294967297LL;  // 2^32 + 1
+  constexpr auto f = [](auto v) { return xpr::integer_pow(v, 4294967297LL); };
+  const double x = 1.0 + std::ldexp(1.0, -40);
+  const double want = std::pow(x, static_cast<double>(y));  // about exp(2^-8)
+  EXPECT_NEAR(f(x), want, 1e-12 * want);
+  const auto [value, slope] = xpr::ct::value_and_grad(f)(x);
+  EXPECT_NEAR(value, want, 1e-12 * want);
+  const double want_slope = static_cast<double>(y) * std::pow(x, static_cast<double>(y - 1));
+  EXPECT_NEAR(slope, want_slope, 1e-12 * want_slope);
+  // 2^31 does not become INT_MIN (x ** INT_MIN would be inf for x = 0.5).
+  constexpr auto g = [](auto v) { return xpr::integer_pow(v, 2147483648LL); };
+  EXPECT_EQ(g(0.5), 0.0);
+  EXPECT_EQ(xpr::ct::value_and_grad(g)(0.5).first, 0.0);
+}
+
 TEST(CtEigenArguments, DifferentLengthsAreAShapeError) {
   auto f = [](auto x, auto y) { return x * y + xpr::sin(x); };
   const Eigen::ArrayXd a = Eigen::ArrayXd::LinSpaced(5, 0, 1),

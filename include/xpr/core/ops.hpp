@@ -1185,15 +1185,16 @@ struct integer_pow {
     return g * (y * xpr::integer_pow(x, y - 1));
   }
   template <class T>
-  static constexpr auto number(const T& x, int n) {
+  static constexpr auto number(const T& x, std::int64_t n) {
     using R = decltype(detail::plain(x * x));
     if (n == 0) return R(detail::plain(detail::one_like(x) + 0 * x));
-    // 0u - n, not -n: -INT_MIN overflows.
-    unsigned m = n < 0 ? 0u - static_cast<unsigned>(n) : static_cast<unsigned>(n);
+    // In 64 bits (an int would cut 2^32 + 1 to 1), and 0 - n unsigned: -INT64_MIN overflows.
+    std::uint64_t m =
+        n < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
     R acc = x, base = x;
     bool first = true;
     for (; m; m >>= 1) {
-      if (m & 1u) {
+      if (m & 1) {
         acc = first ? R(base) : R(detail::plain(acc * base));
         first = false;
       }

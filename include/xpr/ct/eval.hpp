@@ -269,7 +269,7 @@ class Compiled {
       m[s.out] = op_t<p>::number(a, b);
     } else if constexpr (p == Prim::integer_pow) {
       const S a = v[s.a];
-      v[s.out] = op::integer_pow::number(a, static_cast<int>(s.param));
+      v[s.out] = op::integer_pow::number(a, s.param);
     } else if constexpr (arity(p) == 1) {
       const S a = v[s.a];
       v[s.out] = op_t<p>::number(a);

@@ -23,7 +23,7 @@ namespace xpr::ct {
 template <>
 struct Rules<op::integer_pow> : rules::not_linear<op::integer_pow> {
   static constexpr bool fold(const double* x, std::int64_t n, double& r) {
-    XPR_DETAIL_FOLD(op::integer_pow::number(x[0], static_cast<int>(n)), r);
+    XPR_DETAIL_FOLD(op::integer_pow::number(x[0], n), r);
   }
   // x ** 1 = x, x ** 0 = 1
   template <class T>
