@@ -1275,7 +1275,7 @@ XPR_FUNC int run_xprc(const std::vector<std::string>& args, std::ostream& out, s
     rt::Jaxpr j = rt::parse_open_jaxpr(text);
     if (!j.constvars.empty())
       throw core::value_error(
-          "xprc: expected a jaxpr without constvars (their values are not in "
+          "expected a jaxpr without constvars (their values are not in "
           "the text), found " +
           std::to_string(j.constvars.size()));
     rt::ClosedJaxpr cj{std::move(j), {}};

@@ -438,6 +438,12 @@ TEST(Xprc, UsageErrorsAndExitCodes) {
             0)
       << err;
   EXPECT_EQ(listing(dir / "o"), (std::set<std::string>{"fc.h", "fc.cpp", "libfc.so"}));
+  // A jaxpr with constvars: refused in one message, prefixed once.
+  std::ofstream(dir / "k.jaxpr") << "{ lambda a:f32[4]; b:f32[4]. let c:f32[4] = mul a b in (c,) }";
+  EXPECT_EQ(xprc({(dir / "k.jaxpr").string(), "--name", "k", "--out", (dir / "ko").string()}, &err),
+            1);
+  EXPECT_EQ(err.rfind("xprc: expected a jaxpr without constvars", 0), 0u) << err;
+  EXPECT_EQ(err.find("xprc: xprc:"), std::string::npos) << err;
   CallFn fn = load(dir / "o" / "libfc.so", "fc");
   Arrays args{ramp({9}, 0.1, -0.3, DType::float32)};
   expect_matches(fn, args, {9}, {xpr::cos(args[0]) * 2.0f}, "xprc");
