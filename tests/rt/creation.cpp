@@ -12,6 +12,8 @@
 #include <Eigen/Core>
 #include <gtest/gtest.h>
 
+#include "xpr/rt/api.hpp"  // arithmetic on the created arrays
+
 namespace test_rt_creation {
 
 using xpr::Array;
@@ -284,6 +286,40 @@ TEST(Creation, Eye) {
   EXPECT_EQ(b.to_vector<int>(), (std::vector<int>{1, 0, 0, 1}));
   EXPECT_EQ(xpr::eye(2, 0).shape(), (Shape{2, 0}));
   EXPECT_THROW((void)xpr::eye(-1), xpr::value_error);
+}
+
+TEST(Creation, IntegersOutOfTheDtypesRangeAreRefusedNotWrapped) {
+  // size_t and unsigned long map to int64: a value above INT64_MAX used to wrap negative.
+  const std::size_t huge = std::numeric_limits<std::size_t>::max();
+  auto expect_refused = [](auto make, const char* what) {
+    try {
+      make();
+      ADD_FAILURE() << what << ": expected value_error";
+    } catch (const xpr::value_error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("does not fit in"), std::string::npos) << what << ": " << msg;
+    }
+  };
+  expect_refused([&] { return xpr::Array(huge); }, "Array(size_t max)");
+  expect_refused(
+      [&] {
+        return xpr::array(std::vector<unsigned long>{1ul << 63, 3});
+      },
+      "array(vector<unsigned long>)");
+  expect_refused([&] { return xpr::full({2}, 1ul << 63); }, "full(1 << 63)");
+  expect_refused([&] { return xpr::full({1}, 3000000000LL, xpr::int32); }, "full int32");
+  expect_refused([&] { return xpr::array(std::vector<long long>{3000000000LL}, xpr::int32); },
+                 "array int32");
+  // Values that fit convert exactly; floats still saturate as astype does.
+  EXPECT_EQ(xpr::Array(std::size_t{1} << 62).item<std::int64_t>(), std::int64_t{1} << 62);
+  EXPECT_EQ(xpr::array(std::vector<unsigned long>{7, 9}).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{7, 9}));
+  EXPECT_EQ(xpr::full({1}, -2147483648LL, xpr::int32).item<std::int64_t>(), -2147483648LL);
+  EXPECT_EQ(xpr::full({1}, 1e10, xpr::int32).item<std::int64_t>(), 2147483647);
+  // Mixed into arithmetic, a weak unsigned number too large for int64 is refused as well, and
+  // one mixed with floats converts to the float exactly as before.
+  expect_refused([&] { return xpr::ones({2}, xpr::int64) + huge; }, "int64 array + size_t max");
+  EXPECT_EQ((xpr::array({1.0}) * (1ul << 63)).item<double>(), 9223372036854775808.0);
 }
 
 }  // namespace test_rt_creation

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "xpr/rt/api.hpp"          // jit and grad, for isnan traced
 #include "xpr/rt/prims/unary.hpp"  // unary minus
 
 namespace test_rt_numpy_elementwise {
@@ -304,6 +306,44 @@ TEST(NumpyNumbers, PlainNumbersStillComputeAtOnce) {
   EXPECT_EQ(xpr::clip(5, 0, 3), 3);
   EXPECT_EQ(xpr::square(3.0), 9.0);
   EXPECT_TRUE(xpr::less(1, 2));
+}
+
+TEST(NumpyPredicates, IsnanAndIsinfInEveryDtype) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType t : {DType::float32, DType::float64}) {
+    Array x = xpr::convert_element_type(xpr::array({0.0, -inf, nan, inf, -0.0, 1e308}), t);
+    EXPECT_EQ(xpr::isnan(x).dtype(), DType::bool_);
+    EXPECT_EQ(xpr::isnan(x).to_vector<bool>(),
+              (std::vector<bool>{false, false, true, false, false, false}));
+    // 1e308 is infinite in float32.
+    EXPECT_EQ(xpr::isinf(x).to_vector<bool>(),
+              (std::vector<bool>{false, true, false, true, false, t == DType::float32}));
+    // Together with isfinite, exactly one holds.
+    Array one = xpr::astype(xpr::isnan(x), DType::int32) +
+                xpr::astype(xpr::isinf(x), DType::int32) +
+                xpr::astype(xpr::isfinite(x), DType::int32);
+    EXPECT_EQ(one.to_vector<int>(), std::vector<int>(6, 1));
+  }
+  Array i = xpr::array({std::int64_t{-9223372036854775807LL - 1}, std::int64_t{0}});
+  EXPECT_EQ(xpr::isnan(i).to_vector<bool>(), (std::vector<bool>{false, false}));
+  EXPECT_EQ(xpr::isinf(i).to_vector<bool>(), (std::vector<bool>{false, false}));
+  EXPECT_EQ(xpr::isinf(xpr::array({true})).to_vector<bool>(), (std::vector<bool>{false}));
+  // Traced: the same values under jit, and a NaN-masking loss. As in JAX, a where alone passes
+  // the NaN into the gradient (0 * d(w * w) at w = NaN); the double where keeps it out.
+  Array v = xpr::array({1.0, nan, 3.0});
+  auto masked = [](const Array& w) { return xpr::sum(xpr::where(xpr::isnan(w), 0.0, w * w)); };
+  EXPECT_EQ(xpr::jit(masked)(v).item<double>(), 10.0);
+  std::vector<double> g = xpr::grad(masked)(v).to_vector<double>();
+  EXPECT_EQ(g[0], 2.0);
+  EXPECT_TRUE(std::isnan(g[1]));
+  auto safe = [](const Array& w) {
+    const Array nan_mask = xpr::isnan(w);
+    const Array clean = xpr::where(nan_mask, 0.0, w);
+    return xpr::sum(xpr::where(nan_mask, 0.0, clean * clean));
+  };
+  EXPECT_EQ(xpr::grad(safe)(v).to_vector<double>(), (std::vector<double>{2, 0, 6}));
+  EXPECT_EQ(xpr::jit(xpr::grad(safe))(v).to_vector<double>(), (std::vector<double>{2, 0, 6}));
 }
 
 }  // namespace test_rt_numpy_elementwise

@@ -33,10 +33,12 @@ concept ElementNumber = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 template <class T>
 concept RangeNumber = ElementNumber<T> && !std::is_same_v<std::remove_cvref_t<T>, bool>;
 
-// `value` converted to the element type `E` the way NumPy casts: nonzero is true for bool.
+// `value` converted to the element type `E` the way NumPy casts: nonzero is true for bool, NaN
+// and out-of-range floats as astype gives them, an integer out of the integer dtype's range a
+// value_error (NumPy 2's OverflowError).
 template <class E, class T>
 E element_cast(const T& value) {
-  return core::convert_element<E>(value);  // NaN and out-of-range floats as astype gives them
+  return number_as_element<E>(value);
 }
 
 // Builds an array of `shape` and `dtype` whose element i is `at(i)` (any arithmetic type).

@@ -48,13 +48,6 @@ constexpr bool is_binary_op =
     !std::is_null_pointer_v<std::remove_cv_t<decltype(binary_primitive<Op>)>> ||
     !std::is_null_pointer_v<std::remove_cv_t<decltype(comparison_primitive<Op>)>>;
 
-/// Whether the C++ integer `v` is a value of the integer type `E`.
-template <class E, class T>
-constexpr bool integer_fits(T v) {
-  using W = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
-  return std::in_range<E>(static_cast<W>(v));  // W: in_range rejects bool and character types
-}
-
 inline WeakDType weak_dtype_of(const Array& x) { return detail::aval_of(x).weak_dtype(); }
 /// A C++ number is weakly typed, like a Python scalar; a `bool` is not (JAX's bools never are).
 template <NumberArg T>
@@ -73,15 +66,7 @@ Array promote_to(const T& v, WeakDType t) {
   ArrayBuilder b(ShapedArray{Shape{}, t.dtype, t.weak});
   dispatch_dtype(t.dtype, [&](auto tag) {
     using E = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_integral_v<E> &&
-                  !std::is_same_v<E, bool>) {
-      if (!integer_fits<E>(v))
-        throw core::value_error("the integer " + std::to_string(v) + " does not fit in " +
-                                std::string(core::name(t.dtype)) + ": expected a value in [" +
-                                std::to_string(std::numeric_limits<E>::min()) + ", " +
-                                std::to_string(std::numeric_limits<E>::max()) + "]");
-    }
-    E e = core::convert_element<E>(v);
+    E e = number_as_element<E>(v);
     std::memcpy(b.bytes(), &e, sizeof(E));
   });
   return std::move(b).finish();
@@ -311,7 +296,22 @@ requires detail::ArrayOperands<A, B> Array operator%(const A& a, const B& b) {
 }
 inline Array operator~(const Array& x) { return xpr_apply(op::not_{}, x); }
 
+/// `jnp.isnan(x)`: bool, true where `x` is NaN (`x != x`; never for integers and bools).
+inline Array isnan(const Array& x) { return x != x; }
+
+/// `jnp.isinf(x)`: bool, true where `x` is infinite (`abs(x) == inf`; never for integers and
+/// bools).
+inline Array isinf(const Array& x) {
+  if (!core::is_floating(x.dtype())) return x != x;
+  return xpr::abs(x) == std::numeric_limits<double>::infinity();
+}
+
 }  // namespace xpr::rt
+
+namespace xpr {
+using rt::isinf;
+using rt::isnan;
+}  // namespace xpr
 
 #if XPR_DEFINITIONS
 
