@@ -66,9 +66,10 @@ template class Comparison<op::gt>;
 template class Comparison<op::ge>;
 template class Predicate<op::is_finite>;
 // rt/prims/reduce.hpp
-template class Reduce<detail::SumMonoid>;
-template class Reduce<detail::MaxMonoid>;
-template class Reduce<detail::MinMonoid>;
+template class ReduceBase<detail::SumMonoid>;
+template class ReduceBase<detail::MaxMonoid>;
+template class ReduceBase<detail::MinMonoid>;
+template class ReduceBase<detail::ProdMonoid>;
 // rt/prims/gather.hpp
 template class Scatter<ScatterKind::set>;
 template class Scatter<ScatterKind::add>;

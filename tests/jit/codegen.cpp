@@ -796,6 +796,49 @@ TEST(JitCodegen, ShapeOpsReductionsAndDot) {
       {i}, "int reductions");
 }
 
+TEST(JitCodegen, ProductsAlongEveryAxisFusedAndTheirDerivatives) {
+  std::mt19937 g(12);
+  // Products of values near 1 (no overflow in f32 over 40 factors), including zeros.
+  for (DType t : {DType::float64, DType::float32}) {
+    for (const Shape& s : {Shape{40}, Shape{5, 8}, Shape{3, 4, 5}, Shape{2, 1, 19}}) {
+      Array x = random_array(g, s, t) * 0.2 + 1.0;
+      auto every_axis = [](const Array& v) {
+        std::vector<Array> outs{xpr::prod(v)};
+        for (std::int64_t a = 0; a < static_cast<std::int64_t>(v.ndim()); ++a)
+          outs.push_back(xpr::prod(v, a));
+        // A row product fused with its broadcast, and a product of a computed value.
+        outs.push_back(v / xpr::prod(v, -1, true));
+        outs.push_back(xpr::prod(xpr::sin(v) * 2.0, 0));
+        return outs;
+      };
+      check_compiled(make_jaxpr(every_axis)(x), {x}, "prod " + x.aval().str());
+      // The gradient's program: slices, pads and multiplications of the pairwise tree.
+      auto grad_of_prod = [](const Array& v) {
+        return xpr::grad([](const Array& w) { return xpr::sum(xpr::prod(w * w, -1)); })(v);
+      };
+      check_compiled(make_jaxpr(grad_of_prod)(x), {x}, "grad prod " + x.aval().str());
+    }
+  }
+  // Integers wrap around, as the interpreter's: reduce_prod itself keeps int32 (2^31 is
+  // INT32_MIN); jnp.prod multiplies int32 in int64 (2^31).
+  Array twos = xpr::full(Shape{3, 32}, 2, DType::int32);
+  auto rows = [](const Array& v) {
+    auto lax_prod = [](const Array& w) {
+      return rt::bind1(rt::reduce_prod_p, {w}, {{"axes", rt::Axes{1}}});
+    };
+    return std::vector<Array>{lax_prod(v), lax_prod(xpr::slice(v, {0, 1}, {3, 32})),
+                              xpr::prod(xpr::slice(v, {0, 1}, {3, 32}), 1)};
+  };
+  check_compiled(make_jaxpr(rows)(twos), {twos}, "int32 products");
+  const std::vector<Array> jitted = xpr::jit(rows)(twos);
+  EXPECT_EQ(jitted[0].to_vector<std::int64_t>(), std::vector<std::int64_t>(3, 0));
+  EXPECT_EQ(jitted[1].dtype(), DType::int32);
+  EXPECT_EQ(jitted[1].to_vector<std::int64_t>(),
+            std::vector<std::int64_t>(3, std::numeric_limits<std::int32_t>::min()));
+  EXPECT_EQ(jitted[2].dtype(), DType::int64);
+  EXPECT_EQ(jitted[2].to_vector<std::int64_t>(), std::vector<std::int64_t>(3, 2147483648LL));
+}
+
 TEST(JitCodegen, ConstsLiteralOutputsAndPassThrough) {
   std::mt19937 g(4);
   Array w = random_array(g, Shape{5}, DType::float64);

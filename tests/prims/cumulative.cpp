@@ -1,6 +1,6 @@
 // Tests of the cumulative reductions (rt/prims/cumsum.hpp, rt/cumulative.hpp) and
 // associative_scan: values against running sums, products, maxima and minima done by hand along
-// every axis and both ways, integers wrapping as in XLA, bools counted in int32, NaN, the jaxpr as
+// every axis and both ways, integers wrapping as in XLA, bools counted in int64, NaN, the jaxpr as
 // JAX prints it, errors; vmap against the loop; reverse mode against closed forms (the adjoint of
 // cumsum is the running sum the other way; cumprod's gradient through a zero) and the vjp/jvp
 // identity; and a user's loop over a time series.
@@ -86,10 +86,10 @@ TEST(Cumsum, DtypesAsJaxNumpy) {
   Array l = xpr::array({std::int64_t{3}, std::int64_t{-10}});
   EXPECT_EQ(xpr::cumsum(l).dtype(), DType::int64);
   EXPECT_EQ(xpr::cumsum(l).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, -7}));
-  // Bools count in int32, as xpr::sum's do.
+  // Bools count in int64, jax.numpy's default integer with x64.
   Array b = xpr::array({true, false, true, true});
-  EXPECT_EQ(xpr::cumsum(b).dtype(), DType::int32);
-  EXPECT_EQ(xpr::cumsum(b).to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 1, 2, 3}));
+  EXPECT_EQ(xpr::cumsum(b).dtype(), DType::int64);
+  EXPECT_EQ(xpr::cumsum(b).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 1, 2, 3}));
 }
 
 TEST(Cumsum, JaxprAsJaxPrintsIt) {

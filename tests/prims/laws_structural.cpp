@@ -1,9 +1,9 @@
 // Laws of the rules of the structural primitives (reduce.hpp, dot_general.hpp, slicing.hpp,
-// iota.hpp, cumsum.hpp, cumulative.hpp), over one table of op records in float32 and float64: jvp
-// against central finite differences, vmap against the loop for every batch axis placement
-// (including not_mapped operands and batched or unbatched start indices), vmap of jvp and jvp of
-// vmap for reduce_sum and dot_general, and the Jacobian of a matrix product by vmap of jvp against
-// its closed form.
+// iota.hpp, cumsum.hpp, cumulative.hpp with reduce_prod), over one table of op records in float32
+// and float64: jvp against central finite differences, vmap against the loop for every batch axis
+// placement (including not_mapped operands and batched or unbatched start indices), vmap of jvp and
+// jvp of vmap for reduce_sum and dot_general, and the Jacobian of a matrix product by vmap of jvp
+// against its closed form.
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -75,6 +75,9 @@ const std::vector<Record>& records() {
     {"reduce_max_two", &rt::reduce_max_p, {{"axes", Axes{0, 2}}}, reals({Shape{2, 3, 2}})},
     {"reduce_min_first", &rt::reduce_min_p, {{"axes", Axes{0}}}, reals({Shape{3, 2}})},
     {"reduce_min_all", &rt::reduce_min_p, {{"axes", Axes{0, 1}}}, reals({Shape{2, 3}})},
+    {"reduce_prod_last", &rt::reduce_prod_p, {{"axes", Axes{1}}}, reals({Shape{2, 5}})},
+    {"reduce_prod_two", &rt::reduce_prod_p, {{"axes", Axes{2, 0}}}, reals({Shape{3, 2, 3}})},
+    {"reduce_prod_all", &rt::reduce_prod_p, {{"axes", Axes{0, 1}}}, reals({Shape{2, 2}})},
     {"cumsum_first", &rt::cumsum_p, {{"axis", std::int64_t{0}}, {"reverse", false}},
      reals({Shape{3, 2}})},
     {"cumsum_middle_reverse", &rt::cumsum_p, {{"axis", std::int64_t{1}}, {"reverse", true}},

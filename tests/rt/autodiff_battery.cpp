@@ -341,6 +341,13 @@ std::vector<Case> battery() {
   c.push_back(unary("reduce_min axis 0", [](const Array& x) { return xpr::min(x * x, 0); },
                     {m23, 0.2, 2.0, false, 0.5}));
   c.push_back(unary("mean axis 1", [](const Array& x) { return xpr::mean(x * x, 1); }));
+  c.push_back(unary("reduce_prod all", [](const Array& x) { return xpr::prod(x); }));
+  c.push_back(unary(
+      "reduce_prod axes (2, 0) keepdims",
+      [](const Array& x) {
+        return xpr::prod(xpr::sin(x), {2, 0}, true) * x;
+      },
+      any(Shape{3, 2, 3})));
   // dot_general and its jax.numpy spellings
   c.push_back(binary(
       "matmul (2,3)@(3,4)", [](const Array& a, const Array& b) { return xpr::matmul(a, b); },

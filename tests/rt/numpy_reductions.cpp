@@ -1,14 +1,19 @@
 // Tests of include/xpr/rt/numpy_reductions.hpp: xpr::sum, max, min and mean over all axes, one
 // axis, negative axes and several axes, with keepdims, against hand-computed values and loops
 // written here; jax.numpy's dtype rules (bool sums in int32, integer means in f64); errors.
+// xpr::prod (rt/cumulative.hpp) likewise, and its derivatives against hand-derived ones, with
+// zeros among the factors, as a user's likelihood or determinant code meets them.
 #include "xpr/rt/numpy_reductions.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "xpr/rt/api.hpp"
 
 namespace test_rt_numpy_reductions {
 
@@ -38,7 +43,7 @@ TEST(NumpyReductions, SumOverAllOneAndNegativeAxes) {
     Array m = make(dtype, m_values, Shape{2, 3});
     Array all = xpr::sum(m);
     EXPECT_EQ(all.shape(), Shape{});
-    EXPECT_EQ(all.dtype(), dtype);
+    EXPECT_EQ(all.dtype(), dtype == xpr::int32 ? xpr::int64 : dtype);
     EXPECT_EQ(all.item<double>(), 11.0);
     EXPECT_EQ(xpr::sum(m, 0).to_vector<double>(), (std::vector<double>{5, 5, 1}));
     EXPECT_EQ(xpr::sum(m, 1).to_vector<double>(), (std::vector<double>{4, 7}));
@@ -106,13 +111,29 @@ TEST(NumpyReductions, MaxAndMin) {
   EXPECT_EQ(xpr::max(b).dtype(), xpr::bool_);
 }
 
-TEST(NumpyReductions, BoolSumsCountInInt32) {
+TEST(NumpyReductions, BoolAndInt32SumsCountInInt64) {
+  // jnp.sum's promote_integers with x64: the widest integer, so counts do not wrap.
   Array b = make(xpr::bool_, {1, 0, 1, 1, 1, 0}, Shape{2, 3});
   Array s = xpr::sum(b);
-  EXPECT_EQ(s.dtype(), xpr::int32);
+  EXPECT_EQ(s.dtype(), xpr::int64);
   EXPECT_FALSE(s.weak_type());
   EXPECT_EQ(s.item<int>(), 4);
   EXPECT_EQ(xpr::sum(b, 0).to_vector<int>(), (std::vector<int>{2, 1, 1}));
+  const double big = 2147483647;
+  Array i = make(xpr::int32, {big, 1, big}, Shape{3});
+  EXPECT_EQ(xpr::sum(i).dtype(), xpr::int64);
+  EXPECT_EQ(xpr::sum(i).item<std::int64_t>(), 2 * 2147483647LL + 1);
+  EXPECT_EQ(xpr::prod(i).item<std::int64_t>(), 2147483647LL * 2147483647LL);
+  // The cumulative ones count bools in int64 and keep int32 (jnp.cumsum).
+  EXPECT_EQ(xpr::cumsum(b).dtype(), xpr::int64);
+  EXPECT_EQ(xpr::cumprod(b).dtype(), xpr::int64);
+  EXPECT_EQ(xpr::cumsum(i).dtype(), xpr::int32);
+  // Under jit, the same types and values.
+  auto both = [](const Array& v) { return std::vector<Array>{xpr::sum(v), xpr::prod(v, 0)}; };
+  std::vector<Array> jitted = xpr::jit(both)(i);
+  EXPECT_EQ(jitted[0].dtype(), xpr::int64);
+  EXPECT_EQ(jitted[0].item<std::int64_t>(), 2 * 2147483647LL + 1);
+  EXPECT_EQ(jitted[1].item<std::int64_t>(), 2147483647LL * 2147483647LL);
 }
 
 TEST(NumpyReductions, Mean) {
@@ -145,6 +166,76 @@ TEST(NumpyReductions, EmptyArrays) {
   EXPECT_EQ(xpr::max(e, 1).shape(), (Shape{0}));
   EXPECT_THROW(xpr::max(e), xpr::shape_error);
   EXPECT_THROW(xpr::min(e, 0), xpr::shape_error);
+}
+
+TEST(NumpyReductions, ProdValuesDtypesAndAxes) {
+  for (DType dtype : {xpr::int32, xpr::int64, xpr::float32, xpr::float64}) {
+    SCOPED_TRACE(std::string(xpr::core::name(dtype)));
+    Array m = make(dtype, m_values, Shape{2, 3});
+    EXPECT_EQ(xpr::prod(m).dtype(), dtype == xpr::int32 ? xpr::int64 : dtype);
+    EXPECT_EQ(xpr::prod(m).item<double>(), 0.0);
+    EXPECT_EQ(xpr::prod(m, 0).to_vector<double>(), (std::vector<double>{4, 0, -6}));
+    EXPECT_EQ(xpr::prod(m, -1).to_vector<double>(), (std::vector<double>{-10, 0}));
+    EXPECT_EQ(xpr::prod(m, 1, true).shape(), (Shape{2, 1}));
+    EXPECT_EQ(xpr::prod(m, Axes{}).to_vector<double>(), m_values);
+  }
+  // Bools multiply in int64 (jnp.prod's promote_integers); nothing multiplies to 1.
+  Array b = make(xpr::bool_, {1, 1, 0, 1}, Shape{2, 2});
+  EXPECT_EQ(xpr::prod(b).dtype(), xpr::int64);
+  EXPECT_EQ(xpr::prod(b, 1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0}));
+  EXPECT_EQ(xpr::prod(make(xpr::float64, {}, Shape{0, 3}), 0).to_vector<double>(),
+            (std::vector<double>{1, 1, 1}));
+  EXPECT_THROW(xpr::prod(make(xpr::float64, m_values, Shape{2, 3}), 2), xpr::index_error);
+  EXPECT_THROW(xpr::prod(make(xpr::float64, m_values, Shape{2, 3}), {0, -2}), xpr::value_error);
+}
+
+TEST(NumpyReductions, ProdDerivativesAreTheProductsOfTheOtherFactors) {
+  auto f = [](const Array& x) { return xpr::prod(x); };
+  auto at = [](std::vector<double> v) {
+    return make(xpr::float64, v, Shape{static_cast<std::int64_t>(v.size())});
+  };
+  // d/dx_i prod(x) = prod_{j != i} x_j, also where factors are zero (no division).
+  EXPECT_EQ(xpr::grad(f)(at({2, 3, 5, 7})).to_vector<double>(),
+            (std::vector<double>{105, 70, 42, 30}));
+  EXPECT_EQ(xpr::grad(f)(at({2, 0, 5, 7})).to_vector<double>(), (std::vector<double>{0, 70, 0, 0}));
+  EXPECT_EQ(xpr::grad(f)(at({2, 0, 0, 7})).to_vector<double>(), (std::vector<double>(4, 0.0)));
+  EXPECT_EQ(xpr::grad(f)(at({-4})).to_vector<double>(), (std::vector<double>{1}));
+  // Second derivatives: d2/dx_i dx_j = prod of the factors but i and j (0 on the diagonal).
+  EXPECT_EQ(xpr::hessian(f)(at({2, 3, 5})).to_vector<double>(),
+            (std::vector<double>{0, 5, 3, 5, 0, 2, 3, 2, 0}));
+  EXPECT_EQ(xpr::hessian(f)(at({2, 0, 5})).to_vector<double>(),
+            (std::vector<double>{0, 5, 0, 5, 0, 2, 0, 2, 0}));
+  // Over an axis, forward and reverse: row i's product depends on row i only.
+  Array m = make(xpr::float64, {1, 2, 3, 4, 0, 6}, Shape{2, 3});
+  Array t = make(xpr::float64, {1, 0, 0, 0, 1, 1}, Shape{2, 3});
+  auto rows = [](const Array& x) { return xpr::prod(x, 1); };
+  auto [y, dy] = xpr::jvp(rows, std::tuple{m}, std::tuple{t});
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{6, 0}));
+  EXPECT_EQ(dy.to_vector<double>(), (std::vector<double>{6, 4 * 6 + 4 * 0}));
+  EXPECT_EQ(xpr::jacrev(rows)(m).to_vector<double>(),
+            (std::vector<double>{6, 3, 2, 0, 0, 0, 0, 0, 0, 0, 24, 0}));
+  // A log-likelihood of independent factors, written as a user would: against the closed form
+  // d/dx_i log(prod(x)) = 1 / x_i.
+  Array p = make(xpr::float64, {0.5, 0.25, 0.8, 0.1}, Shape{4});
+  std::vector<double> g =
+      xpr::grad([](const Array& x) { return xpr::log(xpr::prod(x)); })(p).to_vector<double>();
+  const std::vector<double> pv{0.5, 0.25, 0.8, 0.1};
+  for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], 1 / pv[i], 1e-12) << i;
+  // vmap over rows equals the loop; the integer gradient is zero.
+  Array batched = xpr::vmap(f)(m);
+  EXPECT_EQ(batched.to_vector<double>(), (std::vector<double>{6, 0}));
+  EXPECT_EQ(xpr::vmap(xpr::grad(f))(m).to_vector<double>(),
+            (std::vector<double>{6, 3, 2, 0, 24, 0}));
+}
+
+TEST(NumpyReductions, ProdPrintsAsJaxDoes) {
+  Array m = make(xpr::float32, m_values, Shape{2, 3});
+  const std::string text =
+      xpr::pretty_print(xpr::make_jaxpr([](const Array& x) { return xpr::prod(x, 1); })(m).jaxpr);
+  EXPECT_NE(text.find("reduce_prod[axes=(1,)] a"), std::string::npos) << text;
+  // And parses back to the same computation.
+  xpr::ClosedJaxpr parsed = xpr::parse_jaxpr(text);
+  EXPECT_EQ(xpr::eval_jaxpr(parsed, {m})[0].to_vector<double>(), (std::vector<double>{-10, 0}));
 }
 
 template <class E>

@@ -212,7 +212,7 @@ Array scan_cumsum(Array xs) {
 Array scan_cumprod(Array xs) {
   return xpr::scan([](Array c, Array x) { return std::pair{c * x, c * x}; }, 1.0, xs).second;
 }
-Array prod(Array xs) {
+Array scan_prod(Array xs) {
   return xpr::scan(
              [](Array c, Array x) {
                return std::pair{c * x, std::tuple<>{}};
@@ -250,7 +250,7 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
       EXPECT_DOUBLE_EQ(pf[i * 4 + j], want) << i << "," << j;
     }
   // The hessian of the product: prod_{k != i, j} x_k off the diagonal, 0 on it.
-  std::vector<double> h = values(xpr::hessian(prod)(xs));
+  std::vector<double> h = values(xpr::hessian(scan_prod)(xs));
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 4; ++j) {
       double want = 0;
@@ -263,7 +263,7 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
     }
   // The residuals of the product: the carry of every iteration, stacked, and xs itself,
   // forwarded rather than stacked again.
-  xpr::rt::FlatFunction flat = [](std::span<const Array> in) { return Arrays{prod(in[0])}; };
+  xpr::rt::FlatFunction flat = [](std::span<const Array> in) { return Arrays{scan_prod(in[0])}; };
   auto [prod_out, prod_linear] = xpr::rt::linearize_flat(flat, Arrays{xs});
   std::size_t shared = 0, other_bytes = 0;
   for (const Array& r : prod_linear.consts) {
@@ -275,10 +275,10 @@ TEST(Scan, CumsumAndCumprodUnderJacrevAndHessian) {
   EXPECT_EQ(shared, 1u);
   EXPECT_LE(other_bytes, 4 * sizeof(double) + 16);
   // linearize and vjp of the product.
-  auto [y, f_lin] = xpr::linearize(prod, xs);
+  auto [y, f_lin] = xpr::linearize(scan_prod, xs);
   EXPECT_DOUBLE_EQ(scalar(y), 1.5 * -2.0 * 0.5 * 3.0);
   EXPECT_DOUBLE_EQ(scalar(f_lin(xpr::array({1.0, 0.0, 0.0, 0.0}))), -2.0 * 0.5 * 3.0);
-  auto [y2, f_vjp] = xpr::vjp(prod, xs);
+  auto [y2, f_vjp] = xpr::vjp(scan_prod, xs);
   EXPECT_EQ(values(std::get<0>(f_vjp(Array(1.0)))), (std::vector<double>{-3.0, 2.25, -9.0, -1.5}));
 }
 

@@ -412,6 +412,9 @@ inline bool is_scatter(const Primitive* p) {
          p == &rt::scatter_min_p || p == &rt::scatter_max_p;
 }
 
+/// reduce_sum, reduce_max, reduce_min, reduce_prod.
+bool is_reduce(const Primitive* p);
+
 /// The primitives with a loop nest of their own.
 bool is_standalone(const Primitive* p);
 
@@ -1108,9 +1111,13 @@ XPR_FUNC std::string math_declaration(const std::string& id, bool precise) {
          ";\n";
 }
 
-XPR_FUNC bool is_standalone(const Primitive* p) {
+XPR_FUNC bool is_reduce(const Primitive* p) {
   return p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p ||
-         p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
+         p == &rt::reduce_prod_p;
+}
+
+XPR_FUNC bool is_standalone(const Primitive* p) {
+  return is_reduce(p) || p == &rt::transpose_p || p == &rt::reshape_p || p == &rt::squeeze_p ||
          p == &rt::expand_dims_p || p == &rt::slice_p || p == &rt::rev_p ||
          p == &rt::concatenate_p || p == &rt::iota_p || p == &rt::dot_general_p ||
          p == &rt::pad_p || p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p ||
@@ -1502,9 +1509,7 @@ XPR_FUNC void Lowering::form_groups(const std::vector<Eqn>& eqns, std::vector<st
 }
 
 XPR_FUNC bool Lowering::fusable_reduce(const Eqn& e) {
-  if (e.primitive != &rt::reduce_sum_p && e.primitive != &rt::reduce_max_p &&
-      e.primitive != &rt::reduce_min_p)
-    return false;
+  if (!is_reduce(e.primitive)) return false;
   if (e.inputs.size() != 1 || e.outputs.size() != 1) return false;
   const std::size_t rank = aval_of(e.inputs[0]).ndim();
   const rt::ParamValue* a = e.params.find("axes");
@@ -2213,6 +2218,7 @@ XPR_FUNC std::string Lowering::emit_control(const Group& grp) {
 XPR_FUNC std::string Lowering::reduce_identity(const Primitive* p, DType dt) {
   const bool fl = core::is_floating(dt);
   if (p == &rt::reduce_sum_p) return c_number(0, dt);
+  if (p == &rt::reduce_prod_p) return c_number(1, dt);
   if (p == &rt::reduce_max_p)
     return fl                   ? c_number(-__builtin_inf(), dt)
            : dt == DType::bool_ ? "false"
@@ -2228,6 +2234,7 @@ XPR_FUNC std::string Lowering::reduce_combine(const Primitive* p, DType dt, cons
                                               const std::string& b) {
   if (p == &rt::reduce_sum_p)
     return dt == DType::bool_ ? "(" + a + " || " + b + ")" : "(" + a + " + " + b + ")";
+  if (p == &rt::reduce_prod_p) return "(" + a + " * " + b + ")";  // integers wrap (-fwrapv)
   CCall c = c_call();
   c.args = {a, b};
   c.arg_dtypes = {dt, dt};
@@ -2269,10 +2276,6 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
   const core::Shape& S = grp.shape;
   const std::size_t rank = S.rank();
   const int gi = static_cast<int>(g);
-  auto is_reduce = [](const Eqn& e) {
-    return e.primitive == &rt::reduce_sum_p || e.primitive == &rt::reduce_max_p ||
-           e.primitive == &rt::reduce_min_p;
-  };
   // One flat loop over S (what GCC vectorizes best) when every equation has S's rank or is a
   // scalar, and nothing reads by axis (a strided broadcast, a reduction).
   auto in_loops = [&](const core::Shape& t) {  // a prefix of S: computed inside the loops
@@ -2286,7 +2289,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     if (fusable_read(*e) && !in_loops(e->outputs[0].aval().shape)) continue;  // apart
     if (is_scatter(e->primitive) || sink_reduce(*e)) flat = false;            // indexes by axis
     const std::size_t d = e->outputs[0].aval().ndim();
-    if ((d != rank && d != 0) || is_reduce(*e)) flat = false;
+    if ((d != rank && d != 0) || is_reduce(e->primitive)) flat = false;
     if (fusable_read(*e)) {
       const bool by_position = e->primitive == &rt::reshape_p || e->primitive == &rt::squeeze_p ||
                                e->primitive == &rt::expand_dims_p;
@@ -2311,7 +2314,7 @@ XPR_FUNC std::string Lowering::emit_elementwise(std::size_t g, bool dry_run) {
     if (e->primitive == &rt::gather_p) gathers = true;
     if (is_scatter(e->primitive)) scatters = true;
     if (sink_reduce(*e)) ivdep = false;
-    if (is_reduce(*e) && e->outputs[0].aval().ndim() == 0) ivdep = false;
+    if (is_reduce(e->primitive) && e->outputs[0].aval().ndim() == 0) ivdep = false;
   }
   ivdep = ivdep && gathers;
   // A group that only scatters (its updates computed elsewhere; index reads composed in) is
@@ -3336,8 +3339,7 @@ XPR_FUNC std::string Lowering::emit_standalone(const Eqn& e) {
            "    }\n"
            "  }\n";
   }
-  if (p == &rt::reduce_sum_p || p == &rt::reduce_max_p || p == &rt::reduce_min_p)
-    return pre + emit_reduce(e);
+  if (is_reduce(p)) return pre + emit_reduce(e);
   if (p == &rt::dot_general_p) return pre + emit_dot(e);
   if (p == &rt::dynamic_slice_p || p == &rt::dynamic_update_slice_p)
     return pre + emit_dynamic_slice(e, p == &rt::dynamic_update_slice_p);

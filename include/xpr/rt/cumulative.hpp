@@ -4,8 +4,10 @@
 // (rt/prims/cumsum.hpp, `CumulativeReduction`); their derivative is JAX's `_cumulative_jvp_rule`:
 // the jvp of the same reduction written as a parallel prefix scan (`associative_scan` of `mul`,
 // `max`, `min` or `logaddexp` (rt/nn.hpp, included by the definitions only), made of strided
-// slices, pads and concatenations), whose linear part reverse mode then transposes. The rule runs a
-// transformation, so this file sits above rt/transformations.hpp (docs/design.md, "Layering").
+// slices, pads and concatenations), whose linear part reverse mode then transposes. reduce_prod and
+// `jnp.prod` are here for the same reason: reduce_prod's jvp is JAX's, the jvp of a pairwise tree
+// of multiplications. The rules run a transformation, so this file sits above
+// rt/transformations.hpp (docs/design.md, "Layering").
 #pragma once
 
 #include <algorithm>
@@ -61,8 +63,26 @@ inline constinit const CumulativeScan cummax_p{"cummax", Cumulative::max};
 inline constinit const CumulativeScan cummin_p{"cummin", Cumulative::min};
 inline constinit const CumulativeScan cumlogsumexp_p{"cumlogsumexp", Cumulative::logsumexp};
 
+/// reduce_prod [axes](x): the product over `axes` (1 over an empty axis). Every rule but the jvp
+/// is the other reductions' (rt/prims/reduce.hpp); the jvp lives here, at the layer of the
+/// functions it calls: JAX's `_reduce_prod_jvp_rule`, the jvp of a pairwise tree of
+/// multiplications over the reduced elements, exact where elements are zero (no division).
+class ReduceProd final : public ReduceBase<detail::ProdMonoid> {
+ public:
+  XPR_MEMBER std::pair<Arrays, Arrays> jvp(std::span<const Array> primals,
+                                           std::span<const Array> tangents,
+                                           const Params& params) const override;
+};
+
+inline constinit const ReduceProd reduce_prod_p{};
+
+/// `jnp.prod(x, axis, keepdims)`: the product over `axis` (every axis by default). Bools and
+/// int32 multiply in int64, as in `sum`; the product of nothing is 1.
+Array prod(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
+
 /// `jnp.cumprod(x, axis)`: the running product along `axis` (of the flattened array by default;
-/// bools count in int32), from the last element with `reverse` (`lax.cumprod`).
+/// bools count in int64, the default integer), from the last element with `reverse`
+/// (`lax.cumprod`).
 Array cumprod(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
               bool reverse = false);
 
@@ -125,6 +145,7 @@ using rt::cumlogsumexp;
 using rt::cummax;
 using rt::cummin;
 using rt::cumprod;
+using rt::prod;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
@@ -183,6 +204,57 @@ XPR_FUNC std::pair<Arrays, Arrays> CumulativeScan::jvp(std::span<const Array> pr
   auto [scanned, tangents_out] = jvp_flat(scan, primals, tangents);
   (void)scanned;
   return {rt::bind(*this, primals, params), std::move(tangents_out)};
+}
+
+XPR_FUNC std::pair<Arrays, Arrays> ReduceProd::jvp(std::span<const Array> primals,
+                                                   std::span<const Array> tangents,
+                                                   const Params& params) const {
+  detail::check_one_operand(name(), primals.size());
+  Array ans = bind1(*this, {primals[0]}, params);  // malformed axes fail here first
+  const Array& x = primals[0];
+  const std::vector<bool> reduced =
+      detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
+  // The reduced axes moved to the front and flattened into one of n elements (JAX's
+  // `_reduce_jvp`), the kept ones after it in order.
+  Axes perm;
+  std::vector<std::int64_t> flat{1};
+  for (std::size_t i = 0; i < x.ndim(); ++i)
+    if (reduced[i]) {
+      perm.push_back(static_cast<std::int64_t>(i));
+      flat[0] *= x.shape()[i];
+    }
+  for (std::size_t i = 0; i < x.ndim(); ++i)
+    if (!reduced[i]) {
+      perm.push_back(static_cast<std::int64_t>(i));
+      flat.push_back(x.shape()[i]);
+    }
+  // Integers have no tangent; nor has a product of nothing (the constant 1).
+  if (!core::is_floating(x.dtype()) || flat[0] == 0)
+    return {{ans}, {zeros_like_aval(detail::aval_of(ans))}};
+  // JAX's `_reduce_tree`: halves multiplied until one row is left, an odd half padded with 1.
+  FlatFunction tree = [&](std::span<const Array> xs) -> Arrays {
+    Array v = reshape(rt::transpose(xs[0], perm), std::span<const std::int64_t>(flat));
+    while (v.shape()[0] > 1) {
+      const std::int64_t m = v.shape()[0], half = (m + 1) / 2;
+      Array a = detail::slice_in_dim(v, 0, half, 1, 0);
+      Array b = detail::slice_in_dim(v, half, m, 1, 0);
+      if (m % 2 == 1) {
+        std::vector<std::array<std::int64_t, 3>> one_more(v.ndim(), {0, 0, 0});
+        one_more[0] = {0, 1, 0};
+        b = pad(b, one_more, ones(Shape{}, b.dtype()));
+      }
+      v = a * b;
+    }
+    return {squeeze(v, 0)};
+  };
+  auto [tree_product, tangents_out] = jvp_flat(tree, primals, tangents);
+  (void)tree_product;  // the primal is this primitive's own, as for the cumulative scans
+  return {{std::move(ans)}, std::move(tangents_out)};
+}
+
+XPR_FUNC Array prod(const Array& x, const AxisArg& axis, bool keepdims) {
+  Axes axes = axis.canonical("prod", x.ndim());
+  return detail::bind_reduction(reduce_prod_p, detail::promote_integers(x), axes, keepdims);
 }
 
 XPR_FUNC Array cumprod(const Array& x, std::optional<std::int64_t> axis, bool reverse) {

@@ -719,7 +719,7 @@ XPR_FUNC std::pair<Arrays, BatchDims> CustomVjpCallP::batch(std::span<const Arra
         Arrays ins = detail::concat(res, cts);
         Arrays cts_in = vmap_flat(bwd, ins, BatchDims(ins.size(), BatchDim(0)), {BatchDim(0)});
         for (std::size_t i = 0; i < cts_in.size(); ++i)
-          if (!arg_dims[i]) cts_in[i] = sum(cts_in[i], 0);
+          if (!arg_dims[i]) cts_in[i] = bind1(reduce_sum_p, {cts_in[i]}, {{"axes", Axes{0}}});
         return cts_in;
       },
       arg_avals});

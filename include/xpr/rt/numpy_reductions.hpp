@@ -55,6 +55,14 @@ class AxisArg {
 };
 
 namespace detail {
+/// jax.numpy's `promote_integers=True` for sums and products, with x64: bools and int32 are
+/// reduced in int64, the widest integer, as NumPy does (so a sum of int32 counts does not wrap).
+inline Array promote_integers(const Array& x) {
+  return core::is_bool(x.dtype()) || x.dtype() == DType::int32
+             ? convert_element_type(x, DType::int64)
+             : x;
+}
+
 /// Binds a reduction over `axes` (canonical) and restores them as size-1 axes for `keepdims`.
 inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& axes,
                             bool keepdims) {
@@ -64,8 +72,8 @@ inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& a
 
 }  // namespace detail
 
-/// `jnp.sum(x, axis, keepdims)`: the sum over `axis` (every axis by default). Bools count as
-/// int32; the sum of nothing is 0.
+/// `jnp.sum(x, axis, keepdims)`: the sum over `axis` (every axis by default). Bools and int32
+/// are summed in int64 (`promote_integers`, with x64); the sum of nothing is 0.
 Array sum(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
 /// `jnp.max(x, axis, keepdims)`: the maximum over `axis` (every axis by default); NaN
@@ -94,8 +102,9 @@ Array argmin(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
              bool keepdims = false);
 
 /// `jnp.cumsum(x, axis)`: the running sum along `axis` (negative counts from the end); with no
-/// axis, of the flattened array. Bools count in int32, as `xpr::sum` does. `reverse` sums from the
-/// last element (`lax.cumsum(x, axis, reverse=True)`).
+/// axis, of the flattened array. Bools count in int64, the default integer (jnp.cumsum; int32
+/// stays int32, unlike `xpr::sum`). `reverse` sums from the last element
+/// (`lax.cumsum(x, axis, reverse=True)`).
 Array cumsum(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bool reverse = false);
 
 namespace detail {
@@ -145,8 +154,7 @@ XPR_FUNC Axes AxisArg::canonical(const char* fn, std::size_t rank) const {
 
 XPR_FUNC Array sum(const Array& x, const AxisArg& axis, bool keepdims) {
   Axes axes = axis.canonical("sum", x.ndim());
-  Array in = core::is_bool(x.dtype()) ? convert_element_type(x, DType::int32) : x;
-  return detail::bind_reduction(reduce_sum_p, in, axes, keepdims);
+  return detail::bind_reduction(reduce_sum_p, detail::promote_integers(x), axes, keepdims);
 }
 
 XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
@@ -198,7 +206,8 @@ XPR_FUNC Array bind_cumulative(const CumulativeReduction& p, const Array& x,
   const std::int64_t a = one_axis(p.name(), axis, x.ndim());
   Array in = axis ? x : ravel(x);
   const bool counts = p.kind() == Cumulative::sum || p.kind() == Cumulative::prod;
-  if (counts && core::is_bool(in.dtype())) in = convert_element_type(in, DType::int32);
+  // jax.numpy counts bools in the default integer, int64 with x64 (int32 stays int32).
+  if (counts && core::is_bool(in.dtype())) in = convert_element_type(in, DType::int64);
   return bind1(p, {in}, {{"axis", a}, {"reverse", reverse}});
 }
 }  // namespace detail

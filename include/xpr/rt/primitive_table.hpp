@@ -63,7 +63,7 @@ const Primitive* find_primitive(std::string_view name);
 namespace xpr::rt {
 
 XPR_FUNC std::span<const Primitive* const> library_primitives() {
-  static constexpr std::array<const Primitive*, 54> others{
+  static constexpr std::array<const Primitive*, 55> others{
       // elementwise but not in the shared list (prims/compare.hpp, integer_pow.hpp, select.hpp...)
       &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &is_finite_p, &integer_pow_p, &round_p, &not_p,
       &and_p, &or_p, &xor_p, &select_n_p, &convert_element_type_p, &stop_gradient_p,
@@ -72,8 +72,8 @@ XPR_FUNC std::span<const Primitive* const> library_primitives() {
       &slice_p, &pad_p, &dynamic_slice_p, &dynamic_update_slice_p, &concatenate_p, &gather_p,
       &scatter_p, &scatter_add_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p,
       // reductions, contractions
-      &reduce_sum_p, &reduce_max_p, &reduce_min_p, &argmax_p, &argmin_p, &cumsum_p, &cumprod_p,
-      &cummax_p, &cummin_p, &cumlogsumexp_p, &dot_general_p,
+      &reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p, &argmax_p, &argmin_p, &cumsum_p,
+      &cumprod_p, &cummax_p, &cummin_p, &cumlogsumexp_p, &dot_general_p,
       // higher-order
       &cond_p, &while_p, &scan_p, &checkpoint_p, &check_max_trips_p, &custom_jvp_call_p,
       &custom_lin_p, &custom_vjp_call_p, &pjit_p};

@@ -44,11 +44,16 @@ namespace detail {
 // `combine` works on elements and, for float and double, on xsimd batches; NaN propagates through
 // max and min, as in XLA.
 
+// `linear`: the reduction is its own jvp and has a transpose (reduce_sum); `chooser`: the tangent
+// is the chosen element's (reduce_max, reduce_min); neither: reduce_prod, whose jvp is
+// ReduceProd's (rt/cumulative.hpp).
 struct SumMonoid {
   static constexpr std::string_view name = "sum";
   static constexpr std::string_view primitive_name = "reduce_sum";
   static constexpr Accepts accepts = Accepts::numeric;
   static constexpr bool has_identity = true;
+  static constexpr bool linear = true;
+  static constexpr bool chooser = false;
   static constexpr bool nan_on_the_side = false;
   template <class T>
   static T identity() {
@@ -66,11 +71,37 @@ struct SumMonoid {
   }
 };
 
+struct ProdMonoid {
+  static constexpr std::string_view name = "prod";
+  static constexpr std::string_view primitive_name = "reduce_prod";
+  static constexpr Accepts accepts = Accepts::numeric;
+  static constexpr bool has_identity = true;
+  static constexpr bool linear = false;
+  static constexpr bool chooser = false;
+  static constexpr bool nan_on_the_side = false;
+  template <class T>
+  static T identity() {
+    return T(1);
+  }
+  template <class T>
+  static T combine(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      // Wraps around like XLA's (in unsigned arithmetic: a signed overflow is undefined).
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
+    }
+  }
+};
+
 struct MaxMonoid {
   static constexpr std::string_view name = "max";
   static constexpr std::string_view primitive_name = "reduce_max";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;  // for jax.numpy's empty-reduction check
+  static constexpr bool linear = false;
+  static constexpr bool chooser = true;
   static constexpr bool nan_on_the_side = true;
   template <class T>
   static T identity() {
@@ -96,6 +127,8 @@ struct MinMonoid {
   static constexpr std::string_view primitive_name = "reduce_min";
   static constexpr Accepts accepts = Accepts::any;
   static constexpr bool has_identity = false;
+  static constexpr bool linear = false;
+  static constexpr bool chooser = true;
   static constexpr bool nan_on_the_side = true;
   template <class T>
   static T identity() {
@@ -267,14 +300,16 @@ std::vector<bool> reduced_axes(const std::string& prim, const Axes& axes, std::s
 
 }  // namespace detail
 
-/// reduce_sum / reduce_max / reduce_min [axes](x): the monoid's reduction of `x` over `axes`
-/// (non-negative, distinct). The output drops those axes and keeps the dtype and weak type.
-/// reduce_sum accepts numeric dtypes; reduce_max and reduce_min accept every dtype but, like
-/// `jnp.max`, reject an empty reduced axis (the operation has no identity).
+/// reduce_sum / reduce_max / reduce_min / reduce_prod [axes](x): the monoid's reduction of `x`
+/// over `axes` (non-negative, distinct). The output drops those axes and keeps the dtype and weak
+/// type. reduce_sum and reduce_prod accept numeric dtypes; reduce_max and reduce_min accept every
+/// dtype but, like `jnp.max`, reject an empty reduced axis (the operation has no identity).
+/// `Reduce<Monoid>` is the primitive; reduce_prod's class (rt/cumulative.hpp) derives from the
+/// same base and adds its jvp.
 template <class Monoid>
-class Reduce final : public Primitive {
+class ReduceBase : public Primitive {
  public:
-  constexpr Reduce() : Primitive(Monoid::primitive_name) {}
+  constexpr ReduceBase() : Primitive(Monoid::primitive_name) {}
 
   Arrays impl(std::span<const Array> args, const Params& params) const override {
     check_arity(args.size());
@@ -303,8 +338,36 @@ class Reduce final : public Primitive {
   std::pair<Arrays, Arrays> jvp(std::span<const Array> primals, std::span<const Array> tangents,
                                 const Params& params) const override {
     check_arity(primals.size());
+    if constexpr (!Monoid::linear && !Monoid::chooser) {
+      return Primitive::jvp(primals, tangents, params);  // reduce_prod: ReduceProd's
+    } else {
+      return chooser_or_linear_jvp(primals, tangents, params);
+    }
+  }
+
+  /// reduce_sum is linear; its transpose broadcasts the cotangent back over the reduced axes
+  /// (JAX's `_reduce_sum_transpose_rule`). reduce_max, reduce_min and reduce_prod are not linear.
+  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
+                       const Params& params) const override {
+    if constexpr (!Monoid::linear) {
+      return Primitive::transpose(cts, args, params);
+    } else {
+      check_arity(args.size());
+      const ShapedArray& x = aval_of(args[0]);
+      std::vector<bool> reduced = detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
+      Axes kept;  // where the cotangent's dimensions sit in x
+      for (std::size_t i = 0; i < x.ndim(); ++i)
+        if (!reduced[i]) kept.push_back(static_cast<std::int64_t>(i));
+      return {detail::fit_cotangent(broadcast_in_dim(*cts[0], x.shape, kept), x)};
+    }
+  }
+
+ private:
+  std::pair<Arrays, Arrays> chooser_or_linear_jvp(std::span<const Array> primals,
+                                                  std::span<const Array> tangents,
+                                                  const Params& params) const {
     Array ans = bind1(*this, {primals[0]}, params);
-    if constexpr (Monoid::has_identity) return {{ans}, {bind1(*this, {tangents[0]}, params)}};
+    if constexpr (Monoid::linear) return {{ans}, {bind1(*this, {tangents[0]}, params)}};
     if (!core::is_floating(ans.dtype())) return {{ans}, {zeros_like_aval(detail::aval_of(ans))}};
     const Array &x = primals[0], &t = tangents[0];
     Axes kept;  // where ans's dimensions sit in x
@@ -318,23 +381,7 @@ class Reduce final : public Primitive {
     return {{std::move(ans)}, {bind1(div_p, {picked, counts})}};
   }
 
-  /// reduce_sum is linear; its transpose broadcasts the cotangent back over the reduced axes
-  /// (JAX's `_reduce_sum_transpose_rule`). reduce_max and reduce_min are not linear.
-  Cotangents transpose(std::span<const Cotangent> cts, std::span<const LinearArg> args,
-                       const Params& params) const override {
-    if constexpr (!Monoid::has_identity) {
-      return Primitive::transpose(cts, args, params);
-    } else {
-      check_arity(args.size());
-      const ShapedArray& x = aval_of(args[0]);
-      std::vector<bool> reduced = detail::reduced_axes(name(), params.get<Axes>("axes"), x.ndim());
-      Axes kept;  // where the cotangent's dimensions sit in x
-      for (std::size_t i = 0; i < x.ndim(); ++i)
-        if (!reduced[i]) kept.push_back(static_cast<std::int64_t>(i));
-      return {detail::fit_cotangent(broadcast_in_dim(*cts[0], x.shape, kept), x)};
-    }
-  }
-
+ public:
   /// The batch axis goes first and each reduced axis moves right by one; the result's batch axis
   /// is 0. (Leaving the batch axis in place would save the transpose but change how the kernel
   /// groups the elements, and so the rounding of a sum: with the batch axis outermost each
@@ -351,6 +398,9 @@ class Reduce final : public Primitive {
     for (std::int64_t a : axes) new_axes.push_back(a + 1);
     return {{bind1(*this, {moveaxis(args[0], b, 0)}, {{"axes", std::move(new_axes)}})}, {0}};
   }
+
+ protected:
+  ~ReduceBase() = default;  // a base only: the primitives are the final classes
 
  private:
   // reduce_sum_p is defined after this template; naming it through a function defers the lookup.
@@ -377,12 +427,16 @@ class Reduce final : public Primitive {
   }
 };
 
+template <class Monoid>
+class Reduce final : public ReduceBase<Monoid> {};
+
 // Compiled-library mode (XPR_COMPILED_LIB, the xpr::runtime library): these primitives' rules
 // and kernels are instantiated once, in src/runtime.cpp, not in every translation unit.
 #ifdef XPR_COMPILED_LIB
-extern template class Reduce<detail::SumMonoid>;
-extern template class Reduce<detail::MaxMonoid>;
-extern template class Reduce<detail::MinMonoid>;
+extern template class ReduceBase<detail::SumMonoid>;
+extern template class ReduceBase<detail::MaxMonoid>;
+extern template class ReduceBase<detail::MinMonoid>;
+extern template class ReduceBase<detail::ProdMonoid>;
 #endif
 
 //                                      monoid
@@ -398,7 +452,7 @@ const Primitive& detail::ReduceSumHook<T>::primitive() {
 }
 
 template <class Monoid>
-const Primitive& Reduce<Monoid>::sum_p() {
+const Primitive& ReduceBase<Monoid>::sum_p() {
   return rt::reduce_sum_p;
 }
 
