@@ -194,11 +194,14 @@ TEST(CtSpecialValues, IntegerPowersBeyondInt32AreNotCut) {
   constexpr auto f = [](auto v) { return xpr::integer_pow(v, 4294967297LL); };
   const double x = 1.0 + std::ldexp(1.0, -40);
   const double want = std::pow(x, static_cast<double>(y));  // about exp(2^-8)
-  EXPECT_NEAR(f(x), want, 1e-12 * want);
+  // 32 squarings, each rounding, compound to a relative error up to about y * 2^-53 = 5e-7
+  // (JAX's integer_pow squares too); x ** 1, the bug, is 4e-3 off.
+  const double tol = 1e-6;
+  EXPECT_NEAR(f(x), want, tol * want);
   const auto [value, slope] = xpr::ct::value_and_grad(f)(x);
-  EXPECT_NEAR(value, want, 1e-12 * want);
+  EXPECT_NEAR(value, want, tol * want);
   const double want_slope = static_cast<double>(y) * std::pow(x, static_cast<double>(y - 1));
-  EXPECT_NEAR(slope, want_slope, 1e-12 * want_slope);
+  EXPECT_NEAR(slope, want_slope, tol * want_slope);
   // 2^31 does not become INT_MIN (x ** INT_MIN would be inf for x = 0.5).
   constexpr auto g = [](auto v) { return xpr::integer_pow(v, 2147483648LL); };
   EXPECT_EQ(g(0.5), 0.0);
