@@ -73,8 +73,9 @@ const std::vector<std::string>& hand_written_corpus() {
       "    i:f64[3] = select_n c a b; j:i32[3] = select_n d 1:i32[] 2:i32[]\n"
       "  in (i, j, e, f, g, h) }",
       "{ lambda ; a:f32[2,3]. let b:f32[3] = reduce_sum[axes=(0,)] a;\n"
-      "    c:f32[2] = reduce_max[axes=(1,)] a; d:f32[] = reduce_min[axes=(0, 1)] a\n"
-      "  in (b, c, d) }",
+      "    c:f32[2] = reduce_max[axes=(1,)] a; d:f32[] = reduce_min[axes=(0, 1)] a;\n"
+      "    e:f32[2] = reduce_prod[axes=(1,)] a\n"
+      "  in (b, c, d, e) }",
       "{ lambda ; a:f64[3]. let b:f64[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) "
       "shape=(2, 3)] a;\n    c:f64[3,2] = transpose[permutation=(1, 0)] b;\n"
       "    d:f64[6] = reshape[dimensions=None new_sizes=(6,)] c;\n"
