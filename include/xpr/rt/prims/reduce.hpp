@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The reductions reduce_sum, reduce_max and reduce_min over a set of axes (`axes=(0, 2)`). They
-// differ only in their monoid (identity and combining function) and the dtypes they accept, so
-// they are one class template with one row per primitive, like the unary table. reduce_sum is
-// linear; reduce_max/min pass on the tangent at their arg-max/min (averaged over ties, as JAX).
+// The reductions reduce_sum, reduce_max, reduce_min and reduce_prod over a set of axes
+// (`axes=(0, 2)`). They differ only in their monoid (identity and combining function) and the
+// dtypes they accept, so they are one class template with one row per primitive, like the unary
+// table. reduce_sum is linear; reduce_max/min pass on the tangent at their arg-max/min (averaged
+// over ties, as JAX); reduce_prod's jvp runs a transformation, so its class, on the same base, is
+// in rt/cumulative.hpp.
 #pragma once
 
 #include <algorithm>
