@@ -5,6 +5,7 @@
 // user writes it and checked against the C library element by element, lanes and tails alike.
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -202,6 +203,13 @@ TEST(CtSpecialValues, IntegerPowersBeyondInt32AreNotCut) {
   EXPECT_NEAR(value, want, tol * want);
   const double want_slope = static_cast<double>(y) * std::pow(x, static_cast<double>(y - 1));
   EXPECT_NEAR(slope, want_slope, tol * want_slope);
+  // pow with an integer exponent is integer_pow, in 64 bits too (examiner J: 2^32 + 2 was 2).
+  constexpr auto p = [](auto v) { return xpr::pow(v, 4294967298LL); };
+  EXPECT_EQ(xpr::ct::value_and_grad(p)(2.0).first, std::numeric_limits<double>::infinity());
+  EXPECT_NEAR(xpr::ct::value_and_grad(p)(x).first, want * x, tol * want);
+  // An unsigned exponent beyond INT64_MAX is a value_error, not x ** -1 (in the compile-time
+  // tier the same throw stops the compilation, as every error found while tracing does).
+  EXPECT_THROW(xpr::integer_pow(2.0, ~std::uint64_t{0}), xpr::value_error);
   // 2^31 does not become INT_MIN (x ** INT_MIN would be inf for x = 0.5).
   constexpr auto g = [](auto v) { return xpr::integer_pow(v, 2147483648LL); };
   EXPECT_EQ(g(0.5), 0.0);

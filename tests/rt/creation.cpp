@@ -319,6 +319,22 @@ TEST(Creation, IntegersOutOfTheDtypesRangeAreRefusedNotWrapped) {
   // Mixed into arithmetic, a weak unsigned number too large for int64 is refused as well, and
   // one mixed with floats converts to the float exactly as before.
   expect_refused([&] { return xpr::ones({2}, xpr::int64) + huge; }, "int64 array + size_t max");
+  // (examiner J) Also an empty full, unsigned arange bounds, and a number as an .at() update,
+  // which is typed as in `x + v`.
+  expect_refused([&] { return xpr::full({0}, 3000000000LL, xpr::int32); }, "empty full int32");
+  expect_refused([&] { return xpr::arange(std::uint64_t{1} << 63, (std::uint64_t{1} << 63) + 2); },
+                 "arange beyond INT64_MAX");
+  expect_refused([&] { return xpr::arange(std::uint64_t{0}, std::uint64_t{3}, ~std::uint64_t{0}); },
+                 "arange step beyond INT64_MAX");
+  const Array xi = xpr::array({1, 2});
+  expect_refused([&] { return xi.at(0).set(3000000000LL); }, ".at().set");
+  expect_refused([&] { return xi.at(0).add(3000000000LL); }, ".at().add");
+  EXPECT_EQ(xi.at(1).set(-7LL).to_vector<int>(), (std::vector<int>{1, -7}));
+  // A float update is computed in the common type and converted back to x's, as JAX's .at does.
+  EXPECT_EQ(xi.at(0).add(2.5).to_vector<int>(), (std::vector<int>{3, 2}));
+  EXPECT_EQ(xi.at(0).add(2.5).dtype(), xpr::int32);
+  EXPECT_EQ(xpr::arange(std::uint64_t{2}, std::uint64_t{5}).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{2, 3, 4}));
   EXPECT_EQ((xpr::array({1.0}) * (1ul << 63)).item<double>(), 9223372036854775808.0);
 }
 

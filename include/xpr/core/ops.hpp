@@ -68,6 +68,16 @@ struct function {
   }
 };
 
+/// A C++ integer exponent as the int64 `integer_pow` takes, or `value_error` naming `fn` when it
+/// does not fit (an unsigned 2^64 - 1 would otherwise become -1, `x ** -1`).
+template <std::integral N>
+constexpr std::int64_t int64_exponent(const char* fn, N n) {
+  using W = std::conditional_t<std::is_signed_v<N>, long long, unsigned long long>;
+  if (!std::in_range<std::int64_t>(static_cast<W>(n)))
+    throw value_error(std::string(fn) + ": expected an exponent that fits in int64, found " +
+                      std::to_string(n));
+  return static_cast<std::int64_t>(n);
+}
 }  // namespace xpr::core
 
 // The tags, declared first: the rules below are written with the function objects (`xpr::cos`),
@@ -1184,8 +1194,9 @@ struct integer_pow {
     // `y` as a C++ integer (a weak constant): a double would widen a weak float32 `x`.
     return g * (y * xpr::integer_pow(x, y - 1));
   }
-  template <class T>
-  static constexpr auto number(const T& x, std::int64_t n) {
+  template <class T, std::integral N>
+  requires(!std::is_same_v<N, bool>) static constexpr auto number(const T& x, N exponent) {
+    const std::int64_t n = core::int64_exponent("integer_pow", exponent);
     using R = decltype(detail::plain(x * x));
     if (n == 0) return R(detail::plain(detail::one_like(x) + 0 * x));
     // In 64 bits (an int would cut 2^32 + 1 to 1), and 0 - n unsigned: -INT64_MIN overflows.

@@ -218,7 +218,7 @@ requires detail::is_ct_prim<Op> &&(arity(prim_v<Op>) == 1) && (prim_v<Op> != Pri
 template <class A, class N>
 requires detail::is_tracer_v<A> && std::is_integral_v<N>
 constexpr Tracer xpr_apply(op::integer_pow, const A& x, N n) {
-  return bind<op::integer_pow>(&x, static_cast<std::int64_t>(n));
+  return bind<op::integer_pow>(&x, core::int64_exponent("integer_pow", n));
 }
 
 template <class Op, class A, class B>
@@ -226,7 +226,7 @@ requires detail::is_ct_prim<Op> &&(arity(prim_v<Op>) == 2) &&
     detail::TracerOperands<A, B> constexpr Tracer xpr_apply(Op, const A& a, const B& b) {
   // pow with an integer exponent is integer_pow: repeated multiplication, exact derivatives.
   if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>)
-    return xpr_apply(op::integer_pow{}, Tracer(a), static_cast<int>(b));
+    return xpr_apply(op::integer_pow{}, Tracer(a), core::int64_exponent("pow", b));
   else
     return Tracer::bind2<Op>(a, b);
 }

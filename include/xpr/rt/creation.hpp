@@ -146,6 +146,9 @@ Array full(const Shape& shape, T value) {
 /// An array of `shape` and `dtype` filled with `value` (strongly typed).
 template <detail::ElementNumber T>
 Array full(const Shape& shape, T value, DType dtype) {
+  // The value is converted once, before the elements are made (jnp.full converts the fill value
+  // first): an integer out of `dtype`'s range is a value_error even for an empty shape.
+  dispatch_dtype(dtype, [&](auto tag) { (void)detail::element_cast<decltype(tag)>(value); });
   return detail::build_array(shape, dtype, false, [value](std::size_t) { return value; });
 }
 
@@ -186,7 +189,11 @@ Array arange(A start, B stop, C step, DType dtype) {
   std::int64_t n = 0;
   if constexpr (std::is_integral_v<T>) {
     // Exact for integers, where a detour through double could round; checked, since
-    // `arange(INT64_MIN, INT64_MAX)` has more elements than int64 counts.
+    // `arange(INT64_MIN, INT64_MAX)` has more elements than int64 counts. Unsigned bounds beyond
+    // INT64_MAX are refused, not wrapped.
+    (void)detail::number_as_element<std::int64_t>(start);
+    (void)detail::number_as_element<std::int64_t>(stop);
+    (void)detail::number_as_element<std::int64_t>(step);
     const char* what = "arange: the number of elements";
     auto d =
         core::checked_sub(static_cast<std::int64_t>(stop), static_cast<std::int64_t>(start), what);

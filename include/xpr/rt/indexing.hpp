@@ -157,7 +157,35 @@ class IndexUpdateRef {
   /// `x[idx] = maximum(x[idx], v)`, over all updates of a repeated index.
   Array max(const Array& v) const { return index_update(x_, idx_, v, ScatterKind::max); }
 
+  // A C++ number as the update is typed as in `x + v`: a weak number takes `x`'s dtype, and an
+  // integer out of that dtype's range is a value_error instead of wrapping.
+  template <NumberArg T>
+  Array set(T v) const {
+    return set(number_update(v));
+  }
+  template <NumberArg T>
+  Array add(T v) const {
+    return add(number_update(v));
+  }
+  template <NumberArg T>
+  Array mul(T v) const {
+    return mul(number_update(v));
+  }
+  template <NumberArg T>
+  Array min(T v) const {
+    return min(number_update(v));
+  }
+  template <NumberArg T>
+  Array max(T v) const {
+    return max(number_update(v));
+  }
+
  private:
+  template <class T>
+  Array number_update(T v) const {
+    return promote_to(v, core::result_type(weak_dtype_of(x_), weak_dtype_of(v)));
+  }
+
   Array x_;
   std::vector<Index> idx_;
 };

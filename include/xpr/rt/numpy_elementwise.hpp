@@ -173,12 +173,8 @@ template <class Op, class A, class B>
 requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply(Op, const A& a,
                                                                                  const B& b) {
   if constexpr (std::is_same_v<Op, op::pow> && std::is_integral_v<B> && !std::is_same_v<B, bool>) {
-    if constexpr (detail::ArrayArg<A>) {
-      if (!detail::integer_fits<std::int64_t>(b))
-        throw core::value_error("pow: expected an exponent that fits in int64, found " +
-                                std::to_string(b));
-      return detail::integer_pow_numeric(a, static_cast<std::int64_t>(b));
-    }
+    if constexpr (detail::ArrayArg<A>)
+      return detail::integer_pow_numeric(a, core::int64_exponent("pow", b));
   }
   WeakDType t = core::result_type(detail::weak_dtype_of(a), detail::weak_dtype_of(b));
   if constexpr (std::is_same_v<Op, op::div>) {
@@ -223,10 +219,7 @@ requires detail::ArrayOperands<C, A, B> Array xpr_apply(op::select, const C& c, 
 /// promoted to int32 first, as jnp.square does.
 template <std::integral N>
 requires(!std::is_same_v<N, bool>) Array xpr_apply(op::integer_pow, const Array& x, N n) {
-  if (!detail::integer_fits<std::int64_t>(n))
-    throw core::value_error("integer_pow: expected an exponent that fits in int64, found " +
-                            std::to_string(n));
-  return detail::integer_pow_numeric(x, static_cast<std::int64_t>(n));
+  return detail::integer_pow_numeric(x, core::int64_exponent("integer_pow", n));
 }
 
 /// `xpr::stop_gradient(x)`.
