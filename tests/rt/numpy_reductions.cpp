@@ -54,6 +54,8 @@ TEST(NumpyReductions, SumOverAllOneAndNegativeAxes) {
     EXPECT_EQ(xpr::sum(m, std::nullopt).item<double>(), 11.0);
     // No axes: nothing is reduced.
     EXPECT_EQ(xpr::sum(m, Axes{}).to_vector<double>(), m_values);
+    // Empty braces are the default, every axis (reference.md says so).
+    EXPECT_EQ(xpr::sum(m, {}).item<double>(), 11.0);
   }
 }
 
