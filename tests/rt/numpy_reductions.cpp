@@ -255,6 +255,9 @@ TEST(NumpyReductions, Errors) {
   Array m = make(xpr::float64, m_values, Shape{2, 3});
   expect_error<xpr::index_error>([&] { xpr::sum(m, 2); },
                                  {"sum:", "axis 2", "rank 2", "-2 <= axis < 2"});
+  // A rank-0 array has no axes (the range would read "-0 <= axis < 0").
+  expect_error<xpr::index_error>([&] { xpr::prod(xpr::Array(2.0), 0); },
+                                 {"prod:", "axis 0", "rank 0", "has no axes"});
   expect_error<xpr::index_error>([&] { xpr::max(m, -3); }, {"max:", "axis -3"});
   expect_error<xpr::index_error>([&] { xpr::mean(m, {0, 5}); }, {"mean:", "axis 5"});
   expect_error<xpr::value_error>(

@@ -157,9 +157,11 @@ inline std::vector<std::int64_t> strides_of(const Shape& s) {
 inline std::size_t canonicalize_axis(std::int64_t axis, std::size_t rank) {
   auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r)
-    throw index_error("axis " + std::to_string(axis) + " is out of bounds for array of rank " +
-                      std::to_string(rank) + " (expected -" + std::to_string(r) + " <= axis < " +
-                      std::to_string(r) + ")");
+    throw index_error(
+        "axis " + std::to_string(axis) + " is out of bounds for array of rank " +
+        std::to_string(rank) +
+        (r == 0 ? std::string(" (a rank-0 array has no axes)")
+                : " (expected -" + std::to_string(r) + " <= axis < " + std::to_string(r) + ")"));
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }
 
