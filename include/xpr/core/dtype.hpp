@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "xpr/core/error.hpp"
 
@@ -54,6 +55,13 @@ using element_t = std::conditional_t<
 namespace detail {
 template <class T>
 constexpr bool dependent_false = false;
+}
+
+/// Whether the C++ integer `v` is a value of the integer type `E`.
+template <class E, class T>
+constexpr bool integer_fits(T v) {
+  using W = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
+  return std::in_range<E>(static_cast<W>(v));  // W: in_range rejects bool and character types
 }
 
 /// `x` converted to the element type `To` as XLA's convert (so JAX's astype) defines it where C++

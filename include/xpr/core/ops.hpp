@@ -24,6 +24,7 @@
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
 
+#include "xpr/core/dtype.hpp"
 #include "xpr/core/error.hpp"
 
 namespace xpr::core {
@@ -72,8 +73,7 @@ struct function {
 /// does not fit (an unsigned 2^64 - 1 would otherwise become -1, `x ** -1`).
 template <std::integral N>
 constexpr std::int64_t int64_exponent(const char* fn, N n) {
-  using W = std::conditional_t<std::is_signed_v<N>, long long, unsigned long long>;
-  if (!std::in_range<std::int64_t>(static_cast<W>(n)))
+  if (!integer_fits<std::int64_t>(n))
     throw value_error(std::string(fn) + ": expected an exponent that fits in int64, found " +
                       std::to_string(n));
   return static_cast<std::int64_t>(n);

@@ -43,13 +43,6 @@ namespace detail {
 template <class... Is>
 struct Indexing;
 
-/// Whether the C++ integer `v` is a value of the integer type `E`.
-template <class E, class T>
-constexpr bool integer_fits(T v) {
-  using W = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
-  return std::in_range<E>(static_cast<W>(v));  // W: in_range rejects bool and character types
-}
-
 /// The C++ number `v` as the element type `E`: an integer into an integer type must fit
 /// (`value_error` otherwise, as NumPy 2 and JAX raise OverflowError for a Python int out of the
 /// dtype's range; a `std::size_t` above INT64_MAX would otherwise wrap negative), anything else
@@ -58,7 +51,7 @@ template <class E, class T>
 E number_as_element(T v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_integral_v<E> &&
                 !std::is_same_v<E, bool>) {
-    if (!integer_fits<E>(v))
+    if (!core::integer_fits<E>(v))
       throw core::value_error("the integer " + std::to_string(v) + " does not fit in " +
                               std::string(core::name(core::dtype_v<E>)) +
                               ": expected a value in [" +

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -148,8 +149,12 @@ template <detail::ElementNumber T>
 Array full(const Shape& shape, T value, DType dtype) {
   // The value is converted once, before the elements are made (jnp.full converts the fill value
   // first): an integer out of `dtype`'s range is a value_error even for an empty shape.
-  dispatch_dtype(dtype, [&](auto tag) { (void)detail::element_cast<decltype(tag)>(value); });
-  return detail::build_array(shape, dtype, false, [value](std::size_t) { return value; });
+  std::optional<Array> out;
+  dispatch_dtype(dtype, [&](auto tag) {
+    const auto e = detail::element_cast<decltype(tag)>(value);
+    out = detail::build_array(shape, dtype, false, [e](std::size_t) { return e; });
+  });
+  return std::move(*out);
 }
 
 /// Zeros of `shape`, f64 unless `dtype` says otherwise.
@@ -191,13 +196,10 @@ Array arange(A start, B stop, C step, DType dtype) {
     // Exact for integers, where a detour through double could round; checked, since
     // `arange(INT64_MIN, INT64_MAX)` has more elements than int64 counts. Unsigned bounds beyond
     // INT64_MAX are refused, not wrapped.
-    (void)detail::number_as_element<std::int64_t>(start);
-    (void)detail::number_as_element<std::int64_t>(stop);
-    (void)detail::number_as_element<std::int64_t>(step);
     const char* what = "arange: the number of elements";
-    auto d =
-        core::checked_sub(static_cast<std::int64_t>(stop), static_cast<std::int64_t>(start), what);
-    auto s = static_cast<std::int64_t>(step);
+    auto d = core::checked_sub(detail::number_as_element<std::int64_t>(stop),
+                               detail::number_as_element<std::int64_t>(start), what);
+    auto s = detail::number_as_element<std::int64_t>(step);
     if (s < 0) d = core::checked_neg(d, what), s = core::checked_neg(s, what);
     n = d <= 0 ? 0 : d / s + (d % s != 0);
   } else {
