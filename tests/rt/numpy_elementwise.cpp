@@ -346,4 +346,39 @@ TEST(NumpyPredicates, IsnanAndIsinfInEveryDtype) {
   EXPECT_EQ(xpr::jit(xpr::grad(safe))(v).to_vector<double>(), (std::vector<double>{2, 0, 6}));
 }
 
+TEST(NumpyRounding, TruncRoundsTowardZero) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> v{-2.7, -2.5, -0.5, -0.0, 0.0, 0.4, 1.5, 2.9, 1e17 + 0.0, -inf, inf};
+  for (DType t : {DType::float32, DType::float64}) {
+    SCOPED_TRACE(std::string(xpr::core::name(t)));
+    Array x = vec(t, v);
+    Array y = xpr::trunc(x);
+    EXPECT_EQ(y.dtype(), t);
+    std::vector<double> got = values(y);
+    ASSERT_EQ(got.size(), v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      // std::trunc of the element as stored in t is the reference; signs of zeros included.
+      const double stored =
+          t == DType::float32 ? static_cast<double>(static_cast<float>(v[i])) : v[i];
+      EXPECT_EQ(got[i], std::trunc(stored)) << i;
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(std::trunc(stored))) << i;
+    }
+    EXPECT_TRUE(std::isnan(xpr::trunc(vec(t, {nan})).item<double>()));
+    // Under jit, the same values; its derivative is zero, as JAX's (floor and ceil are flat).
+    EXPECT_EQ(values(xpr::jit([](const Array& a) { return xpr::trunc(a); })(x)), got);
+    EXPECT_EQ(values(xpr::grad([](const Array& a) { return xpr::sum(xpr::trunc(a) * a); })(
+                  vec(t, {-2.5, 1.5}))),
+              (std::vector<double>{-2, 1}));  // d(trunc(a) a)/da = trunc(a)
+  }
+  // Integers and bools are unchanged.
+  Array i = xpr::array({std::int64_t{-7}, std::int64_t{9}});
+  EXPECT_EQ(xpr::trunc(i).dtype(), DType::int64);
+  EXPECT_EQ(xpr::trunc(i).to_vector<std::int64_t>(), (std::vector<std::int64_t>{-7, 9}));
+  EXPECT_EQ(xpr::trunc(xpr::array({true, false})).dtype(), DType::bool_);
+  // A user's "integer part and fraction" split: x = trunc(x) + fraction, fraction with x's sign.
+  Array x = vec(DType::float64, {-3.75, 3.75});
+  EXPECT_EQ(values(x - xpr::trunc(x)), (std::vector<double>{-0.75, 0.75}));
+}
+
 }  // namespace test_rt_numpy_elementwise

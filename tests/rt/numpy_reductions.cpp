@@ -240,6 +240,159 @@ TEST(NumpyReductions, ProdPrintsAsJaxDoes) {
   EXPECT_EQ(xpr::eval_jaxpr(parsed, {m})[0].to_vector<double>(), (std::vector<double>{-10, 0}));
 }
 
+// The two-pass variance of `v` with divisor N - ddof, in long double.
+double reference_var(const std::vector<double>& v, int ddof) {
+  long double m = 0;
+  for (double e : v) m += e;
+  m /= static_cast<long double>(v.size());
+  long double s = 0;
+  for (double e : v) s += (e - m) * (e - m);
+  return static_cast<double>(s / static_cast<long double>(static_cast<int>(v.size()) - ddof));
+}
+
+TEST(NumpyReductions, VarAndStdAgainstTwoPassLoops) {
+  // m = [[1, 5, -2], [4, 0, 3]]: columns, rows, everything, with ddof 0 and 1.
+  for (DType dtype : {xpr::int32, xpr::int64, xpr::float32, xpr::float64}) {
+    SCOPED_TRACE(std::string(xpr::core::name(dtype)));
+    Array m = make(dtype, m_values, Shape{2, 3});
+    const DType want = dtype == xpr::float32 ? xpr::float32 : xpr::float64;
+    const double tol = dtype == xpr::float32 ? 1e-6 : 1e-15;
+    for (int ddof : {0, 1}) {
+      SCOPED_TRACE(ddof);
+      Array all = xpr::var(m, {}, ddof);
+      EXPECT_EQ(all.dtype(), want);
+      EXPECT_EQ(all.shape(), Shape{});
+      EXPECT_NEAR(all.item<double>(), reference_var(m_values, ddof), tol * 10);
+      EXPECT_NEAR(xpr::std(m, {}, ddof).item<double>(), std::sqrt(reference_var(m_values, ddof)),
+                  tol * 10);
+      std::vector<double> rows = xpr::var(m, 1, ddof).to_vector<double>();
+      std::vector<double> cols = xpr::var(m, 0, ddof).to_vector<double>();
+      ASSERT_EQ(rows.size(), 2u);
+      ASSERT_EQ(cols.size(), 3u);
+      EXPECT_NEAR(rows[0], reference_var({1, 5, -2}, ddof), tol * 20);
+      EXPECT_NEAR(rows[1], reference_var({4, 0, 3}, ddof), tol * 20);
+      for (std::size_t j = 0; j < 3; ++j)
+        EXPECT_NEAR(cols[j], reference_var({m_values[j], m_values[3 + j]}, ddof), tol * 20) << j;
+    }
+    // keepdims comes after ddof, and keeps the reduced axes as size 1.
+    EXPECT_EQ(xpr::var(m, 1, 0, true).shape(), (Shape{2, 1}));
+    EXPECT_EQ(xpr::std(m, {0, 1}, 0, true).shape(), (Shape{1, 1}));
+    EXPECT_EQ(xpr::var(m, -1).to_vector<double>(), xpr::var(m, 1).to_vector<double>());
+  }
+  // Bools are variables of 0 and 1: the Bernoulli variance p (1 - p).
+  Array b = make(xpr::bool_, {1, 1, 0, 1}, Shape{4});
+  EXPECT_EQ(xpr::var(b).dtype(), xpr::float64);
+  EXPECT_DOUBLE_EQ(xpr::var(b).item<double>(), 0.75 * 0.25);
+  // No axes: every element is its own mean.
+  EXPECT_EQ(xpr::var(make(xpr::float64, m_values, Shape{2, 3}), Axes{}).to_vector<double>(),
+            std::vector<double>(6, 0.0));
+  // A large offset does not cancel the deviations (two passes, as jnp.var computes).
+  Array shifted = make(xpr::float64, {1e9 + 4, 1e9 + 7, 1e9 + 13, 1e9 + 16}, Shape{4});
+  EXPECT_DOUBLE_EQ(xpr::var(shifted).item<double>(), 22.5);
+  EXPECT_THROW(xpr::var(make(xpr::float64, m_values, Shape{2, 3}), 2), xpr::index_error);
+}
+
+TEST(NumpyReductions, VarIsNanWhereNoDegreesOfFreedomRemain) {
+  // jnp.var: N - ddof <= 0 gives NaN (not inf, not a negative variance), and no gradient.
+  Array x = make(xpr::float64, {1, 2, 4}, Shape{3});
+  for (int ddof : {3, 4}) {
+    EXPECT_TRUE(std::isnan(xpr::var(x, {}, ddof).item<double>())) << ddof;
+    EXPECT_TRUE(std::isnan(xpr::std(x, 0, ddof).item<double>())) << ddof;
+    auto f = [ddof](const Array& a) { return xpr::var(a, {}, ddof); };
+    EXPECT_EQ(xpr::grad(f)(x).to_vector<double>(), std::vector<double>(3, 0.0));
+  }
+  EXPECT_TRUE(std::isnan(xpr::var(make(xpr::float64, {}, Shape{0})).item<double>()));
+  // One element, ddof 0: variance 0.
+  EXPECT_EQ(xpr::var(make(xpr::float64, {5}, Shape{1})).item<double>(), 0.0);
+}
+
+TEST(NumpyReductions, VarAndStdDerivatives) {
+  const std::vector<double> v{0.5, -1.25, 2.0, 3.5, 0.25};
+  const double n = static_cast<double>(v.size());
+  double mu = 0;
+  for (double e : v) mu += e;
+  mu /= n;
+  Array x = make(xpr::float64, v, Shape{5});
+  for (int ddof : {0, 1}) {
+    SCOPED_TRACE(ddof);
+    const double var = reference_var(v, ddof);
+    // d var / dx_i = 2 (x_i - mean) / (N - ddof); d std / dx_i = (x_i - mean) / ((N - ddof) std).
+    std::vector<double> gv =
+        xpr::grad([ddof](const Array& a) { return xpr::var(a, {}, ddof); })(x).to_vector<double>();
+    std::vector<double> gs =
+        xpr::grad([ddof](const Array& a) { return xpr::std(a, {}, ddof); })(x).to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      EXPECT_NEAR(gv[i], 2 * (v[i] - mu) / (n - ddof), 1e-14) << i;
+      EXPECT_NEAR(gs[i], (v[i] - mu) / ((n - ddof) * std::sqrt(var)), 1e-14) << i;
+    }
+    // Hessian of the variance: 2 / (N - ddof) (I - 1 1^T / N), constant.
+    std::vector<double> h =
+        xpr::hessian([ddof](const Array& a) { return xpr::var(a, {}, ddof); })(x)
+            .to_vector<double>();
+    for (std::size_t i = 0; i < 5; ++i)
+      for (std::size_t j = 0; j < 5; ++j)
+        EXPECT_NEAR(h[i * 5 + j], 2 / (n - ddof) * ((i == j ? 1.0 : 0.0) - 1 / n), 1e-14);
+  }
+  // Equal elements: the variance's gradient is 0, the standard deviation's NaN (sqrt at 0), as
+  // in JAX.
+  Array flat = make(xpr::float64, {2, 2, 2}, Shape{3});
+  EXPECT_EQ(xpr::grad([](const Array& a) { return xpr::var(a); })(flat).to_vector<double>(),
+            std::vector<double>(3, 0.0));
+  EXPECT_TRUE(std::isnan(
+      xpr::grad([](const Array& a) { return xpr::std(a); })(flat).to_vector<double>()[0]));
+}
+
+TEST(NumpyReductions, StandardizingColumnsAsAUserWritesIt) {
+  // z = (x - mean) / std per column, under vmap over a batch of matrices, jit, and grad of a
+  // loss of z: against loops and central differences.
+  const std::vector<double> data{0.3, 1.7, -0.4, 2.2, 0.9, 0.1, -1.3, 0.8, 1.5, 0.6, -0.2, 2.9};
+  Array x = make(xpr::float64, data, Shape{4, 3});
+  auto standardize = [](const Array& a) {
+    return (a - xpr::mean(a, 0, true)) / xpr::std(a, 0, 0, true);
+  };
+  std::vector<double> z = standardize(x).to_vector<double>();
+  for (std::size_t j = 0; j < 3; ++j) {
+    std::vector<double> col{data[j], data[3 + j], data[6 + j], data[9 + j]};
+    double mu = (col[0] + col[1] + col[2] + col[3]) / 4;
+    double sd = std::sqrt(reference_var(col, 0));
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(z[i * 3 + j], (col[i] - mu) / sd, 1e-14);
+  }
+  // jit and vmap agree with eager.
+  EXPECT_EQ(xpr::jit(standardize)(x).to_vector<double>(), z);
+  Array batch = xpr::stack({x, x * 2.0 + 1.0});
+  std::vector<double> zb = xpr::vmap(standardize)(batch).to_vector<double>();
+  ASSERT_EQ(zb.size(), 24u);
+  for (std::size_t i = 0; i < 12; ++i) {
+    EXPECT_NEAR(zb[i], z[i], 1e-14);
+    EXPECT_NEAR(zb[12 + i], z[i], 1e-14);  // standardizing removes an affine map
+  }
+  // grad of sum(w * z) by central differences.
+  Array w = make(xpr::float64, {1, -2, 0.5, 3, 1, -1, 0.25, 2, -0.5, 1, 1, 4}, Shape{4, 3});
+  auto loss = [&](const Array& a) { return xpr::sum(w * standardize(a)); };
+  std::vector<double> g = xpr::grad(loss)(x).to_vector<double>();
+  std::vector<double> gj = xpr::jit(xpr::grad(loss))(x).to_vector<double>();
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    std::vector<double> up = data, down = data;
+    up[k] += 1e-6;
+    down[k] -= 1e-6;
+    double fd = (loss(make(xpr::float64, up, Shape{4, 3})).item<double>() -
+                 loss(make(xpr::float64, down, Shape{4, 3})).item<double>()) /
+                2e-6;
+    EXPECT_NEAR(g[k], fd, 1e-7) << k;
+    EXPECT_NEAR(gj[k], g[k], 1e-12) << k;
+  }
+}
+
+TEST(NumpyReductions, VarPrintsAsJnpVarTracesIt) {
+  Array m = make(xpr::float32, m_values, Shape{2, 3});
+  const std::string text =
+      xpr::pretty_print(xpr::make_jaxpr([](const Array& x) { return xpr::var(x, 1); })(m).jaxpr);
+  // jnp.var: the mean with kept axes, the deviations squared (`square`, as current JAX binds
+  // lax.square), summed, divided by the count.
+  for (const char* part : {"reduce_sum[axes=(1,)]", "broadcast_in_dim", "sub", "square", "div"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+}
+
 template <class E>
 void expect_error(auto f, std::initializer_list<const char*> parts) {
   try {

@@ -299,11 +299,19 @@ inline Array isinf(const Array& x) {
   return xpr::abs(x) == std::numeric_limits<double>::infinity();
 }
 
+/// `jnp.trunc(x)`: rounded toward zero, as JAX writes it (`where(x < 0, ceil(x), floor(x))`, so
+/// its derivative is zero); integers and bools unchanged.
+inline Array trunc(const Array& x) {
+  if (!core::is_floating(x.dtype())) return x;
+  return xpr::where(x < 0, xpr::ceil(x), xpr::floor(x));
+}
+
 }  // namespace xpr::rt
 
 namespace xpr {
 using rt::isinf;
 using rt::isnan;
+using rt::trunc;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// jax.numpy's reductions on arrays: `xpr::sum`, `max`, `min`, `mean` over all axes, one axis or
-// several (negative axes count from the end), with `keepdims`. Each canonicalizes its axes, applies
-// jax.numpy's dtype rules (bool sums count in int32, means of integers are f64), then binds one
-// reduction primitive.
+// jax.numpy's reductions on arrays: `xpr::sum`, `max`, `min`, `mean`, `var`, `std` over all axes,
+// one axis or several (negative axes count from the end), with `keepdims`. Each canonicalizes its
+// axes, applies jax.numpy's dtype rules (bools and int32 sum in int64, means of integers are f64),
+// then binds reduction primitives.
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +19,7 @@
 #include "xpr/core/error.hpp"
 #include "xpr/core/shape.hpp"
 #include "xpr/rt/array.hpp"
+#include "xpr/rt/creation.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
@@ -91,6 +94,22 @@ inline Array min(const Array& x, const AxisArg& axis = {}, bool keepdims = false
 /// mean of nothing is NaN (0 / 0).
 Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
+/// `jnp.var(x, axis, ddof, keepdims)`: the mean squared deviation from the mean over `axis`,
+/// the sum of squares divided by N - `ddof` (N the number of elements reduced). Integer and bool
+/// arrays are taken in f64. NaN where N - `ddof` <= 0, as JAX gives it (its gradient is zero).
+Array var(const Array& x, const AxisArg& axis = {}, std::int64_t ddof = 0, bool keepdims = false);
+/// `keepdims` comes after `ddof`, as in jnp.var's positional order: `var(x, axis, true)` would
+/// silently mean ddof = 1, so it does not compile. Write `var(x, axis, 0, true)`.
+template <std::same_as<bool> B>
+Array var(const Array& x, const AxisArg& axis, B keepdims) = delete;
+
+/// `jnp.std(x, axis, ddof, keepdims)`: `sqrt(var(x, axis, ddof, keepdims))`. Its gradient where
+/// the elements are all equal is NaN, as JAX's (the derivative of sqrt at 0 is infinite).
+Array std(const Array& x, const AxisArg& axis = {}, std::int64_t ddof = 0, bool keepdims = false);
+/// As for `var`: `std(x, axis, true)` does not compile. Write `std(x, axis, 0, true)`.
+template <std::same_as<bool> B>
+Array std(const Array& x, const AxisArg& axis, B keepdims) = delete;
+
 /// `jnp.argmax(x, axis, keepdims)`: the int32 index of the first largest element along `axis`
 /// (of the flattened array by default; `argmax[axes=(k,) index_dtype=int32]`). NaN counts as the
 /// largest. Throws `shape_error` for an empty axis.
@@ -109,7 +128,7 @@ Array cumsum(const Array& x, std::optional<std::int64_t> axis = std::nullopt, bo
 
 namespace detail {
 /// The cumulative primitive `p` bound as jax.numpy binds it: axis=None flattens; bools count in
-/// int32 for sums and products.
+/// int64 for sums and products.
 Array bind_cumulative(const CumulativeReduction& p, const Array& x,
                       std::optional<std::int64_t> axis, bool reverse);
 }  // namespace detail
@@ -124,7 +143,9 @@ using rt::cumsum;
 using rt::max;
 using rt::mean;
 using rt::min;
+using rt::std;
 using rt::sum;
+using rt::var;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
@@ -164,6 +185,23 @@ XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
   Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
   // The count is a C++ number, weakly typed: an f32 mean stays f32.
   return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
+}
+
+XPR_FUNC Array var(const Array& x, const AxisArg& axis, std::int64_t ddof, bool keepdims) {
+  Axes axes = axis.canonical("var", x.ndim());
+  std::int64_t count = 1;
+  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
+  // jnp.var: the mean with kept axes, the squares of the deviations summed, then divided by the
+  // count less ddof (weakly typed, so an f32 variance stays f32).
+  Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
+  Array centered = in - mean(in, AxisArg(axes), true);
+  Array result = detail::bind_reduction(reduce_sum_p, xpr::square(centered), axes, keepdims);
+  if (count <= ddof) return full_like(result, std::numeric_limits<double>::quiet_NaN());
+  return result / static_cast<double>(count - ddof);
+}
+
+XPR_FUNC Array std(const Array& x, const AxisArg& axis, std::int64_t ddof, bool keepdims) {
+  return xpr::sqrt(var(x, axis, ddof, keepdims));
 }
 
 namespace detail {
