@@ -83,6 +83,10 @@ const std::vector<std::string>& hand_written_corpus() {
       "    g:f64[12] = concatenate[dimension=0] f d;\n"
       "    h:f64[4] = slice[limit_indices=(12,) start_indices=(1,) strides=(3,)] g;\n"
       "    i:f64[10] = pad[padding_config=((1, 2, 1),)] h 0.0:f64[]\n  in (i,) }",
+      "{ lambda ; a:f32[3,4] b:i32[3,4]. let c:f32[3,4] d:i32[3,4] = sort[dimension=1 "
+      "is_stable=True num_keys=1] a b;\n    e:i32[3,4] f:f32[3,4] = sort[dimension=0 "
+      "is_stable=True "
+      "num_keys=2] d c\n  in (c, d, e, f) }",
       "{ lambda ; a:f32[5] b:i32[]. let c:f32[2] = dynamic_slice[slice_sizes=(2,)] a b;\n"
       "    d:f32[5] = dynamic_update_slice a c b\n  in (d,) }",
       "{ lambda ; a:f64[2,3] b:f64[3,4]. let\n"

@@ -1,9 +1,9 @@
 // Laws of the rules of the structural primitives (reduce.hpp, dot_general.hpp, slicing.hpp,
-// iota.hpp, cumsum.hpp, cumulative.hpp with reduce_prod), over one table of op records in float32
-// and float64: jvp against central finite differences, vmap against the loop for every batch axis
-// placement (including not_mapped operands and batched or unbatched start indices), vmap of jvp and
-// jvp of vmap for reduce_sum and dot_general, and the Jacobian of a matrix product by vmap of jvp
-// against its closed form.
+// iota.hpp, cumsum.hpp, cumulative.hpp with reduce_prod, sort.hpp), over one table of op records in
+// float32 and float64: jvp against central finite differences, vmap against the loop for every
+// batch axis placement (including not_mapped operands and batched or unbatched start indices), vmap
+// of jvp and jvp of vmap for reduce_sum and dot_general, and the Jacobian of a matrix product by
+// vmap of jvp against its closed form.
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -16,6 +16,7 @@
 #include "xpr/rt/api.hpp"
 #include "xpr/rt/api_transformations.hpp"
 #include "xpr/rt/cumulative.hpp"
+#include "xpr/rt/sort.hpp"
 
 #include "tests/laws/laws.hpp"
 
@@ -114,6 +115,15 @@ const std::vector<Record>& records() {
      reals({Shape{2, 3}, Shape{2, 1}})},
     {"concatenate_three", &rt::concatenate_p, {{"dimension", std::int64_t{0}}},
      reals({Shape{1, 2}, Shape{2, 2}, Shape{1, 2}})},
+    {"sort_first", &rt::sort_p,
+     {{"dimension", std::int64_t{0}}, {"is_stable", true}, {"num_keys", std::int64_t{1}}},
+     reals({Shape{4, 3}})},
+    {"sort_last_with_payload", &rt::sort_p,
+     {{"dimension", std::int64_t{1}}, {"is_stable", true}, {"num_keys", std::int64_t{1}}},
+     reals({Shape{2, 5}, Shape{2, 5}})},
+    {"sort_two_keys", &rt::sort_p,
+     {{"dimension", std::int64_t{0}}, {"is_stable", true}, {"num_keys", std::int64_t{2}}},
+     reals({Shape{4}, Shape{4}, Shape{4}})},
     {"dynamic_slice_2d", &rt::dynamic_slice_p, {{"slice_sizes", Axes{2, 3}}},
      [](DType d) { return std::vector{real(Shape{4, 4}, d), index(), index()}; }},
     {"dynamic_slice_1d", &rt::dynamic_slice_p, {{"slice_sizes", Axes{2}}},

@@ -41,6 +41,7 @@
 #include "xpr/rt/print.hpp"
 #include "xpr/rt/pytree.hpp"
 #include "xpr/rt/scan.hpp"
+#include "xpr/rt/sort.hpp"
 #include "xpr/rt/trace.hpp"
 #include "xpr/rt/transformations.hpp"
 #include "xpr/rt/while_loop.hpp"

@@ -128,6 +128,7 @@ struct ParamKindTable {
       // Scalars.
       {"weak_type", ParamKind::boolean},
       {"reverse", ParamKind::boolean},
+      {"is_stable", ParamKind::boolean},
       {"_split_transpose", ParamKind::boolean},
       {"unroll", ParamKind::integer},
       {"dimension", ParamKind::integer},
@@ -136,6 +137,7 @@ struct ParamKindTable {
       {"axis", ParamKind::integer},
       {"length", ParamKind::integer},
       {"num_consts", ParamKind::integer},
+      {"num_keys", ParamKind::integer},
       {"num_carry", ParamKind::integer},
       {"body_nconsts", ParamKind::integer},
       {"cond_nconsts", ParamKind::integer},

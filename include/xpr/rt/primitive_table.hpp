@@ -43,6 +43,7 @@
 #include "xpr/rt/prims/stop_gradient.hpp"
 #include "xpr/rt/prims/unary.hpp"
 #include "xpr/rt/scan.hpp"
+#include "xpr/rt/sort.hpp"
 #include "xpr/rt/while_loop.hpp"
 
 namespace xpr::rt {
@@ -63,7 +64,7 @@ const Primitive* find_primitive(std::string_view name);
 namespace xpr::rt {
 
 XPR_FUNC std::span<const Primitive* const> library_primitives() {
-  static constexpr std::array<const Primitive*, 55> others{
+  static constexpr std::array<const Primitive*, 56> others{
       // elementwise but not in the shared list (prims/compare.hpp, integer_pow.hpp, select.hpp...)
       &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p, &is_finite_p, &integer_pow_p, &round_p, &not_p,
       &and_p, &or_p, &xor_p, &select_n_p, &convert_element_type_p, &stop_gradient_p,
@@ -73,7 +74,7 @@ XPR_FUNC std::span<const Primitive* const> library_primitives() {
       &scatter_p, &scatter_add_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p,
       // reductions, contractions
       &reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p, &argmax_p, &argmin_p, &cumsum_p,
-      &cumprod_p, &cummax_p, &cummin_p, &cumlogsumexp_p, &dot_general_p,
+      &cumprod_p, &cummax_p, &cummin_p, &cumlogsumexp_p, &dot_general_p, &sort_p,
       // higher-order
       &cond_p, &while_p, &scan_p, &checkpoint_p, &check_max_trips_p, &custom_jvp_call_p,
       &custom_lin_p, &custom_vjp_call_p, &pjit_p};
