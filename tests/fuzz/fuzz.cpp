@@ -477,7 +477,9 @@ void run_mutant(const std::string& text, Stats& stats, std::vector<std::string>&
   try {
     printed = xpr::pretty_print(j.jaxpr);
     std::string again = xpr::pretty_print(xpr::parse_jaxpr(printed).jaxpr);
-    if (again != printed) failures.push_back("print -> parse -> print differs:\n" + printed);
+    if (again != printed)
+      failures.push_back("print -> parse -> print differs:\n" + printed + "\nprinted again:\n" +
+                         again + "\nfrom the mutant:\n" + text);
   } catch (const xpr::error& e) {
     failures.push_back(std::string("a printed jaxpr does not parse back: ") + e.what() + "\n" +
                        printed);

@@ -425,6 +425,32 @@ TEST(JitCache, EightThreadsFourKernelsOneCompileEach) {
   EXPECT_GE(after.memory_hits - before.memory_hits, 796u);
 }
 
+TEST(JitCache, TheProcessWideKernelTableIsBounded) {
+  // One jitted function called with ever new sizes (examiner K: 20000 sizes kept 1.5 GB): one
+  // trace and a few compiles, but a program per shape in the process-wide table, which is emptied
+  // when it reaches its bound; every result stays right across the emptying.
+  const std::uint64_t compiles_before = jit_cache_stats().compiles;
+  auto f = xpr::jit([](const Array& v) { return xpr::sum(v * v); });
+  const auto limit = static_cast<std::int64_t>(codegen::max_kernels_in_memory);
+  std::uint64_t largest = 0;
+  for (std::int64_t n = 1; n <= limit + 20; ++n) {
+    const Array y = f(xpr::full({n}, 0.5));
+    if (n % 97 == 0 || n > limit - 3) {
+      ASSERT_EQ(y.item<double>(), 0.25 * static_cast<double>(n)) << n;
+    }
+    largest = std::max(largest, jit_cache_stats().kernels_in_memory);
+  }
+  EXPECT_EQ(largest, codegen::max_kernels_in_memory);
+  // Emptied once (earlier tests' programs are in it too): far below the bound now.
+  EXPECT_LT(jit_cache_stats().kernels_in_memory, 100u);
+  EXPECT_EQ(f.trace_count(), 1u);
+  // Sizes share generated sources, so the emptying costs no compile (a few for the first sizes,
+  // whose loops the generator writes out).
+  EXPECT_LE(jit_cache_stats().compiles - compiles_before, 8u);
+  // A size seen before the emptying runs again, right.
+  EXPECT_EQ(f(xpr::full({3}, 2.0)).item<double>(), 12.0);
+}
+
 // The integrity check of an entry: the object as written passes; every truncation and a changed
 // byte anywhere in the object or its trailer fails; a missing file is told apart from a corrupt
 // one.

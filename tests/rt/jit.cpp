@@ -396,6 +396,54 @@ TEST(Jit, EscapedTracer) {
   EXPECT_THROW(xpr::sin(leaked), xpr::escaped_tracer_error);
 }
 
+TEST(Jit, AJittedFunctionRefusesAnEscapedTracerAsEveryOtherUseDoes) {
+  // A tracer leaked out of grad (or jvp, linearize, another thread's live grad) and passed to a
+  // jitted function outside any transformation: the compiled kernel ran on its primal and
+  // returned a value (examiner K); plain functions, and jit's interpreter backend, throw.
+  auto sq = [](const Array& x) { return x * x; };
+  const auto jsq = xpr::jit(sq);
+  const auto jsq_interp = xpr::jit(sq, {.backend = xpr::JitBackend::interpreter});
+  const auto jsum = xpr::jit([](const std::vector<Array>& xs) { return xs[0] + xs[1]; });
+  const auto jscale = xpr::jit([](const Array& x, int n) { return x * static_cast<double>(n); },
+                               {.static_argnums = {1}});
+  Array leaked;
+  (void)xpr::grad([&](const Array& x) {
+    leaked = x * 2.0;
+    return x * x;
+  })(3.0);
+  EXPECT_THROW(sq(leaked), xpr::escaped_tracer_error);
+  EXPECT_THROW(jsq(leaked), xpr::escaped_tracer_error);
+  EXPECT_THROW(jsq_interp(leaked), xpr::escaped_tracer_error);
+  EXPECT_THROW(jsum(std::vector<Array>{leaked, leaked}), xpr::escaped_tracer_error);
+  EXPECT_THROW(jscale(leaked, 3), xpr::escaped_tracer_error);
+  // The same jitted functions still run on data, and on the tracers of a live transformation.
+  EXPECT_EQ(scalar(jsq(xpr::Array(6.0))), 36.0);
+  EXPECT_EQ(scalar(xpr::grad([&](const Array& x) { return jsq(x); })(3.0)), 6.0);
+  Array from_jvp;
+  (void)xpr::jvp(
+      [&](const Array& x) {
+        from_jvp = xpr::sin(x);
+        return x;
+      },
+      std::tuple{xpr::Array(0.5)}, std::tuple{xpr::Array(1.0)});
+  EXPECT_THROW(jsq(from_jvp), xpr::escaped_tracer_error);
+  // Another thread's live tracer.
+  std::atomic<int> phase{0};
+  Array other;
+  std::thread t([&] {
+    (void)xpr::grad([&](const Array& x) {
+      other = x * 2.0;
+      phase = 1;
+      while (phase.load() != 2) std::this_thread::yield();
+      return x * x;
+    })(4.0);
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_THROW(jsq(other), xpr::escaped_tracer_error);
+  phase = 2;
+  t.join();
+}
+
 TEST(Jit, WrongOperandCount) {
   // A pjit equation whose operands do not match its jaxpr's inputs (here from text).
   try {

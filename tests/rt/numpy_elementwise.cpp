@@ -346,6 +346,47 @@ TEST(NumpyPredicates, IsnanAndIsinfInEveryDtype) {
   EXPECT_EQ(xpr::jit(xpr::grad(safe))(v).to_vector<double>(), (std::vector<double>{2, 0, 6}));
 }
 
+TEST(NumpyArithmetic, PowWithAnIntegerArrayExponentDifferentiatesAsJax) {
+  // Polynomial features written as in JAX, x[:, None] ** arange(deg + 1), at a data point 0:
+  // JAX's lax.pow with an integer exponent has d/dx x^0 = 0 (not 0 * 0^-1 = NaN), so
+  // d/dx sum_k c_k x^k = c_1 + 2 c_2 x: [2, 8] at x = [0, 1] for c = [1, 2, 3] (examiner L).
+  auto poly = [](const Array& x) {
+    return xpr::sum(
+        xpr::matmul(xpr::pow(xpr::expand_dims(x, 1), xpr::arange(3)), xpr::array({1.0, 2.0, 3.0})));
+  };
+  const Array at = xpr::array({0.0, 1.0});
+  EXPECT_EQ(poly(at).item<double>(), 1.0 + 6.0);
+  EXPECT_EQ(values(xpr::grad(poly)(at)), (std::vector<double>{2, 8}));
+  EXPECT_EQ(values(xpr::jit(xpr::grad(poly))(at)), (std::vector<double>{2, 8}));
+  // Second derivative: 2 c_2 = 6 (away from 0: there the x^0 term's second derivative meets
+  // 0 * x^-2, as JAX's rule does).
+  EXPECT_EQ(values(xpr::hessian(poly)(xpr::array({0.5}))), (std::vector<double>{6}));
+  // Per exponent, under vmap: d/dx x^n at 0 is 0, 1, 0 for n = 0, 1, 2; and at 2: 0, 1, 4.
+  auto d = xpr::grad([](const Array& x, const Array& n) { return xpr::pow(x, n); });
+  const Array ns = xpr::array({0, 1, 2});
+  EXPECT_EQ(values(xpr::vmap(d, std::tuple{xpr::not_mapped, 0})(0.0, ns)),
+            (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(values(xpr::vmap(d, std::tuple{xpr::not_mapped, 0})(2.0, ns)),
+            (std::vector<double>{0, 1, 4}));
+  // Values: the base's dtype; x^0 = 1 for every x, NaN and 0 included; negative exponents.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Array x32 = vec(DType::float32, {0, nan, -2, 4});
+  const Array e = xpr::array({0, 0, 3, -1});
+  const Array r = xpr::pow(x32, e);
+  EXPECT_EQ(r.dtype(), DType::float32);
+  EXPECT_EQ(values(r), (std::vector<double>{1, 1, -8, 0.25}));
+  EXPECT_EQ(values(xpr::pow(2.0, e)), (std::vector<double>{1, 1, 8, 0.5}));
+  // The derivative away from zero is n x^(n - 1), as the float exponent's.
+  const Array xs = xpr::array({1.5, -0.5, 3.0, 4.0});
+  const std::vector<double> gi =
+      values(xpr::grad([&](const Array& x) { return xpr::sum(xpr::pow(x, e)); })(xs));
+  const std::vector<double> gf = values(xpr::grad(
+      [&](const Array& x) { return xpr::sum(xpr::pow(x, xpr::astype(e, DType::float64))); })(xs));
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(gi[i], gf[i]) << i;
+  // Integer to integer array powers stay a dtype_error.
+  EXPECT_THROW(xpr::pow(xpr::array({2, 3}), e(xpr::range(0, 2))), xpr::dtype_error);
+}
+
 TEST(NumpyRounding, TruncRoundsTowardZero) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();

@@ -148,6 +148,44 @@ TEST(Sort, SortKeyValAndSeveralKeys) {
   EXPECT_EQ(out[2].to_vector<double>(), (std::vector<double>{3, 1, 2, 0, 4}));
 }
 
+TEST(Sort, LexsortAndTopK) {
+  // jnp.lexsort's docstring examples: the last key is the primary one.
+  const Array key1 = xpr::array({4, 2, 3, 2, 5});
+  const Array key2 = xpr::array({2, 1, 1, 2, 2});
+  EXPECT_EQ(xpr::lexsort({key1}).to_vector<std::int64_t>(),
+            xpr::argsort(key1).to_vector<std::int64_t>());
+  EXPECT_EQ(xpr::lexsort({key1, key2}).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{1, 2, 3, 0, 4}));
+  const Array m1 = xpr::array(std::vector<int>{2, 4, 2, 3, 3, 1, 2, 2}, {2, 4});
+  const Array m2 = xpr::array(std::vector<int>{1, 2, 1, 3, 2, 1, 2, 1}, {2, 4});
+  EXPECT_EQ(xpr::lexsort({m1, m2}).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{0, 2, 1, 3, 1, 3, 2, 0}));
+  EXPECT_EQ(xpr::lexsort({m1, m2}, 0).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{0, 1, 0, 1, 1, 0, 1, 0}));
+  EXPECT_THROW(xpr::lexsort({}), xpr::type_error);
+  EXPECT_THROW(xpr::lexsort({key1, xpr::array({1, 2})}), xpr::shape_error);
+  // top_k: the largest first, ties by index, int32 indices; rows of a matrix independently.
+  const Array x = xpr::array({1.0, 7.0, 3.0, 7.0, -2.0});
+  auto [values, indices] = xpr::top_k(x, 3);
+  EXPECT_EQ(values.to_vector<double>(), (std::vector<double>{7, 7, 3}));
+  EXPECT_EQ(indices.dtype(), DType::int32);
+  EXPECT_EQ(indices.to_vector<int>(), (std::vector<int>{1, 3, 2}));
+  const Array m = xpr::array(std::vector<double>{5, 1, 4, 2, 3, 0, 9, 8}, {2, 4});
+  auto [mv, mi] = xpr::top_k(m, 2);
+  EXPECT_EQ(mv.shape(), (Shape{2, 2}));
+  EXPECT_EQ(mv.to_vector<double>(), (std::vector<double>{5, 4, 9, 8}));
+  EXPECT_EQ(mi.to_vector<int>(), (std::vector<int>{0, 2, 2, 3}));
+  EXPECT_EQ(xpr::top_k(x, 0).first.shape(), (Shape{0}));
+  EXPECT_THROW(xpr::top_k(x, 6), xpr::value_error);
+  EXPECT_THROW(xpr::top_k(x, -1), xpr::value_error);
+  EXPECT_THROW(xpr::top_k(xpr::Array(1.0), 1), xpr::shape_error);
+  // The gradient of the sum of the top 2 is one-hot on the chosen elements.
+  EXPECT_EQ(xpr::grad([](const Array& a) { return xpr::sum(xpr::top_k(a, 2).first); })(
+                xpr::array({0.5, 3.0, -1.0, 2.0}))
+                .to_vector<double>(),
+            (std::vector<double>{0, 1, 0, 1}));
+}
+
 TEST(Sort, DerivativesFollowThePermutation) {
   const std::vector<double> xv{0.3, -1.2, 2.5, 0.7, -0.4};
   const Array x = xpr::array(xv);

@@ -46,6 +46,7 @@ namespace detail {
 
 struct CacheCounters {
   std::atomic<std::uint64_t> compiles{0}, memory_hits{0}, disk_hits{0};
+  std::atomic<std::uint64_t> kernels_in_memory{0};  // the size of `compile`'s table
 };
 inline CacheCounters& counters() {
   static CacheCounters c;
@@ -426,7 +427,7 @@ namespace xpr::codegen {
 
 XPR_FUNC JitCacheStats jit_cache_stats() {
   auto& c = detail::counters();
-  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load()};
+  return {c.compiles.load(), c.memory_hits.load(), c.disk_hits.load(), c.kernels_in_memory.load()};
 }
 
 }  // namespace xpr::codegen

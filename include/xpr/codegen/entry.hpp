@@ -6,6 +6,7 @@
 // unit compiled with XPR_COMPILED_LIB parses none of them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,10 +36,19 @@ struct JitCacheStats {
   std::uint64_t compiles = 0;     // kernels built by running the compiler
   std::uint64_t memory_hits = 0;  // kernels found already loaded in this process
   std::uint64_t disk_hits = 0;    // kernels loaded from the disk cache
+  /// Programs in the process-wide table of kernels now (at most `max_kernels_in_memory`).
+  std::uint64_t kernels_in_memory = 0;
 };
 
 /// Compiles, memory hits and disk hits of the jit cache in this process so far.
 JitCacheStats jit_cache_stats();
+
+/// The process-wide table of kernels (one per program, each input shape a program) holds at most
+/// this many: a process that jits ever new shapes or functions would otherwise keep every
+/// program it met. Past it the table is emptied and starts again; a program met again is then
+/// loaded from the disk cache (its object is still loaded: no compile, no `dlopen`). A jitted
+/// function keeps the kernels of its own traces while it lives.
+inline constexpr std::size_t max_kernels_in_memory = 4096;
 
 /// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
 /// where it interprets instead: `interpreter` always; `automatic` when the jaxpr holds a primitive

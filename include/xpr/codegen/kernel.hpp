@@ -595,12 +595,16 @@ XPR_FUNC std::shared_ptr<const Kernel> compile(const rt::Jaxpr& jaxpr, const Jit
   bool fresh = false;
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto& s = cache[key];
-    if (!s) {
-      s = std::make_shared<Slot>();
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      // Bounded (entry.hpp): emptied when full. A thread compiling a dropped slot keeps it (and
+      // its caller gets its kernel); a later caller of that program makes a new slot.
+      if (cache.size() >= max_kernels_in_memory) cache.clear();
+      it = cache.emplace(std::move(key), std::make_shared<Slot>()).first;
       fresh = true;
+      detail::counters().kernels_in_memory = cache.size();
     }
-    slot = s;
+    slot = it->second;
   }
   std::call_once(slot->once, [&] {
     rt::Avals consts;

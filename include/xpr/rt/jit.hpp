@@ -471,9 +471,10 @@ class Jitted {
       if (state_->options.static_argnums.empty() && no_transformation_active()) {
         using Out = jit_result_t<F, 0, A...>;
         const std::array<Array, sizeof...(A)> leaves{Array(args)...};
-        bool concrete = true;
-        for (const Array& x : leaves) concrete = concrete && x.is_concrete();
-        if (concrete) {
+        // Data only: a tracer here belongs to a transformation that has ended or to another
+        // thread's (none is active on this one). Its primal is readable, but the kernel must not
+        // run on it: `bind` below says `escaped_tracer_error`, as every other use does.
+        if (all_concrete(leaves)) {
           const void* tag = &type_tag<std::remove_cvref_t<A>...>;
           const std::uint64_t h = signature_hash(tag, leaves);
           const JitFastEntry* e = state_->find_fast(h, tag, leaves);
@@ -497,8 +498,8 @@ class Jitted {
           using Out = jit_result_t<F, M, A...>;
           JitApplication app = apply<M, A...>(args...);
           const JitTrace& t = *app.trace;
-          bool concrete = no_transformation_active();
-          for (const Array& x : app.leaves) concrete = concrete && x.is_concrete();
+          // As above: a tracer among the arguments is bound, never run on its primal.
+          const bool concrete = no_transformation_active() && all_concrete(app.leaves);
           Arrays outs = concrete && all_concrete(t.traced.consts)
                             ? t.run(app.leaves, state_->options)
                             : rt::bind(pjit_p, concat(t.traced.consts, app.leaves), t.params);

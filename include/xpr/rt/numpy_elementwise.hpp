@@ -159,14 +159,20 @@ inline Array integer_pow_numeric(const Array& x, std::int64_t y) {
   return bind1(elementwise_p<op::integer_pow>, {base}, {{"y", y}});
 }
 
+/// `x ** y` for a float array `x` and an integer array `y`, differentiated as JAX's `lax.pow`
+/// with an integer exponent. (xpr_apply below.)
+Array pow_integer_exponent(const Array& x, const Array& y);
+
 }  // namespace detail
 
 /// `xpr::add`, `subtract`, `multiply`, `divide`, `maximum`, `minimum`, `pow`, `equal`, ... on
 /// arrays and numbers. Differences from the bare primitives, all as in jax.numpy:
 ///  * `divide` is true division: integer and bool operands are promoted to f64 first;
 ///  * `add` and `multiply` of bools are logical or and and (`max`, `min` on bool);
-///  * `pow` with a C++ integer exponent is `integer_pow`; integer arrays to integer array powers
-///    are not supported (`dtype_error`; use `integer_pow` or convert to a float first);
+///  * `pow` with a C++ integer exponent is `integer_pow`; a float base to an integer array
+///    exponent is differentiated as JAX's `lax.pow` with an integer exponent (zero where the
+///    exponent is 0); integer arrays to integer array powers are not supported (`dtype_error`;
+///    use `integer_pow` or convert to a float first);
 ///  * `fmod` of bools is of int32 (`rem` takes numbers); `bitwise_and`, `_or`, `_xor` of floats
 ///    are a `dtype_error` naming the dtype.
 template <class Op, class A, class B>
@@ -182,6 +188,15 @@ requires detail::is_binary_op<Op> && detail::ArrayOperands<A, B> Array xpr_apply
   }
   if constexpr (std::is_same_v<Op, op::rem>) {
     if (core::is_bool(t.dtype)) t.dtype = DType::int32;
+  }
+  if constexpr (std::is_same_v<Op, op::pow> && detail::ArrayArg<B>) {
+    // jnp.power's case of a float base and an integer exponent array: JAX binds `lax.pow` with
+    // the integer exponent, whose derivative in the base is zero where the exponent is 0
+    // (`_pow_jvp_lhs`: select(y == 0, 0, y * x^(y - 1))). The float pow's y * x^(y - 1) is
+    // 0 * inf = NaN at x = 0 there, so the exponent is converted, and the zeros selected
+    // around the pow.
+    if (core::is_floating(t.dtype) && core::is_integer(b.dtype()))
+      return detail::pow_integer_exponent(detail::promote_to(a, t), b);
   }
   if constexpr (std::is_same_v<Op, op::pow>) {
     if (!core::is_floating(t.dtype))
@@ -347,6 +362,15 @@ XPR_FUNC Array remainder(const Array& x, const Array& y0) {
   const Array y_negative = y < 0;
   const Array do_plus = xpr_apply(op::and_{}, mod_negative != y_negative, not_zero);
   return xpr_apply(op::select{}, do_plus, trunc_mod + y, trunc_mod);
+}
+
+XPR_FUNC Array pow_integer_exponent(const Array& x, const Array& y) {
+  // pow(x, 0) is 1 for every x (NaN included), so selecting 1 there changes no value; the
+  // exponent 1 under the select keeps the unselected branch's derivative finite (the double
+  // `where`), so reverse mode does not multiply a zero cotangent by a NaN.
+  const Array zero = y == 0;
+  const Array safe = xpr::where(zero, 1, convert_element_type(y, x.dtype()));
+  return xpr::where(zero, 1, xpr::pow(x, safe));
 }
 
 XPR_FUNC Array floor_divide(const Array& x, const Array& y) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "xpr/core/config.hpp"
 #include "xpr/core/error.hpp"
@@ -22,6 +23,7 @@
 #include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
+#include "xpr/rt/prims/convert.hpp"
 #include "xpr/rt/prims/iota.hpp"
 #include "xpr/rt/prims/rev.hpp"
 #include "xpr/rt/prims/shape.hpp"
@@ -79,18 +81,34 @@ Array argsort(const Array& x, std::optional<std::int64_t> axis = -1, bool descen
 std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values,
                                      std::int64_t dimension = -1);
 
+/// `jnp.lexsort(keys, axis)`: the int64 indices that sort by the last key first, ties broken by
+/// the one before it, and so on (NumPy's order of keys); one `sort` with `num_keys` keys and an
+/// iota. Keys of one shape; `type_error` for none.
+Array lexsort(const std::vector<Array>& keys, std::int64_t axis = -1);
+
+/// `lax.top_k(x, k)`: the `k` largest elements along the last axis, largest first, and their
+/// int32 indices, as JAX's (int64 for an axis longer than int32 counts; equal elements by
+/// increasing index; NaN counts as the largest). Written as
+/// `argsort` descending, then a slice and `take_along_axis` (JAX binds its own `top_k`
+/// primitive; the values and derivatives are the same). `value_error` unless 0 <= k <= the
+/// axis's length.
+std::pair<Array, Array> top_k(const Array& x, std::int64_t k);
+
 }  // namespace xpr::rt
 
 namespace xpr {
 using rt::argsort;
+using rt::lexsort;
 using rt::sort;
 using rt::sort_key_val;
+using rt::top_k;
 }  // namespace xpr
 
 #if XPR_DEFINITIONS
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -268,6 +286,34 @@ XPR_FUNC std::pair<Array, Array> sort_key_val(const Array& keys, const Array& va
   const std::int64_t d = detail::canonical_axis("sort_key_val", dimension, keys.ndim());
   Arrays out = rt::bind(sort_p, Arrays{keys, values}, detail::sort_params_for(d, 1));
   return {std::move(out[0]), std::move(out[1])};
+}
+
+XPR_FUNC Array lexsort(const std::vector<Array>& keys, std::int64_t axis) {
+  if (keys.empty()) throw core::type_error("lexsort: expected at least one key, found none");
+  const std::int64_t d = detail::canonical_axis("lexsort", axis, keys[0].ndim());
+  // The primary key is the last: the sort's keys in reverse, then the iota that it returns.
+  Arrays operands(keys.rbegin(), keys.rend());
+  operands.push_back(broadcasted_iota(DType::int64, keys[0].shape(), d));
+  return rt::bind(sort_p, operands,
+                  detail::sort_params_for(d, static_cast<std::int64_t>(keys.size())))
+      .back();
+}
+
+XPR_FUNC std::pair<Array, Array> top_k(const Array& x, std::int64_t k) {
+  if (x.ndim() == 0)
+    throw core::shape_error("top_k: expected an array of rank 1 or more, found rank 0");
+  const std::int64_t n = x.shape()[x.ndim() - 1];
+  if (k < 0 || k > n)
+    throw core::value_error("top_k: expected k in [0, " + std::to_string(n) +
+                            "] for a last axis of length " + std::to_string(n) + ", found " +
+                            std::to_string(k));
+  const auto last = static_cast<std::int64_t>(x.ndim()) - 1;
+  Axes start(x.ndim(), 0), limit(x.shape().begin(), x.shape().end());
+  limit.back() = k;
+  Array indices = slice(argsort(x, last, true), start, limit);
+  if (n <= std::numeric_limits<std::int32_t>::max())
+    indices = convert_element_type(indices, DType::int32);
+  return {take_along_axis(x, indices, last), indices};
 }
 
 }  // namespace xpr::rt
