@@ -45,9 +45,9 @@ JitCacheStats jit_cache_stats();
 
 /// The process-wide table of kernels (one per program, each input shape a program) holds at most
 /// this many: a process that jits ever new shapes or functions would otherwise keep every
-/// program it met. Past it the table is emptied and starts again; a program met again is then
-/// loaded from the disk cache (its object is still loaded: no compile, no `dlopen`). A jitted
-/// function keeps the kernels of its own traces while it lives.
+/// program it met. Past it the table is emptied and starts again; a program met again is lowered
+/// again and finds its object still loaded (no compile, no `dlopen`). A jitted function keeps the
+/// kernels of its own traces while it lives.
 inline constexpr std::size_t max_kernels_in_memory = 4096;
 
 /// The kernel `execute` runs for `jaxpr` under `options` once its arguments are concrete, or null
