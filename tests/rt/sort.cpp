@@ -163,6 +163,11 @@ TEST(Sort, LexsortAndTopK) {
   EXPECT_EQ(xpr::lexsort({m1, m2}, 0).to_vector<std::int64_t>(),
             (std::vector<std::int64_t>{0, 1, 0, 1, 1, 0, 1, 0}));
   EXPECT_THROW(xpr::lexsort({}), xpr::type_error);
+  // Rank-0 keys: index 0, as jnp.lexsort returns (examiner M).
+  const Array r0 = xpr::lexsort({xpr::Array(1.0)});
+  EXPECT_EQ(r0.ndim(), 0u);
+  EXPECT_EQ(r0.dtype(), DType::int64);
+  EXPECT_EQ(r0.item<std::int64_t>(), 0);
   EXPECT_THROW(xpr::lexsort({key1, xpr::array({1, 2})}), xpr::shape_error);
   // top_k: the largest first, ties by index, int32 indices; rows of a matrix independently.
   const Array x = xpr::array({1.0, 7.0, 3.0, 7.0, -2.0});

@@ -96,7 +96,9 @@ Array mean(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
 
 /// `jnp.var(x, axis, ddof, keepdims)`: the mean squared deviation from the mean over `axis`,
 /// the sum of squares divided by N - `ddof` (N the number of elements reduced). Integer and bool
-/// arrays are taken in f64. NaN where N - `ddof` <= 0, as JAX gives it (its gradient is zero).
+/// arrays are taken in f64. NaN where N - `ddof` <= 0, as JAX gives it; its gradient there is zero
+/// (the NaN does not depend on `x`; JAX's reverse mode divides a zero cotangent by N - ddof, NaN
+/// where that is 0).
 Array var(const Array& x, const AxisArg& axis = {}, std::int64_t ddof = 0, bool keepdims = false);
 /// `keepdims` comes after `ddof`, as in jnp.var's positional order: `var(x, axis, true)` would
 /// silently mean ddof = 1, so it does not compile. Write `var(x, axis, 0, true)`.

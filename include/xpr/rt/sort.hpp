@@ -83,7 +83,8 @@ std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values,
 
 /// `jnp.lexsort(keys, axis)`: the int64 indices that sort by the last key first, ties broken by
 /// the one before it, and so on (NumPy's order of keys); one `sort` with `num_keys` keys and an
-/// iota. Keys of one shape; `type_error` for none.
+/// iota. Keys of one shape (`shape_error` otherwise), `type_error` for none; rank-0 keys give 0,
+/// as in JAX.
 Array lexsort(const std::vector<Array>& keys, std::int64_t axis = -1);
 
 /// `lax.top_k(x, k)`: the `k` largest elements along the last axis, largest first, and their
@@ -290,6 +291,12 @@ XPR_FUNC std::pair<Array, Array> sort_key_val(const Array& keys, const Array& va
 
 XPR_FUNC Array lexsort(const std::vector<Array>& keys, std::int64_t axis) {
   if (keys.empty()) throw core::type_error("lexsort: expected at least one key, found none");
+  for (const Array& k : keys)
+    if (k.shape() != keys[0].shape())
+      throw core::shape_error("lexsort: expected keys of one shape, found " +
+                              keys[0].shape().str() + " and " + k.shape().str());
+  // jnp.lexsort: rank-0 keys sort to the index 0.
+  if (keys[0].ndim() == 0) return Array(std::int64_t{0});
   const std::int64_t d = detail::canonical_axis("lexsort", axis, keys[0].ndim());
   // The primary key is the last: the sort's keys in reverse, then the iota that it returns.
   Arrays operands(keys.rbegin(), keys.rend());
