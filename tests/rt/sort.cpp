@@ -357,4 +357,101 @@ TEST(Sort, StatisticsWrittenAsUsersWriteThem) {
   }
 }
 
+/// numpy's quantile methods on a row, in long double, as the reference.
+double reference_quantile(std::vector<double> row, double q, xpr::quantile_method m) {
+  std::sort(row.begin(), row.end());
+  const double pos = q * static_cast<double>(row.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = static_cast<std::size_t>(std::ceil(pos));
+  const double w = pos - static_cast<double>(lo);
+  switch (m) {
+    case xpr::quantile_method::linear:
+      return static_cast<double>(static_cast<long double>(row[lo]) * (1 - w) +
+                                 static_cast<long double>(row[hi]) * w);
+    case xpr::quantile_method::lower:
+      return row[lo];
+    case xpr::quantile_method::higher:
+      return row[hi];
+    case xpr::quantile_method::midpoint:
+      return (row[lo] + row[hi]) / 2;
+    case xpr::quantile_method::nearest:
+      return w <= 0.5 ? row[lo] : row[hi];
+  }
+  return 0;
+}
+
+TEST(Quantile, MethodsAxesAndDtypesAgainstAReference) {
+  const std::vector<double> data{4.5, -1.0, 3.25, 8.0, 0.5, 2.0, 7.5, -3.0, 6.0, 1.0, 5.5, 0.0};
+  const Array m = xpr::array(data, {3, 4});
+  using M = xpr::quantile_method;
+  for (M method : {M::linear, M::lower, M::higher, M::midpoint, M::nearest})
+    for (double q : {0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0}) {
+      SCOPED_TRACE("method " + std::to_string(static_cast<int>(method)) + " q " +
+                   std::to_string(q));
+      // All elements, each row (axis 1), each column (axis 0).
+      EXPECT_NEAR(xpr::quantile(m, q, std::nullopt, method).item<double>(),
+                  reference_quantile(data, q, method), 1e-14);
+      const std::vector<double> rows = xpr::quantile(m, q, 1, method).to_vector<double>();
+      const std::vector<double> cols = xpr::quantile(m, q, -2, method).to_vector<double>();
+      for (std::size_t r = 0; r < 3; ++r)
+        EXPECT_NEAR(
+            rows[r],
+            reference_quantile({data[r * 4], data[r * 4 + 1], data[r * 4 + 2], data[r * 4 + 3]}, q,
+                               method),
+            1e-14)
+            << r;
+      for (std::size_t c = 0; c < 4; ++c)
+        EXPECT_NEAR(cols[c], reference_quantile({data[c], data[4 + c], data[8 + c]}, q, method),
+                    1e-14)
+            << c;
+    }
+  // median and percentile are quantiles; keepdims keeps the reduced axes.
+  EXPECT_EQ(xpr::median(m).item<double>(), (2.0 + 3.25) / 2);
+  EXPECT_EQ(xpr::median(m, 1).to_vector<double>(), xpr::quantile(m, 0.5, 1).to_vector<double>());
+  EXPECT_EQ(xpr::percentile(m, 25, 0).to_vector<double>(),
+            xpr::quantile(m, 0.25, 0).to_vector<double>());
+  EXPECT_EQ(xpr::median(m, 1, true).shape(), (Shape{3, 1}));
+  EXPECT_EQ(xpr::median(m, std::nullopt, true).shape(), (Shape{1, 1}));
+  // Integers in f64; f32 stays f32.
+  const Array ints = xpr::array({3, 1, 4, 2});
+  EXPECT_EQ(xpr::median(ints).dtype(), DType::float64);
+  EXPECT_EQ(xpr::median(ints).item<double>(), 2.5);
+  EXPECT_EQ(xpr::median(xpr::astype(m, DType::float32)).dtype(), DType::float32);
+  // A NaN anywhere in the reduced elements gives NaN there (jnp.quantile); other rows unaffected.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> med =
+      xpr::median(xpr::array(std::vector<double>{1, nan, 3, 4, 5, 6}, {2, 3}), 1)
+          .to_vector<double>();
+  EXPECT_TRUE(std::isnan(med[0]));
+  EXPECT_EQ(med[1], 5);
+  // Errors.
+  EXPECT_THROW(xpr::quantile(m, 1.5), xpr::value_error);
+  EXPECT_THROW(xpr::quantile(m, -0.1), xpr::value_error);
+  EXPECT_THROW(xpr::quantile(m, nan), xpr::value_error);
+  EXPECT_THROW(xpr::percentile(m, 101), xpr::value_error);
+  EXPECT_THROW(xpr::median(xpr::zeros({0})), xpr::shape_error);
+  EXPECT_THROW(xpr::median(m, 2), xpr::index_error);
+}
+
+TEST(Quantile, DerivativesFlowToThePickedElements) {
+  // The median of an even count is the mean of the two middle elements: gradient 1/2 on each.
+  const Array x = xpr::array({4.0, 1.0, 3.0, 2.0});
+  EXPECT_EQ(xpr::grad([](const Array& a) { return xpr::median(a); })(x).to_vector<double>(),
+            (std::vector<double>{0, 0, 0.5, 0.5}));
+  // A linear quantile at q = 0.3 of 4 elements: position 0.9, weights 0.1 on the smallest and
+  // 0.9 on the second smallest.
+  const std::vector<double> g =
+      xpr::grad([](const Array& a) { return xpr::quantile(a, 0.3); })(x).to_vector<double>();
+  const std::vector<double> want{0, 0.1, 0, 0.9};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(g[i], want[i], 1e-15) << i;
+  // The median absolute deviation, as a robust-statistics user writes it, under jit and vmap,
+  // against a loop of the eager function.
+  auto mad = [](const Array& a) { return xpr::median(xpr::abs(a - xpr::median(a))); };
+  const Array rows = xpr::array(std::vector<double>{1, 2, 3, 4, 100, 5, -1, 0, 2, 8}, {2, 5});
+  const std::vector<double> batched = xpr::jit(xpr::vmap(mad))(rows).to_vector<double>();
+  EXPECT_EQ(batched[0], mad(rows(0)).item<double>());
+  EXPECT_EQ(batched[1], mad(rows(1)).item<double>());
+  EXPECT_EQ(batched[0], 1.0);  // median 3, deviations 2 1 0 1 97
+}
+
 }  // namespace test_rt_sort

@@ -19,6 +19,7 @@
 #include "xpr/rt/aval.hpp"
 #include "xpr/rt/batching.hpp"
 #include "xpr/rt/indexing.hpp"
+#include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
 #include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
@@ -95,11 +96,37 @@ Array lexsort(const std::vector<Array>& keys, std::int64_t axis = -1);
 /// axis's length.
 std::pair<Array, Array> top_k(const Array& x, std::int64_t k);
 
+/// How `quantile` picks between the two sorted elements around position q (n - 1): jnp.quantile's
+/// `method`.
+enum class quantile_method { linear, lower, higher, midpoint, nearest };
+
+/// `jnp.quantile(x, q, axis, method, keepdims)`: the q-th quantile along `axis` (of the flattened
+/// array by default), q in [0, 1]: `x` sorted, then by `method` from the elements at
+/// floor(q (n - 1)) and ceil(q (n - 1)) (`linear` interpolates; `nearest` takes the lower at a
+/// tie, as JAX). NaN where the reduced elements hold a NaN; integers and bools in f64. Its
+/// derivative flows to the elements it picks, through `sort`. `value_error` for q outside
+/// [0, 1], `shape_error` for an empty axis.
+Array quantile(const Array& x, double q, std::optional<std::int64_t> axis = std::nullopt,
+               quantile_method method = quantile_method::linear, bool keepdims = false);
+
+/// `jnp.percentile(x, p, ...)`: `quantile(x, p / 100, ...)`, p in [0, 100].
+Array percentile(const Array& x, double p, std::optional<std::int64_t> axis = std::nullopt,
+                 quantile_method method = quantile_method::linear, bool keepdims = false);
+
+/// `jnp.median(x, axis, keepdims)`: `quantile(x, 0.5, axis, linear, keepdims)`, the mean of the
+/// two middle elements for an even count.
+Array median(const Array& x, std::optional<std::int64_t> axis = std::nullopt,
+             bool keepdims = false);
+
 }  // namespace xpr::rt
 
 namespace xpr {
 using rt::argsort;
 using rt::lexsort;
+using rt::median;
+using rt::percentile;
+using rt::quantile;
+using rt::quantile_method;
 using rt::sort;
 using rt::sort_key_val;
 using rt::top_k;
@@ -321,6 +348,65 @@ XPR_FUNC std::pair<Array, Array> top_k(const Array& x, std::int64_t k) {
   if (n <= std::numeric_limits<std::int32_t>::max())
     indices = convert_element_type(indices, DType::int32);
   return {take_along_axis(x, indices, last), indices};
+}
+
+XPR_FUNC Array quantile(const Array& x, double q, std::optional<std::int64_t> axis,
+                        quantile_method method, bool keepdims) {
+  if (!(q >= 0 && q <= 1))
+    throw core::value_error("quantile: expected q in [0, 1], found " + std::to_string(q));
+  const Array a = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
+  const Array in = axis ? a : ravel(a);
+  const std::int64_t d = detail::canonical_axis("quantile", axis.value_or(0), in.ndim());
+  const std::int64_t n = in.shape()[static_cast<std::size_t>(d)];
+  if (n == 0)
+    throw core::shape_error("quantile: expected a nonempty axis, found axis " + std::to_string(d) +
+                            " of length 0 in shape " + in.shape().str());
+  const Array sorted = sort(in, d);
+  auto element = [&](std::int64_t i) {
+    Axes start(in.ndim(), 0), limit(in.shape().begin(), in.shape().end());
+    start[static_cast<std::size_t>(d)] = i;
+    limit[static_cast<std::size_t>(d)] = i + 1;
+    return squeeze(slice(sorted, start, limit), d);
+  };
+  // jnp.quantile: the position q (n - 1), its two neighbours and the weight of the upper one.
+  const double pos = q * static_cast<double>(n - 1);
+  const auto lo = static_cast<std::int64_t>(std::floor(pos));
+  const auto hi = std::min(static_cast<std::int64_t>(std::ceil(pos)), n - 1);
+  const double w = pos - static_cast<double>(lo);
+  Array r;
+  switch (method) {
+    case quantile_method::linear:
+      r = lo == hi ? element(lo) : element(lo) * (1 - w) + element(hi) * w;
+      break;
+    case quantile_method::lower:
+      r = element(lo);
+      break;
+    case quantile_method::higher:
+      r = element(hi);
+      break;
+    case quantile_method::midpoint:
+      r = lo == hi ? element(lo) : (element(lo) + element(hi)) * 0.5;
+      break;
+    case quantile_method::nearest:
+      r = w <= 0.5 ? element(lo) : element(hi);
+      break;
+  }
+  // A NaN sorts last: the row holds one where its last element is NaN.
+  r = xpr::where(isnan(element(n - 1)), std::numeric_limits<double>::quiet_NaN(), r);
+  if (!keepdims) return r;
+  if (axis) return expand_dims(r, d);
+  return reshape(r, Shape(std::vector<std::int64_t>(x.ndim(), 1)));
+}
+
+XPR_FUNC Array percentile(const Array& x, double p, std::optional<std::int64_t> axis,
+                          quantile_method method, bool keepdims) {
+  if (!(p >= 0 && p <= 100))
+    throw core::value_error("percentile: expected p in [0, 100], found " + std::to_string(p));
+  return quantile(x, p / 100, axis, method, keepdims);
+}
+
+XPR_FUNC Array median(const Array& x, std::optional<std::int64_t> axis, bool keepdims) {
+  return quantile(x, 0.5, axis, quantile_method::linear, keepdims);
 }
 
 }  // namespace xpr::rt
