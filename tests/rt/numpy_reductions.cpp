@@ -393,6 +393,50 @@ TEST(NumpyReductions, VarPrintsAsJnpVarTracesIt) {
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
 }
 
+TEST(NumpyReductions, AnyAndAll) {
+  // m = [[1, 5, -2], [4, 0, 3]]: one zero, at (1, 1).
+  for (DType dtype : {xpr::bool_, xpr::int32, xpr::int64, xpr::float32, xpr::float64}) {
+    SCOPED_TRACE(std::string(xpr::core::name(dtype)));
+    Array m = make(dtype, m_values, Shape{2, 3});
+    EXPECT_EQ(xpr::any(m).dtype(), xpr::bool_);
+    EXPECT_TRUE(xpr::any(m).item<bool>());
+    // The zero at (1, 1) (false in the bool array) makes `all` false.
+    EXPECT_FALSE(xpr::all(m).item<bool>());
+    EXPECT_EQ(xpr::all(m, 1).to_vector<bool>(), (std::vector<bool>{true, false}));
+    EXPECT_EQ(xpr::all(m, 0).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+    EXPECT_EQ(xpr::any(m, 0, true).shape(), (Shape{1, 3}));
+    EXPECT_EQ(xpr::all(m, {0, 1}, true).shape(), (Shape{1, 1}));
+  }
+  // Over nothing: any is false, all is true (jnp's identities).
+  Array e = make(xpr::float64, {}, Shape{0, 2});
+  EXPECT_FALSE(xpr::any(e).item<bool>());
+  EXPECT_TRUE(xpr::all(e).item<bool>());
+  EXPECT_EQ(xpr::all(e, 0).to_vector<bool>(), (std::vector<bool>{true, true}));
+  // NaN is nonzero.
+  Array n = make(xpr::float64, {std::numeric_limits<double>::quiet_NaN(), 0}, Shape{2});
+  EXPECT_TRUE(xpr::any(n).item<bool>());
+  EXPECT_FALSE(xpr::all(n).item<bool>());
+  EXPECT_TRUE(xpr::all(n(xpr::range(0, 1))).item<bool>());
+  // As the ambiguous-truth-value message advises, in a C++ condition; under jit and vmap.
+  Array x = make(xpr::float64, {0.5, 2.0, -1.0}, Shape{3});
+  try {
+    if (x > 0) ADD_FAILURE() << "an array of three converted to bool";
+  } catch (const xpr::type_error& err) {
+    EXPECT_NE(std::string(err.what()).find("xpr::any or xpr::all"), std::string::npos);
+  }
+  EXPECT_TRUE(static_cast<bool>(xpr::any(x > 1.5)));
+  EXPECT_FALSE(static_cast<bool>(xpr::all(x > 0)));
+  auto both = [](const Array& v) { return std::make_tuple(xpr::any(v > 1.0), xpr::all(v > -2.0)); };
+  auto [ja, jb] = xpr::jit(both)(x);
+  EXPECT_TRUE(ja.item<bool>());
+  EXPECT_TRUE(jb.item<bool>());
+  Array rows = make(xpr::float64, {0.5, 2.0, -1.0, -3.0, 0.0, 0.1}, Shape{2, 3});
+  EXPECT_EQ(xpr::vmap([](const Array& r) { return xpr::all(r > -2.0); })(rows).to_vector<bool>(),
+            (std::vector<bool>{true, false}));
+  // The index object is unchanged: x(all) is the whole axis.
+  EXPECT_EQ(rows(xpr::all, 1).to_vector<double>(), (std::vector<double>{2.0, 0.0}));
+}
+
 template <class E>
 void expect_error(auto f, std::initializer_list<const char*> parts) {
   try {

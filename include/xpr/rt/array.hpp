@@ -393,7 +393,14 @@ inline Range range(detail::RangeBound start, detail::RangeBound stop,
 
 /// `:` (a whole axis), `None`/`np.newaxis` (a new axis of size 1) and `...` (as many whole axes
 /// as the other indices leave), named as in xtensor.
-struct AllIndex {};
+struct AllIndex {
+  /// `xpr::all(x, axis, keepdims)` is also jnp.all (as xtensor's `all` is both): bool, whether
+  /// every element over `axis` (every axis by default) is nonzero. Defined with the reductions
+  /// (xpr/rt/numpy_reductions.hpp, `numpy_all`), where `AxisArg` is.
+  XPR_MEMBER Array operator()(const Array& x) const;
+  XPR_MEMBER Array operator()(const Array& x, const class AxisArg& axis,
+                              bool keepdims = false) const;
+};
 struct NewAxis {};
 struct EllipsisIndex {};
 

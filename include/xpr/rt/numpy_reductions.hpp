@@ -112,6 +112,16 @@ Array std(const Array& x, const AxisArg& axis = {}, std::int64_t ddof = 0, bool 
 template <std::same_as<bool> B>
 Array std(const Array& x, const AxisArg& axis, B keepdims) = delete;
 
+/// `jnp.any(x, axis, keepdims)`: bool, whether some element over `axis` (every axis by default)
+/// is nonzero (NaN is); false over no elements. The nonzero elements are counted with `sum`
+/// (JAX binds `reduce_or`, which xpr does not have).
+Array any(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
+
+/// `jnp.all(x, axis, keepdims)`, reached as `xpr::all(x, ...)` (`xpr::all` is also the index
+/// `:`): bool, whether every element over `axis` is nonzero; true over no elements. Counts the
+/// zeros with `sum` (JAX binds `reduce_and`).
+Array numpy_all(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
+
 /// `jnp.argmax(x, axis, keepdims)`: the int32 index of the first largest element along `axis`
 /// (of the flattened array by default; `argmax[axes=(k,) index_dtype=int32]`). NaN counts as the
 /// largest. Throws `shape_error` for an empty axis.
@@ -138,6 +148,7 @@ Array bind_cumulative(const CumulativeReduction& p, const Array& x,
 }  // namespace xpr::rt
 
 namespace xpr {
+using rt::any;
 using rt::argmax;
 using rt::argmin;
 using rt::AxisArg;
@@ -187,6 +198,20 @@ XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
   Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
   // The count is a C++ number, weakly typed: an f32 mean stays f32.
   return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
+}
+
+XPR_FUNC Array any(const Array& x, const AxisArg& axis, bool keepdims) {
+  return sum(x != 0, axis, keepdims) > 0;
+}
+
+XPR_FUNC Array numpy_all(const Array& x, const AxisArg& axis, bool keepdims) {
+  return sum(x == 0, axis, keepdims) == 0;
+}
+
+XPR_FUNC Array AllIndex::operator()(const Array& x) const { return numpy_all(x); }
+
+XPR_FUNC Array AllIndex::operator()(const Array& x, const AxisArg& axis, bool keepdims) const {
+  return numpy_all(x, axis, keepdims);
 }
 
 XPR_FUNC Array var(const Array& x, const AxisArg& axis, std::int64_t ddof, bool keepdims) {
