@@ -99,10 +99,6 @@ Array cumlogsumexp(const Array& x, std::optional<std::int64_t> axis = std::nullo
                    bool reverse = false);
 
 namespace detail {
-/// `x` along `axis` from `start` below `limit` by `stride` (`slicing.slice_in_dim`).
-Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t limit, std::int64_t stride,
-                   std::size_t axis);
-
 /// JAX's `_interleave`: a0 b0 a1 b1 ... along `axis`, where `a` has as many elements as `b` or
 /// one more.
 Array interleave(const Array& a, const Array& b, std::size_t axis);
@@ -153,15 +149,6 @@ using rt::prod;
 namespace xpr::rt {
 
 namespace detail {
-XPR_FUNC Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t limit,
-                            std::int64_t stride, std::size_t axis) {
-  Axes starts(x.ndim(), 0), limits, strides(x.ndim(), 1);
-  for (std::size_t d = 0; d < x.ndim(); ++d) limits.push_back(x.shape()[d]);
-  starts[axis] = start;
-  limits[axis] = std::max(start, limit);
-  strides[axis] = stride;
-  return slice(x, starts, limits, strides);
-}
 
 XPR_FUNC Array interleave(const Array& a, const Array& b, std::size_t axis) {
   const bool same = a.shape()[axis] == b.shape()[axis];

@@ -5,6 +5,7 @@
 // primitives.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -85,6 +86,12 @@ Array stack(const std::vector<Array>& xs, std::int64_t axis = 0);
 /// below limit in each dimension (`strides` empty: all 1). No negative indices, as in lax.
 Array slice(const Array& x, const Axes& start_indices, const Axes& limit_indices,
             const Axes& strides = {});
+
+namespace detail {
+/// `x` along `axis` from `start` below `limit` by `stride` (`slicing.slice_in_dim`).
+Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t limit, std::int64_t stride,
+                   std::size_t axis);
+}  // namespace detail
 
 /// `lax.pad(x, padding_value, padding_config)` with the arguments in NumPy's order: per dimension
 /// (low, high, interior) padding; negative low or high crop. The value is converted to `x`'s
@@ -290,6 +297,16 @@ XPR_FUNC Array slice(const Array& x, const Axes& start_indices, const Axes& limi
   else
     p.set("strides", strides);
   return bind1(slice_p, {x}, p);
+}
+
+XPR_FUNC Array detail::slice_in_dim(const Array& x, std::int64_t start, std::int64_t limit,
+                                    std::int64_t stride, std::size_t axis) {
+  Axes starts(x.ndim(), 0), limits, strides(x.ndim(), 1);
+  for (std::size_t d = 0; d < x.ndim(); ++d) limits.push_back(x.shape()[d]);
+  starts[axis] = start;
+  limits[axis] = std::max(start, limit);
+  strides[axis] = stride;
+  return slice(x, starts, limits, strides);
 }
 
 XPR_FUNC Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,

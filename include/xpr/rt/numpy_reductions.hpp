@@ -66,6 +66,13 @@ inline Array promote_integers(const Array& x) {
              : x;
 }
 
+/// How many elements a reduction over `axes` (canonical) of `shape` combines into each result.
+inline std::int64_t reduced_count(const Shape& shape, const Axes& axes) {
+  std::int64_t count = 1;
+  for (std::int64_t a : axes) count *= shape[static_cast<std::size_t>(a)];
+  return count;
+}
+
 /// Binds a reduction over `axes` (canonical) and restores them as size-1 axes for `keepdims`.
 inline Array bind_reduction(const Primitive& prim, const Array& x, const Axes& axes,
                             bool keepdims) {
@@ -193,8 +200,7 @@ XPR_FUNC Array sum(const Array& x, const AxisArg& axis, bool keepdims) {
 
 XPR_FUNC Array mean(const Array& x, const AxisArg& axis, bool keepdims) {
   Axes axes = axis.canonical("mean", x.ndim());
-  std::int64_t count = 1;
-  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
+  const std::int64_t count = detail::reduced_count(x.shape(), axes);
   Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
   // The count is a C++ number, weakly typed: an f32 mean stays f32.
   return detail::bind_reduction(reduce_sum_p, in, axes, keepdims) / static_cast<double>(count);
@@ -216,8 +222,7 @@ XPR_FUNC Array AllIndex::operator()(const Array& x, const AxisArg& axis, bool ke
 
 XPR_FUNC Array var(const Array& x, const AxisArg& axis, std::int64_t ddof, bool keepdims) {
   Axes axes = axis.canonical("var", x.ndim());
-  std::int64_t count = 1;
-  for (std::int64_t a : axes) count *= x.shape()[static_cast<std::size_t>(a)];
+  const std::int64_t count = detail::reduced_count(x.shape(), axes);
   // jnp.var: the mean with kept axes, the squares of the deviations summed, then divided by the
   // count less ddof (weakly typed, so an f32 variance stays f32).
   Array in = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);

@@ -21,6 +21,7 @@
 #include "xpr/rt/indexing.hpp"
 #include "xpr/rt/numpy_elementwise.hpp"
 #include "xpr/rt/numpy_linalg_slicing.hpp"
+#include "xpr/rt/numpy_reductions.hpp"
 #include "xpr/rt/numpy_shape.hpp"
 #include "xpr/rt/params.hpp"
 #include "xpr/rt/primitive.hpp"
@@ -290,14 +291,14 @@ inline Params sort_params_for(std::int64_t dimension, std::int64_t num_keys) {
 
 XPR_FUNC Array sort(const Array& x, std::optional<std::int64_t> axis, bool descending) {
   const Array in = axis ? x : ravel(x);
-  const std::int64_t d = detail::canonical_axis("sort", axis.value_or(0), in.ndim());
+  const std::int64_t d = detail::one_axis("sort", axis, x.ndim());
   Array out = rt::bind(sort_p, Arrays{in}, detail::sort_params_for(d, 1))[0];
   return descending ? rev(out, {d}) : out;
 }
 
 XPR_FUNC Array argsort(const Array& x, std::optional<std::int64_t> axis, bool descending) {
   Array in = axis ? x : ravel(x);
-  const std::int64_t d = detail::canonical_axis("argsort", axis.value_or(0), in.ndim());
+  const std::int64_t d = detail::one_axis("argsort", axis, x.ndim());
   Array iota = broadcasted_iota(DType::int64, in.shape(), d);
   // jnp.argsort: for a stable descending order, both reversed first, so that equal elements keep
   // their order when the indices are reversed back.
@@ -342,9 +343,7 @@ XPR_FUNC std::pair<Array, Array> top_k(const Array& x, std::int64_t k) {
                             "] for a last axis of length " + std::to_string(n) + ", found " +
                             std::to_string(k));
   const auto last = static_cast<std::int64_t>(x.ndim()) - 1;
-  Axes start(x.ndim(), 0), limit(x.shape().begin(), x.shape().end());
-  limit.back() = k;
-  Array indices = slice(argsort(x, last, true), start, limit);
+  Array indices = detail::slice_in_dim(argsort(x, last, true), 0, k, 1, x.ndim() - 1);
   if (n <= std::numeric_limits<std::int32_t>::max())
     indices = convert_element_type(indices, DType::int32);
   return {take_along_axis(x, indices, last), indices};
@@ -356,17 +355,14 @@ XPR_FUNC Array quantile(const Array& x, double q, std::optional<std::int64_t> ax
     throw core::value_error("quantile: expected q in [0, 1], found " + std::to_string(q));
   const Array a = core::is_floating(x.dtype()) ? x : convert_element_type(x, DType::float64);
   const Array in = axis ? a : ravel(a);
-  const std::int64_t d = detail::canonical_axis("quantile", axis.value_or(0), in.ndim());
+  const std::int64_t d = detail::one_axis("quantile", axis, x.ndim());
   const std::int64_t n = in.shape()[static_cast<std::size_t>(d)];
   if (n == 0)
     throw core::shape_error("quantile: expected a nonempty axis, found axis " + std::to_string(d) +
                             " of length 0 in shape " + in.shape().str());
   const Array sorted = sort(in, d);
   auto element = [&](std::int64_t i) {
-    Axes start(in.ndim(), 0), limit(in.shape().begin(), in.shape().end());
-    start[static_cast<std::size_t>(d)] = i;
-    limit[static_cast<std::size_t>(d)] = i + 1;
-    return squeeze(slice(sorted, start, limit), d);
+    return squeeze(detail::slice_in_dim(sorted, i, i + 1, 1, static_cast<std::size_t>(d)), d);
   };
   // jnp.quantile: the position q (n - 1), its two neighbours and the weight of the upper one.
   const double pos = q * static_cast<double>(n - 1);
